@@ -32,7 +32,7 @@ else.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sgs.actions import FUNCTIONS, RELATIONS, Action, make
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
@@ -100,11 +100,9 @@ def _need_reachable(graph: SceneGraph, name: str, fn: str) -> None:
 def _go_to(graph: SceneGraph, a: Action) -> SceneGraph:
     node = _need_node(graph, a.node, "go_to", "room")
     if node.layer is not Layer.PLACE:
-        raise Infeasible(f"go_to takes a room; {a.node} is a {node.layer.value} in {graph.place_of(a.node)}, so use go_to({graph.place_of(a.node)})")
+        raise Infeasible(f"go_to takes a room; {a.node} is {_a(node.layer.value)} in {graph.place_of(a.node)}, so use go_to({graph.place_of(a.node)})")
     if graph.agent.location == a.node:
         return graph
-    from dataclasses import replace
-
     return graph.evolve(agent=replace(graph.agent, location=a.node))
 
 
@@ -112,7 +110,7 @@ def _pick_up(graph: SceneGraph, a: Action) -> SceneGraph:
     node = _need_node(graph, a.node, "pick_up", "object")
     name = a.node
     if node.layer is not Layer.OBJECT:
-        raise Infeasible(f"{name} is a {node.layer.value} and cannot be picked up; only objects can")
+        raise Infeasible(f"{name} is {_a(node.layer.value)} and cannot be picked up; only objects can")
     if not affords(node, "pick_up"):
         raise Infeasible(f"{name} cannot be picked up (its affordances: {', '.join(node.affordances or ()) or 'none'})")
     holding = graph.agent.holding
@@ -124,15 +122,13 @@ def _pick_up(graph: SceneGraph, a: Action) -> SceneGraph:
     _need_reachable(graph, name, "pick_up")
     parent = dict(graph.parent)
     parent[name] = (graph.agent.name, Relation.HELD)
-    from dataclasses import replace
-
     return graph.evolve(parent=parent, agent=replace(graph.agent, holding=name))
 
 
 def _put(graph: SceneGraph, a: Action) -> SceneGraph:
     fn = a.function_name
     relation = Relation.ONTOP if fn == "put_on" else Relation.INSIDE
-    dest_name = a.destination or a.node if a.destination is None else a.destination
+    dest_name = a.destination if a.destination is not None else a.node
     holding = graph.agent.holding
     if holding is None:
         raise Infeasible(f"{fn} puts down the object you hold, but you hold nothing; pick_up an object first")
@@ -151,8 +147,6 @@ def _put(graph: SceneGraph, a: Action) -> SceneGraph:
         raise Infeasible(f"{dest_name} is closed; open({dest_name}) before putting {holding} inside")
     parent = dict(graph.parent)
     parent[holding] = (dest_name, relation)
-    from dataclasses import replace
-
     return graph.evolve(parent=parent, agent=replace(graph.agent, holding=None))
 
 
@@ -341,7 +335,7 @@ def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[s
         raise Infeasible(f"relation must be 'ontop' or 'inside', got {rel!r}")
     dest = _need_node(graph, dest_name, "rearrange", "destination")
     if obj.layer is not Layer.OBJECT:
-        raise Infeasible(f"{obj_name} is a {obj.layer.value} and cannot be moved; only objects can")
+        raise Infeasible(f"{obj_name} is {_a(obj.layer.value)} and cannot be moved; only objects can")
     if dest.layer is Layer.PLACE:
         raise Infeasible(f"{dest_name} is a room; rearrange puts an object on or inside an asset or object")
     put = "put_on" if rel == "ontop" else "put_inside"
@@ -371,6 +365,10 @@ def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[s
     steps.append(make(put, None, None, dest_name))
     notes.append(f"expanded rearrange into {len(steps)} steps")
     return steps
+
+
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
 
 
 def _relation_feedback(dest, rel: str) -> str:
