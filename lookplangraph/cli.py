@@ -118,6 +118,25 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_grasif(args) -> int:
+    from grasif import dataset
+
+    data_dir = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+    try:
+        if args.grasif_command == "build":
+            out = dataset.build(Path(args.out) if args.out else data_dir, splits=args.split or None,
+                                progress=lambda msg: print(msg, file=sys.stderr))
+            print(f"GraSIF written to {out}")
+        elif args.grasif_command == "list":
+            for _, task_id in dataset.task_ids(data_dir, args.split):
+                print(task_id)
+        else:
+            print(dataset.stats_table(data_dir))
+    except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
+        raise InputError(str(exc).strip("'\"")) from None
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lookplangraph", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print a scene graph as a tree")
     p.add_argument("graph", help="scene graph file (paper JSON format)")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("grasif", help="build, list and describe the GraSIF benchmark")
+    p.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
+    gsub = p.add_subparsers(dest="grasif_command", required=True)
+    b = gsub.add_parser("build", help="build task files from the source packages (atomic, deterministic)")
+    b.add_argument("--out", help="output directory (default: the data directory)")
+    b.add_argument("--split", action="append", choices=["virtualhome", "behavior", "office"], help="build only these splits (repeatable)")
+    lst = gsub.add_parser("list", help="task ids, one per line")
+    lst.add_argument("--split", choices=["virtualhome", "behavior", "office"])
+    gsub.add_parser("stats", help="Table I of the paper for the build")
+    p.set_defaults(func=cmd_grasif)
     return parser
 
 

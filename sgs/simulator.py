@@ -311,11 +311,11 @@ def _expand(graph: SceneGraph, action: Action, correct: bool, notes: list[str]) 
     return steps + [action]
 
 
-def _approach(graph: SceneGraph, name: str, notes: list[str], open_target: bool, from_place: str | None = None) -> list:
+def _approach(graph: SceneGraph, name: str, notes: list[str], open_target: bool) -> list:
     """Steps that bring the agent to ``name``'s place and open what hides it (rules 2 and 3)."""
     steps = []
     place = graph.place_of(name)
-    here = from_place if from_place is not None else graph.agent.location
+    here = graph.agent.location
     if place != here and graph.nodes[name].layer is not Layer.PLACE:
         steps.append(make("go_to", place))
         notes.append(f"inserted go_to({place})")
@@ -355,11 +355,15 @@ def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[s
         elif graph.place_of(obj_name) != graph.agent.location:
             steps.append(make("go_to", graph.place_of(obj_name)))
         steps.append(make("pick_up", obj_name))
-    # After the pick-up the agent is in the object's place; plan the put from there.
-    here = graph.place_of(obj_name) if holding != obj_name else graph.agent.location
-    dest_place = graph.place_of(dest_name)
+    # Plan the put from the graph after the pick-up half: a container opened on the way to the
+    # object is open by then, and the agent is in the object's place.
+    mid = graph
+    for step in steps:
+        mid = apply(mid, step)
+    here = mid.agent.location
+    dest_place = mid.place_of(dest_name)
     if correct:
-        steps += _approach(graph, dest_name, notes, open_target=(put == "put_inside"), from_place=here)
+        steps += _approach(mid, dest_name, notes, open_target=(put == "put_inside"))
     elif dest_place != here:
         steps.append(make("go_to", dest_place))
     steps.append(make(put, None, None, dest_name))

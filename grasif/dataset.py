@@ -1,0 +1,145 @@
+"""The GraSIF data directory: building it from the split builders, listing and describing it.
+
+Each split is a module with ``SPLIT`` (its name), ``PAPER`` (the paper's Table I row) and
+``build_tasks() -> list[Task]`` (deterministic; raises :class:`SourceError` naming the bad source).
+
+Layout of a data directory (default ``$LOOKPLANGRAPH_DATA`` or ``~/.cache/lookplangraph/grasif``)::
+
+    index.json                # splits, their task ids and each file's sha256
+    <split>/<task id>.json    # one task per file (grasif.task format)
+
+A build writes into a fresh sibling directory and swaps it in only when every split has been
+built and written, so a failed or interrupted build never overwrites a good one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from statistics import mean
+from typing import Callable
+
+from grasif.task import Task, load_task
+from sgs.graph import Layer
+
+#: split name -> module that builds it
+SPLIT_MODULES = {"virtualhome": "grasif.virtualhome", "behavior": "grasif.behavior", "office": "grasif.office"}
+
+
+class SourceError(RuntimeError):
+    """Source data for a split is missing or broken; the message names the package or file."""
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("LOOKPLANGRAPH_DATA")
+    if env:
+        return Path(env).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "lookplangraph" / "grasif"
+
+
+def split_module(split: str):
+    if split not in SPLIT_MODULES:
+        raise KeyError(f"unknown split {split!r}; splits are {', '.join(SPLIT_MODULES)}")
+    return importlib.import_module(SPLIT_MODULES[split])
+
+
+def _dump(task: Task) -> bytes:
+    return (json.dumps(task.model_dump(mode="json"), indent=1) + "\n").encode()
+
+
+def build(out: Path | None = None, splits: list[str] | None = None, progress: Callable[[str], None] = print) -> Path:
+    """Build ``splits`` (default: all) into ``out``; return the directory. Atomic (see module doc).
+
+    Splits not rebuilt are carried over from an existing build in ``out``.
+    """
+    out = Path(out) if out is not None else default_data_dir()
+    splits = list(splits or SPLIT_MODULES)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    old_index = read_index(out) if (out / "index.json").exists() else {"splits": {}}
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".building-", dir=out.parent))
+    try:
+        index = {"format": 1, "splits": {}}
+        for split in SPLIT_MODULES:
+            if split not in splits:
+                if split in old_index["splits"]:
+                    shutil.copytree(out / split, tmp / split)
+                    index["splits"][split] = old_index["splits"][split]
+                continue
+            tasks = split_module(split).build_tasks()
+            ids = [t.id for t in tasks]
+            if len(set(ids)) != len(ids):
+                raise SourceError(f"split {split}: duplicate task ids")
+            (tmp / split).mkdir()
+            files = {}
+            for task in tasks:
+                data = _dump(task)
+                (tmp / split / f"{task.id}.json").write_bytes(data)
+                files[task.id] = hashlib.sha256(data).hexdigest()
+            index["splits"][split] = files
+            progress(f"built {split}: {len(tasks)} tasks")
+        (tmp / "index.json").write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
+        backup = None
+        if out.exists():
+            backup = out.with_name(out.name + ".old")
+            shutil.rmtree(backup, ignore_errors=True)
+            out.rename(backup)
+        tmp.rename(out)
+        if backup is not None:
+            shutil.rmtree(backup, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def read_index(data_dir: Path) -> dict:
+    path = Path(data_dir) / "index.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{data_dir}: no GraSIF build here; run `lookplangraph grasif build`")
+    return json.loads(path.read_text())
+
+
+def task_ids(data_dir: Path, split: str | None = None) -> list[tuple[str, str]]:
+    """(split, task id) pairs of a build, in index order."""
+    index = read_index(data_dir)
+    if split is not None and split not in index["splits"]:
+        raise KeyError(f"split {split!r} is not in the build at {data_dir}; built: {', '.join(index['splits'])}")
+    return [(s, t) for s, files in index["splits"].items() if split in (None, s) for t in files]
+
+
+def load_split(data_dir: Path, split: str) -> list[Task]:
+    return [load_task(Path(data_dir) / s / f"{t}.json") for s, t in task_ids(data_dir, split)]
+
+
+def split_stats(tasks: list[Task]) -> dict[str, float]:
+    """Table I quantities: task count and means of places, nodes (places+assets+objects) and GT actions."""
+    if not tasks:
+        return {"tasks": 0, "rooms": 0.0, "nodes": 0.0, "actions": 0.0, "no_change": 0}
+    graphs = [t.graph for t in tasks]
+    return {
+        "tasks": len(tasks),
+        "rooms": mean(len(g.names(Layer.PLACE)) for g in graphs),
+        "nodes": mean(len(g.nodes) for g in graphs),
+        "actions": mean(len(t.ground_truth_plan) for t in tasks),
+        "no_change": sum(t.goal.is_empty() for t in tasks),
+    }
+
+
+def stats_table(data_dir: Path) -> str:
+    """Table I of the paper for a build, each split beside the paper's figures."""
+    head = f"{'split':<13}{'tasks':>7}{'rooms':>8}{'nodes':>9}{'actions':>9}   {'paper: tasks':>12}{'rooms':>7}{'nodes':>8}{'actions':>9}{'no-change':>11}"
+    lines = [head, "-" * len(head)]
+    for split in read_index(data_dir)["splits"]:
+        s = split_stats(load_split(data_dir, split))
+        p = split_module(split).PAPER
+        lines.append(
+            f"{split:<13}{s['tasks']:>7}{s['rooms']:>8.2f}{s['nodes']:>9.1f}{s['actions']:>9.2f}   "
+            f"{p['tasks']:>12}{p['rooms']:>7}{p['nodes']:>8}{p['actions']:>9}{s['no_change']:>11}"
+        )
+    return "\n".join(lines)
