@@ -19,6 +19,9 @@ from sgs.io import graph_from_dict, load_graph
 from sgs.render import render_tree
 
 
+SPLITS = ["virtualhome", "behavior", "office"]
+
+
 class InputError(Exception):
     """Bad command-line input; the message is printed and the command exits with 2."""
 
@@ -126,7 +129,7 @@ def cmd_grasif(args) -> int:
         if args.grasif_command == "build":
             out = dataset.build(Path(args.out) if args.out else data_dir, splits=args.split or None,
                                 progress=lambda msg: print(msg, file=sys.stderr))
-            print(f"GraSIF written to {out}")
+            print(f"GraSIF written to {out}", flush=True)
         elif args.grasif_command == "list":
             for _, task_id in dataset.task_ids(data_dir, args.split):
                 print(task_id)
@@ -156,14 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("grasif", help="build, list and describe the GraSIF benchmark")
-    p.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
+    data_dir = argparse.ArgumentParser(add_help=False)
+    data_dir.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
     gsub = p.add_subparsers(dest="grasif_command", required=True)
-    b = gsub.add_parser("build", help="build task files from the source packages (atomic, deterministic)")
+    b = gsub.add_parser("build", parents=[data_dir], help="build task files from the source packages (atomic, deterministic)")
     b.add_argument("--out", help="output directory (default: the data directory)")
-    b.add_argument("--split", action="append", choices=["virtualhome", "behavior", "office"], help="build only these splits (repeatable)")
-    lst = gsub.add_parser("list", help="task ids, one per line")
-    lst.add_argument("--split", choices=["virtualhome", "behavior", "office"])
-    gsub.add_parser("stats", help="Table I of the paper for the build")
+    b.add_argument("--split", action="append", choices=SPLITS, help="build only these splits (repeatable)")
+    lst = gsub.add_parser("list", parents=[data_dir], help="task ids, one per line")
+    lst.add_argument("--split", choices=SPLITS)
+    gsub.add_parser("stats", parents=[data_dir], help="Table I of the paper for the build")
     p.set_defaults(func=cmd_grasif)
     return parser
 
