@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from grasif.goals import GoalSpec, goal_from_graphs
@@ -140,6 +141,148 @@ def cmd_grasif(args) -> int:
     return 0
 
 
+# -- episodes and evaluation -------------------------------------------------------------------
+def _settings(args):
+    from lookplangraph.settings import SettingsError, load_settings
+
+    overrides = {
+        "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
+        "max_actions": args.max_actions, "graph_style": args.graph_style,
+        "priors": False if args.no_priors else None, "correction": False if args.no_correction else None,
+        "out": args.out, "cache": True if getattr(args, "cache", False) else None,
+        "tasks": getattr(args, "tasks", None) or ([args.task] if getattr(args, "task", None) else None),
+        "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
+    }
+    try:
+        return load_settings(args.config, overrides)
+    except SettingsError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
+    """Tasks of the settings' split (built on demand when the split is missing)."""
+    from grasif import dataset
+
+    if task_file:
+        try:
+            return [load_task(task_file)]
+        except TaskError as exc:
+            raise InputError(str(exc)) from None
+    if not s.split:
+        raise InputError("give --split (virtualhome, behavior or office) or --task-file")
+    root = Path(data_dir) if data_dir else dataset.default_data_dir()
+    try:
+        built = dataset.read_index(root)["splits"] if (root / "index.json").exists() else {}
+        if s.split not in built:
+            print(f"GraSIF split {s.split} is not built in {root}; building it now", file=sys.stderr)
+            dataset.build(root, splits=[s.split], progress=lambda m: print(m, file=sys.stderr))
+        tasks = dataset.load_split(root, s.split)
+    except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
+        raise InputError(str(exc).strip("'\"")) from None
+    if s.tasks:
+        by_id = {t.id: t for t in tasks}
+        missing = [t for t in s.tasks if t not in by_id]
+        if missing:
+            raise InputError(f"no task {', '.join(missing)} in split {s.split}; see `lookplangraph grasif list --split {s.split}`")
+        tasks = [by_id[t] for t in s.tasks]
+    if s.limit:
+        tasks = tasks[: s.limit]
+    return tasks
+
+
+def _lm_factory(s, out: Path):
+    from lookplangraph.backends import LMError, make_backend
+
+    def factory():
+        try:
+            lm = make_backend(s.lm, **s.lm_options)
+        except LMError as exc:
+            raise InputError(str(exc)) from None
+        if s.cache:
+            from lookplangraph.replycache import CachedBackend
+
+            lm = CachedBackend(lm, out / "lm_cache.jsonl")
+        return lm
+
+    return factory
+
+
+def cmd_run(args) -> int:
+    from lookplangraph.backends import LMError
+    from lookplangraph.runner import format_result, now_stamp, run_episode_to_dir
+
+    s = _settings(args)
+    task = _select_tasks(s, args.data_dir, args.task_file)[0]
+    out = Path(s.out) if s.out else Path("runs") / f"{now_stamp()}_{task.split}_{task.id}"
+    lm = _lm_factory(s, out)()
+    print(f"Task {task.split}/{task.id}: {task.instruction}")
+    print(f"LM {lm.name}; graph {s.graph_style}; priors {'on' if s.priors else 'off'}; "
+          f"correction {'on' if s.correction else 'off'}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}")
+    try:
+        result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
+                                    echo=lambda text: print(text, flush=True))
+    except LMError as exc:
+        raise InputError(str(exc)) from None
+    print(format_result(result))
+    print(f"trace: {out / 'trace.jsonl'}; result: {out / 'result.json'}")
+    return 0 if result.success else 1
+
+
+def _progress_bar(total_width: int = 30):
+    start = time.monotonic()
+
+    def show(done: int, total: int, row) -> None:
+        frac = done / total if total else 1.0
+        bar = "#" * int(frac * total_width)
+        extra = ""
+        if row is not None:
+            extra = f"  last: {row['task_id']} {'ok' if row['success'] else 'fail'}"
+        elapsed = time.monotonic() - start
+        print(f"\r[{bar:<{total_width}}] {done}/{total}  {elapsed:6.0f} s{extra:<40}", end="", file=sys.stderr, flush=True)
+        if done == total:
+            print(file=sys.stderr)
+
+    return show
+
+
+def cmd_eval(args) -> int:
+    from lookplangraph.backends import LMError
+    from lookplangraph.runner import evaluate, now_stamp, summary_text, write_summary
+
+    s = _settings(args)
+    tasks = _select_tasks(s, args.data_dir)
+    out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
+    try:
+        rows = evaluate(tasks, _lm_factory(s, out), s.planner_config(), out,
+                        dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
+                        progress=_progress_bar(), meta=s.as_dict())
+    except LMError as exc:
+        raise InputError(f"{exc} (finished episodes are kept in {out / 'results.jsonl'}; rerun to resume)") from None
+    keys = {(t.split, t.id) for t in tasks}
+    summary = write_summary([r for r in rows if (r["split"], r["task_id"]) in keys], out,
+                            {f"{t.split}__{t.id}": t for t in tasks})
+    print(summary_text(summary))
+    print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
+    return 0
+
+
+def cmd_inject(args) -> int:
+    from lookplangraph.injection_curve import curve, curve_table, write_curve
+
+    s = _settings(args)
+    tasks = []
+    for split in (args.splits or ["virtualhome", "behavior", "office"]):
+        s.split = split
+        tasks += _select_tasks(s, args.data_dir)
+    rates = [float(r) for r in args.rates.split(",")]
+    rows = curve(tasks, rates, seeds=args.seeds, progress=_progress_bar())
+    out = Path(s.out) if s.out else Path("runs") / "error_injection"
+    write_curve(rows, out)
+    print(curve_table(rows))
+    print(f"written: {out / 'curve.csv'}, {out / 'curve.png'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lookplangraph", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -169,6 +312,37 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--split", choices=SPLITS)
     gsub.add_parser("stats", parents=[data_dir], help="Table I of the paper for the build")
     p.set_defaults(func=cmd_grasif)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", help="TOML settings file (configs/*.toml); flags override it")
+    common.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
+    common.add_argument("--lm", help="LM backend: llamacpp:qwen2.5-coder-1.5b (default), llamacpp:PATH.gguf, openai:MODEL[@BASE_URL]")
+    common.add_argument("--split", choices=SPLITS)
+    common.add_argument("--dynamic", action="store_true", help="move task-relevant objects before the episode (seeded)")
+    common.add_argument("--seed", type=int, help="dynamic-mode seed (default 0)")
+    common.add_argument("--max-actions", type=int, help="action limit (default 30)")
+    common.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (ablations)")
+    common.add_argument("--no-priors", action="store_true", help="ablation: the memory graph starts without objects")
+    common.add_argument("--no-correction", action="store_true", help="ablation: no rule-based SGS correction")
+    common.add_argument("--out", help="output directory (default under runs/)")
+
+    p = sub.add_parser("run", parents=[common], help="run one episode and print its trace")
+    p.add_argument("--task", help="task id in the split")
+    p.add_argument("--task-file", help="a task JSON file instead of --split/--task")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("eval", parents=[common], help="evaluate on many tasks (resumable)")
+    p.add_argument("--tasks", nargs="+", help="task ids (default: all of the split)")
+    p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--concurrency", type=int, help="episodes in parallel (default 1)")
+    p.add_argument("--cache", action="store_true", help="record LM replies in OUT/lm_cache.jsonl and replay identical calls")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("inject", parents=[common], help="error-injection curve: SR against injected error rate, correction on/off")
+    p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0", help="comma-separated error rates")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per rate")
+    p.add_argument("--splits", nargs="+", choices=SPLITS, help="splits (default: all three)")
+    p.set_defaults(func=cmd_inject)
     return parser
 
 

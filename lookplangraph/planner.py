@@ -1,0 +1,185 @@
+"""The LookPlanGraph loop (paper Algorithm 1) over one task, one LM and one environment.
+
+Per step: the LM proposes one action from the instruction, the memory-graph view, the previous
+reasons and actions and the last feedback. The action is *unresolved* (feedback goes back to the
+LM) when the reply cannot be read, when it moves an object that is only a prior, when the SGS
+rejects it on the memory graph, when it repeats the last action without changing anything, or
+when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
+(corrections included) run in the environment one by one and the memory graph mirrors each;
+``discover_objects`` merges the observation into memory.
+
+The episode ends on ``done``, after ``max_unresolved`` unresolved answers in a row, or after
+``max_actions`` accepted actions. It is then judged on the environment's true final graph:
+success when every goal unit holds, precision M^C/M.
+
+Ablations (paper Table V) are :class:`PlannerConfig` fields: ``graph_style`` (text/json/full),
+``priors`` (False: no priors), ``correction`` (False: no rule-based correction).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from grasif.goals import evaluate_goal
+from grasif.task import Task
+from sgs.simulator import Infeasible, check
+
+from lookplangraph.memory import MemoryGraph
+from lookplangraph.prompts import dynamic_prompt, static_prompt
+from lookplangraph.serialize import render, visible_names
+
+
+@dataclass
+class PlannerConfig:
+    """Loop limits and ablation switches (module doc)."""
+
+    max_actions: int = 30
+    max_unresolved: int = 3
+    graph_style: str = "text"
+    priors: bool = True
+    correction: bool = True
+
+
+@dataclass
+class StepRecord:
+    """One LM call and what became of it (a line of the JSON-lines trace)."""
+
+    call: int
+    reason: str | None
+    proposed: str | None
+    accepted: bool
+    text: str
+    executed: list[str] = field(default_factory=list)
+    corrections: list[str] = field(default_factory=list)
+    feedback: str | None = None
+    observed: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class EpisodeResult:
+    task_id: str
+    split: str
+    lm: str
+    termination: str  # done | unresolved | max_actions
+    success: bool
+    precision: float
+    actions: list[str]  # accepted LM actions
+    executed: list[str]  # primitive actions executed in the environment
+    lm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    lm_seconds: float
+    wall_s: float
+    goal_not_met: list[str]
+    config: dict
+    moves: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
+                on_step: Callable[[StepRecord], None] | None = None) -> EpisodeResult:
+    """Run Algorithm 1 on ``task`` with ``lm`` (anything with ``decide(static, dynamic, names)``
+    and a ``name``) in ``env`` (a :class:`sim_adapters.base.Environment`); ``on_step`` sees every
+    :class:`StepRecord` as it happens."""
+    cfg = config or PlannerConfig()
+    t0 = time.perf_counter()
+    env.reset()
+    memory = MemoryGraph(task.graph, priors=cfg.priors)
+    static = static_prompt()
+    history: list[tuple[str, str, str]] = []
+    feedback: str | None = None
+    unresolved = 0
+    calls = 0
+    actions: list[str] = []
+    executed: list[str] = []
+    usage = {"prompt": 0, "completion": 0, "cached": 0, "seconds": 0.0}
+    last_accepted = None
+    termination = "max_actions"
+
+    while len(actions) < cfg.max_actions:
+        names = visible_names(memory, cfg.graph_style)
+        dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
+        reply = lm.decide(static, dynamic, names)
+        calls += 1
+        usage["prompt"] += reply.usage.prompt_tokens
+        usage["completion"] += reply.usage.completion_tokens
+        usage["cached"] += reply.usage.cached_tokens or 0
+        usage["seconds"] += reply.seconds
+        rec = StepRecord(calls, reply.reason, str(reply.action) if reply.action else None, False, reply.text,
+                         prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
+                         cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds)
+        feedback = _attempt(reply, memory, env, cfg, rec, last_accepted)
+        if rec.accepted:
+            actions.append(rec.proposed)
+            executed += rec.executed
+            last_accepted = (rec.proposed, memory.graph)
+            history.append((reply.reason or "", rec.proposed, feedback or ""))
+        if on_step:
+            on_step(rec)
+        if rec.accepted and reply.action.function_name == "done":
+            termination = "done"
+            break
+        unresolved = 0 if feedback is None else unresolved + 1
+        if unresolved >= cfg.max_unresolved:
+            termination = "unresolved"
+            break
+
+    final = env.true_graph()
+    goal = evaluate_goal(task.goal, final)
+    return EpisodeResult(
+        task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
+        success=goal.success, precision=goal.precision, actions=actions, executed=executed, lm_calls=calls,
+        prompt_tokens=usage["prompt"], completion_tokens=usage["completion"], cached_tokens=usage["cached"],
+        lm_seconds=round(usage["seconds"], 3), wall_s=round(time.perf_counter() - t0, 3),
+        goal_not_met=[f"{i.label}: expected {i.expected}; found {i.actual}" for i in goal.items if not i.ok],
+        config=asdict(cfg), moves=list(getattr(env, "moves", [])),
+    )
+
+
+def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted) -> str | None:
+    """Validate, correct and execute one reply; fill ``rec``; return feedback or ``None``."""
+    action = reply.action
+    if action is None:
+        rec.feedback = reply.error or "your answer could not be read as an action"
+        return rec.feedback
+    if action.function_name == "done":
+        rec.accepted = True
+        return None
+    fb = memory.unseen_feedback(action)
+    if fb is None:
+        outcome = check(memory.graph, action, correct=cfg.correction)
+        fb = outcome.feedback
+    if fb is None and last_accepted is not None and last_accepted[0] == rec.proposed and outcome.graph == memory.graph:
+        fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
+    if fb is not None:
+        rec.feedback = fb
+        return fb
+    rec.corrections = list(outcome.corrections)
+    for step in outcome.actions:
+        result = env.step(step)
+        if not result.ok:
+            rec.feedback = f"{result.feedback}; your memory of the scene was out of date"
+            break
+        try:
+            memory.apply(step)
+        except Infeasible as exc:  # memory and environment disagree; the environment is right
+            rec.feedback = f"{step} happened, but memory could not follow: {exc}"
+            break
+        rec.executed.append(str(step))
+        if result.observation is not None:
+            removed = memory.discover(result.observation)
+            rec.observed = [f"{o.name} {o.relation} {o.parent}" for o in result.observation.objects]
+            if removed:
+                rec.observed.append("not found: " + ", ".join(removed))
+    rec.accepted = bool(rec.executed)
+    return rec.feedback

@@ -1,0 +1,215 @@
+"""Episodes and batch evaluation on GraSIF tasks, with traces and resumable results.
+
+Output of one episode (``run_episode_to_dir``) in ``OUT/``::
+
+    trace.jsonl     # one StepRecord per LM call
+    result.json     # the EpisodeResult
+
+A batch evaluation (:func:`evaluate`) writes into ``OUT/``::
+
+    config.json     # what was run
+    results.jsonl   # one EpisodeResult per finished episode, appended as each finishes
+    traces/<split>__<task>.jsonl
+    summary.json, summary.csv   # SR, APP, TPA, mean actions, wall time per task
+
+Resuming: rerunning with the same ``OUT`` skips every (split, task) already in ``results.jsonl``;
+a line cut short by an interruption is ignored and that episode runs again. Nothing finished is
+lost or run twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from grasif.metrics import EpisodeRecord, summarize
+from grasif.task import Task
+
+from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_episode
+from sim_adapters.graph_env import GraphEnvironment
+
+
+def make_env(task: Task, dynamic_seed: int | None = None) -> GraphEnvironment:
+    return GraphEnvironment(task.graph, task.goal, dynamic_seed=dynamic_seed)
+
+
+def format_step(rec: StepRecord) -> str:
+    """A readable trace entry for the terminal."""
+    lines = [f"[{rec.call:>2}] {rec.proposed or '(unreadable)'}" + ("" if rec.accepted else "  REJECTED")]
+    if rec.reason:
+        lines.append(f"     reason: {rec.reason}")
+    if rec.corrections:
+        lines.append(f"     corrected: {'; '.join(rec.corrections)}")
+    if rec.executed and (len(rec.executed) > 1 or rec.executed[0] != rec.proposed):
+        lines.append(f"     executed: {', '.join(rec.executed)}")
+    if rec.observed:
+        lines.append(f"     saw: {', '.join(rec.observed)}")
+    if rec.feedback:
+        lines.append(f"     feedback: {rec.feedback}")
+    cached = f", {rec.cached_tokens} cached" if rec.cached_tokens else ""
+    lines.append(f"     {rec.prompt_tokens} prompt + {rec.completion_tokens} completion tokens{cached}, {rec.seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def format_result(r: EpisodeResult) -> str:
+    lines = [
+        f"{'SUCCESS' if r.success else 'FAILURE'} ({r.termination}): precision {r.precision:.3f}, "
+        f"{len(r.actions)} actions, {len(r.executed)} primitive steps, {r.lm_calls} LM calls",
+        f"tokens: {r.prompt_tokens} prompt ({r.cached_tokens} cached) + {r.completion_tokens} completion; "
+        f"LM {r.lm_seconds:.1f} s of {r.wall_s:.1f} s",
+    ]
+    lines += [f"  not met: {g}" for g in r.goal_not_met]
+    return "\n".join(lines)
+
+
+def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
+                       echo: Callable[[str], None] | None = None) -> EpisodeResult:
+    """Run one episode, writing ``trace.jsonl`` as it goes and ``result.json`` at the end."""
+    out.mkdir(parents=True, exist_ok=True)
+    env = make_env(task, dynamic_seed)
+    if echo and env.moves:
+        echo("dynamic mode moved: " + "; ".join(env.moves))
+    with open(out / "trace.jsonl", "w") as trace:
+        def on_step(rec: StepRecord) -> None:
+            trace.write(json.dumps(asdict(rec)) + "\n")
+            trace.flush()
+            if echo:
+                echo(format_step(rec))
+
+        result = run_episode(task, env, lm, cfg, on_step=on_step)
+    (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
+    return result
+
+
+def _key(split: str, task_id: str) -> str:
+    return f"{split}__{task_id}"
+
+
+def read_results(path: Path) -> list[dict]:
+    """Complete lines of a results file (a torn last line is skipped)."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def to_record(row: dict, task: Task | None = None) -> EpisodeRecord:
+    return EpisodeRecord(
+        task_id=row["task_id"], split=row["split"], success=row["success"], precision=row["precision"],
+        actions=len(row["actions"]), tokens=row["prompt_tokens"] + row["completion_tokens"],
+        gt_actions=len(task.ground_truth_plan) if task else row.get("gt_actions"),
+        no_change=task.goal.is_empty() if task else row.get("no_change", False), wall_s=row["wall_s"],
+    )
+
+
+def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
+             dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None) -> list[dict]:
+    """Run every task not yet in ``out/results.jsonl``; return all result rows (module doc).
+
+    ``lm_factory`` is called once per worker thread. ``progress(done, total, row)`` is called after
+    each episode (the CLI draws a bar with it)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "traces").mkdir(exist_ok=True)
+    if meta is not None:
+        (out / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    results = out / "results.jsonl"
+    _trim_torn_line(results)
+    done = {_key(r["split"], r["task_id"]) for r in read_results(results)}
+    todo = [t for t in tasks if _key(t.split, t.id) not in done]
+    lock = threading.Lock()
+    local = threading.local()
+    total, finished = len(tasks), len(tasks) - len(todo)
+    if progress:
+        progress(finished, total, None)
+
+    def one(task: Task) -> dict:
+        if not hasattr(local, "lm"):
+            local.lm = lm_factory()
+        env = make_env(task, dynamic_seed)
+        with open(out / "traces" / f"{_key(task.split, task.id)}.jsonl", "w") as trace:
+            result = run_episode(task, env, local.lm, cfg,
+                                 on_step=lambda rec: (trace.write(json.dumps(asdict(rec)) + "\n"), trace.flush()))
+        row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
+        with lock:
+            with open(results, "a") as f:
+                f.write(json.dumps(row) + "\n")
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = [pool.submit(one, t) for t in todo]
+        for fut in as_completed(futures):
+            row = fut.result()
+            finished += 1
+            if progress:
+                progress(finished, total, row)
+    rows = read_results(results)
+    write_summary(rows, out, {_key(t.split, t.id): t for t in tasks})
+    return rows
+
+
+def _trim_torn_line(path: Path) -> None:
+    """Drop an incomplete last line left by an interruption, so appends start on a fresh line."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def write_summary(rows: list[dict], out: Path, tasks: dict[str, Task] | None = None) -> dict:
+    """``summary.json`` and ``summary.csv``: overall and per-split metrics, plus one CSV row per task."""
+    tasks = tasks or {}
+    records = [to_record(r, tasks.get(_key(r["split"], r["task_id"]))) for r in rows]
+    groups = {"all": records}
+    for r in records:
+        groups.setdefault(r.split, []).append(r)
+    changing = [r for r in records if not r.no_change]
+    if len(changing) != len(records):
+        groups["all (changing goals)"] = changing
+    summary = {label: summarize(recs).model_dump() for label, recs in groups.items()}
+    for label, recs in groups.items():
+        summary[label]["lm_seconds_per_call"] = _per_call(rows, {(r.split, r.task_id) for r in recs})
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    with open(out / "summary.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["split", "task_id", "success", "precision", "actions", "gt_actions", "tokens", "lm_calls",
+                    "termination", "wall_s", "lm_s_per_call", "no_change"])
+        for r in sorted(rows, key=lambda r: (r["split"], r["task_id"])):
+            per = r["lm_seconds"] / r["lm_calls"] if r["lm_calls"] else 0.0
+            w.writerow([r["split"], r["task_id"], int(r["success"]), f"{r['precision']:.3f}", len(r["actions"]),
+                        r.get("gt_actions"), r["prompt_tokens"] + r["completion_tokens"], r["lm_calls"],
+                        r["termination"], f"{r['wall_s']:.2f}", f"{per:.2f}", int(r.get("no_change", False))])
+    return summary
+
+
+def _per_call(rows: list[dict], keys: set) -> float | None:
+    sel = [r for r in rows if (r["split"], r["task_id"]) in keys]
+    calls = sum(r["lm_calls"] for r in sel)
+    return round(sum(r["lm_seconds"] for r in sel) / calls, 3) if calls else None
+
+
+def summary_text(summary: dict) -> str:
+    head = f"{'':<22}{'tasks':>6}{'SR':>7}{'APP':>7}{'TPA':>9}{'actions':>9}{'GT act.':>9}{'s/task':>8}{'s/call':>8}"
+    lines = [head, "-" * len(head)]
+    for label, s in summary.items():
+        def f(v, fmt):
+            return format(v, fmt) if v is not None else "-"
+        lines.append(f"{label:<22}{s['tasks']:>6}{s['sr']:>7.3f}{s['app']:>7.3f}{f(s['tpa'], '.1f'):>9}"
+                     f"{f(s['mean_actions'], '.2f'):>9}{f(s['mean_gt_actions'], '.2f'):>9}{f(s['mean_wall_s'], '.1f'):>8}"
+                     f"{f(s['lm_seconds_per_call'], '.1f'):>8}")
+    return "\n".join(lines)
+
+
+def now_stamp() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")

@@ -1,0 +1,124 @@
+"""What the LM sees of the memory graph each step, in three styles (paper Fig. 3, Table V).
+
+The *view* (:func:`view`) is the relevant part of the memory graph:
+
+* every place; the agent (its place, what it holds);
+* the assets of the agent's place with their states (``inspected`` when already discovered);
+* the objects in that place, split into *seen* ones and *unseen priors* ("remembered here");
+* everything known elsewhere: discovered objects and interacted nodes in other places.
+
+Styles: ``text`` (default: short English lines, no format symbols), ``json`` (the same view as
+compact JSON: the "JSON graph" ablation) and ``full`` (every node of every place in the text
+style: the "Full Graph" ablation). :func:`visible_names` are the node names of the view, the
+vocabulary for constrained decoding.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sgs.graph import Layer, Relation, SceneGraph
+
+from lookplangraph.memory import MemoryGraph
+
+STYLES = ("text", "json", "full")
+
+
+def _states(graph: SceneGraph, name: str, inspected: bool = True) -> list[str]:
+    out = list(graph.nodes[name].states or ())
+    if inspected and name in graph.inspected:
+        out.append("inspected")
+    return out
+
+
+def _where(graph: SceneGraph, name: str) -> tuple[str, str] | None:
+    edge = graph.parent.get(name)
+    if edge is None or edge[1] not in (Relation.ONTOP, Relation.INSIDE):
+        return None
+    return edge[1].value, edge[0]
+
+
+def view(memory: MemoryGraph, style: str = "text") -> dict:
+    """The part of the memory graph shown to the LM, as plain data (see module doc)."""
+    g = memory.graph
+    here = g.agent.location
+    everywhere = style == "full"
+    assets, seen, priors, elsewhere = [], [], [], []
+    for name, node in g.nodes.items():
+        if node.layer is Layer.PLACE or name == g.agent.holding:
+            continue
+        place = g.place_of(name)
+        entry = {"name": name, "states": _states(g, name)}
+        if node.layer is Layer.OBJECT:
+            rel = _where(g, name)
+            if rel:
+                entry["relation"], entry["parent"] = rel
+        if place == here or everywhere:
+            if place != here:
+                entry["room"] = place
+            if node.layer is Layer.ASSET:
+                assets.append(entry)
+            elif name in memory.unseen:
+                priors.append(entry)
+            else:
+                seen.append(entry)
+        elif name in memory.known:
+            entry["room"] = place
+            elsewhere.append(entry)
+    return {
+        "places": g.places,
+        "agent": {"room": here, "holding": g.agent.holding},
+        "assets": assets,
+        "objects": seen,
+        "remembered": priors,
+        "elsewhere": elsewhere,
+    }
+
+
+def visible_names(memory: MemoryGraph, style: str = "text") -> list[str]:
+    """Names the LM may use this step: places, the held object and every node in the view."""
+    v = view(memory, style)
+    names = list(v["places"])
+    if v["agent"]["holding"]:
+        names.append(v["agent"]["holding"])
+    for key in ("assets", "objects", "remembered", "elsewhere"):
+        names += [e["name"] for e in v[key]]
+    return names
+
+
+def _line(e: dict) -> str:
+    text = e["name"]
+    if "relation" in e:
+        text += f" {e['relation']} {e['parent']}"
+    if "room" in e:
+        text += f" in {e['room']}"
+    if e["states"]:
+        text += f" ({', '.join(e['states'])})"
+    return text
+
+
+def render(memory: MemoryGraph, style: str = "text") -> str:
+    """The view as prompt text in ``style`` (``text``, ``json`` or ``full``)."""
+    if style not in STYLES:
+        raise ValueError(f"unknown graph style {style!r}; styles: {', '.join(STYLES)}")
+    v = view(memory, style)
+    if style == "json":
+        return json.dumps(v, separators=(",", ":"))
+    agent = v["agent"]
+    lines = [
+        f"Places: {', '.join(v['places'])}.",
+        f"You are in {agent['room']} and hold {agent['holding'] or 'nothing'}.",
+    ]
+    sections = (
+        ("assets", "Assets here" if style == "text" else "Assets"),
+        ("objects", "Objects seen here" if style == "text" else "Objects seen"),
+        ("remembered", "Objects remembered here, not seen yet (they may have moved)" if style == "text"
+         else "Objects remembered, not seen yet (they may have moved)"),
+        ("elsewhere", "Known in other places"),
+    )
+    for key, title in sections:
+        if v[key]:
+            lines.append(f"{title}: " + "; ".join(_line(e) for e in v[key]) + ".")
+        elif key in ("assets", "objects"):
+            lines.append(f"{title}: none.")
+    return "\n".join(lines)

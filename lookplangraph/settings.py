@@ -1,0 +1,90 @@
+"""Run settings for ``lookplangraph run`` / ``eval``: one flat table, read from a TOML config
+file (``configs/*.toml``) and overridden by command-line flags.
+
+Keys (all optional)::
+
+    lm = "llamacpp:qwen2.5-coder-1.5b"   # backend spec, see lookplangraph.backends.make_backend
+    lm_options = { n_ctx = 4096 }        # passed to the backend
+    split = "office"                     # virtualhome | behavior | office
+    tasks = ["office-01"]                # task ids (default: all of the split)
+    limit = 12                           # first N tasks after selection
+    dynamic = false                      # move task-relevant objects before the episode
+    seed = 0                             # dynamic-mode seed
+    max_actions = 30
+    max_unresolved = 3
+    graph_style = "text"                 # text | json | full
+    priors = true
+    correction = true
+    concurrency = 1
+    cache = false                        # replay identical LM calls from OUT/lm_cache.jsonl
+    out = "runs/office-qwen1.5b"         # output directory
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from lookplangraph.planner import PlannerConfig
+
+DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b"
+
+
+class SettingsError(ValueError):
+    """A config file or flag combination that cannot be used; the message names the problem."""
+
+
+@dataclass
+class RunSettings:
+    lm: str = DEFAULT_LM
+    lm_options: dict = field(default_factory=dict)
+    split: str | None = None
+    tasks: list[str] | None = None
+    limit: int | None = None
+    dynamic: bool = False
+    seed: int = 0
+    max_actions: int = 30
+    max_unresolved: int = 3
+    graph_style: str = "text"
+    priors: bool = True
+    correction: bool = True
+    concurrency: int = 1
+    cache: bool = False
+    out: str | None = None
+
+    def planner_config(self) -> PlannerConfig:
+        return PlannerConfig(max_actions=self.max_actions, max_unresolved=self.max_unresolved,
+                             graph_style=self.graph_style, priors=self.priors, correction=self.correction)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_settings(path: str | None, overrides: dict) -> RunSettings:
+    """Settings from ``path`` (TOML) with ``overrides`` (flags; ``None`` values are ignored)."""
+    data: dict = {}
+    if path:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise SettingsError(f"{path}: no such config file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"{path}: not valid TOML ({exc})") from None
+    known = {f.name for f in fields(RunSettings)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SettingsError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        s = RunSettings(**data)
+    except TypeError as exc:
+        raise SettingsError(str(exc)) from None
+    if s.graph_style not in ("text", "json", "full"):
+        raise SettingsError(f"graph_style must be text, json or full, not {s.graph_style!r}")
+    return s

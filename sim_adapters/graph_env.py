@@ -1,0 +1,127 @@
+"""An environment over a task's true scene graph, executed by the SGS (the paper's graph
+simulation with ground-truth graph augmentation).
+
+* ``step`` applies one primitive action to the true graph with :func:`sgs.simulator.apply`; an
+  action whose preconditions fail in the true graph (the planner's memory was stale) changes
+  nothing and returns the SGS's reason as feedback.
+* ``discover_objects(node)`` returns every true object on and inside ``node``, nested objects
+  included, whether or not the containers are open (ground-truth augmentation).
+* **Dynamic mode** (``dynamic_seed`` set) reproduces the changed-environment setting: before the
+  episode, each task-relevant object (:func:`relevant_objects`) is moved, with a seeded RNG, to
+  another node that could hold it — an asset or object that affords ``put_on``/``put_inside``,
+  not its current parent and not a goal destination — ``inside`` when the new holder takes things
+  inside, else ``ontop``. Moves that would already satisfy a goal part are redrawn. The memory
+  graph's priors are then stale: the planner has to search.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from grasif.goals import GoalSpec, evaluate_goal
+from sgs.actions import Action
+from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
+from sgs.simulator import Infeasible, apply
+from sim_adapters.base import Observation, SeenObject, StepResult
+
+
+def relevant_objects(graph: SceneGraph, goal: GoalSpec) -> list[str]:
+    """Objects a goal is about: named by a node goal, of a count goal's class, or named (by name
+    or class) in a formula goal. In graph order."""
+    names = {g.node for g in goal.node_goals}
+    classes = {g.cls for g in goal.count_goals}
+    if goal.formula:
+        for token in re.findall(r"[A-Za-z_][\w.\-]*", goal.formula):
+            names.add(token)
+            classes.add(token.split(".")[0])
+    return [n for n, node in graph.nodes.items()
+            if node.layer is Layer.OBJECT and (n in names or node_class(n) in classes)]
+
+
+def _destinations(goal: GoalSpec) -> set[str]:
+    return {g.destination for g in goal.node_goals if g.destination} | {g.destination for g in goal.count_goals}
+
+
+def perturb(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[SceneGraph, list[str]]:
+    """The dynamic-mode graph: relevant objects moved to other plausible holders (module doc).
+
+    Returns the new graph and one note per move (``apple-1: ontop table-1 -> inside fridge-1``).
+    Deterministic for a given ``seed``."""
+    rng = random.Random(seed)
+    avoid = _destinations(goal)
+    parent = dict(graph.parent)
+    notes = []
+    before = evaluate_goal(goal, graph).correct
+    for obj in relevant_objects(graph, goal):
+        old = parent[obj]
+        if old[1] is Relation.HELD:
+            continue
+        holders = [n for n, node in graph.nodes.items()
+                   if node.layer is not Layer.PLACE and n != obj and n != old[0] and n not in avoid
+                   and (affords(node, "put_on") or affords(node, "put_inside"))
+                   and not _under(parent, n, obj)]
+        rng.shuffle(holders)
+        for holder in holders:
+            node = graph.nodes[holder]
+            rel = Relation.INSIDE if affords(node, "put_inside") and (not affords(node, "put_on") or rng.random() < 0.5) else Relation.ONTOP
+            trial = dict(parent)
+            trial[obj] = (holder, rel)
+            g = graph.evolve(parent=trial)
+            if evaluate_goal(goal, g).correct <= before:
+                parent = trial
+                notes.append(f"{obj}: {old[1].value} {old[0]} -> {rel.value} {holder}")
+                break
+    return graph.evolve(parent=parent).check(), notes
+
+
+def _under(parent: dict, name: str, ancestor: str) -> bool:
+    edge = parent.get(name)
+    while edge is not None:
+        if edge[0] == ancestor:
+            return True
+        if edge[1] in (Relation.IN_ROOM, Relation.HELD):
+            return False
+        edge = parent.get(edge[0])
+    return False
+
+
+class GraphEnvironment:
+    """Environment over a true :class:`SceneGraph` (module doc). ``goal`` is needed only for
+    dynamic mode, to know which objects to move."""
+
+    def __init__(self, graph: SceneGraph, goal: GoalSpec | None = None, *, dynamic_seed: int | None = None):
+        self.initial = graph
+        self.moves: list[str] = []
+        if dynamic_seed is not None:
+            self.initial, self.moves = perturb(graph, goal or GoalSpec(), dynamic_seed)
+        self._graph = self.initial
+
+    def reset(self) -> None:
+        self._graph = self.initial
+
+    def true_graph(self) -> SceneGraph:
+        return self._graph
+
+    def step(self, action: Action) -> StepResult:
+        try:
+            new = apply(self._graph, action)
+        except Infeasible as exc:
+            return StepResult(False, f"{action} failed: {exc}")
+        observation = None
+        if action.function_name == "discover_objects":
+            observation = self.observe(action.node)
+        self._graph = new
+        return StepResult(True, None, observation)
+
+    def observe(self, node: str) -> Observation:
+        """Every true object on and inside ``node``, parents before children."""
+        g = self._graph
+        seen = []
+        for name in g.descendants(node):
+            n = g.nodes[name]
+            if n.layer is not Layer.OBJECT:
+                continue
+            par, rel = g.parent[name]
+            seen.append(SeenObject(name, rel.value, par, tuple(n.states or ()), n.affordances))
+        return Observation(node, tuple(seen))
