@@ -46,8 +46,12 @@ class MemoryGraph:
     def unseen_feedback(self, action: Action) -> str | None:
         """Feedback when ``action`` moves an object whose place is only a prior, else ``None``."""
         if action.function_name in _NEEDS_SEEN and action.node in self.unseen:
-            holder = self.graph.parent[action.node][0]
-            return (f"{action.node} is only remembered {self.graph.parent[action.node][1].value} {holder}, "
+            g = self.graph
+            near = g.parent[action.node][0]
+            holder = near  # look at the outermost holder: discover_objects reveals nested objects too
+            while holder in self.unseen and g.parent[holder][1] in (Relation.ONTOP, Relation.INSIDE):
+                holder = g.parent[holder][0]
+            return (f"{action.node} is only remembered {g.parent[action.node][1].value} {near}, "
                     f"not seen; confirm where it is with discover_objects({holder}) first")
         return None
 

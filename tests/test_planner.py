@@ -1,0 +1,187 @@
+"""The planner loop (lookplangraph/planner.py) around an LM, with the memory graph and the graph
+environment. The LM here is ScriptedBackend: SCRIPTED replies, not a real LM; a real model runs
+the loop in tests/test_episode_lm.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grasif.goals import GoalSpec, NodeGoal
+from grasif.task import Task, load_task
+from lookplangraph.backends import ScriptedBackend
+from lookplangraph.memory import MemoryGraph
+from lookplangraph.planner import PlannerConfig, run_episode
+from lookplangraph.serialize import render, visible_names
+from sgs.io import graph_to_dict
+from sim_adapters.graph_env import GraphEnvironment, perturb, relevant_objects
+
+from conftest import EXAMPLES, kitchen_dict
+
+
+def J(fn, node=None, relation=None, destination=None, reason="scripted"):
+    return json.dumps({"function_name": fn, "node": node, "relation": relation, "destination": destination, "reason": reason})
+
+
+@pytest.fixture
+def gift_task():
+    return load_task(EXAMPLES / "gift_basket" / "task.json")
+
+
+def kitchen_task(goal=None):
+    goal = goal or GoalSpec(node_goals=[NodeGoal(node="apple-1", relation="ontop", destination="bed-1")])
+    return Task(id="kitchen", split="test", instruction="Put the apple from the box on the bed.",
+                initial_graph=kitchen_dict(), goal=goal)
+
+
+def episode(task, replies, **cfg):
+    lm = ScriptedBackend(replies)  # SCRIPTED replies, not an LM
+    env = GraphEnvironment(task.graph, task.goal)
+    return run_episode(task, env, lm, PlannerConfig(**cfg)), lm
+
+
+def test_scripted_gift_basket_episode_succeeds_with_trace_and_tokens(gift_task):
+    plan = json.loads((EXAMPLES / "gift_basket" / "plan.json").read_text())
+    replies = [J("discover_objects", "floor-1"), J("discover_objects", "table-1"), J("discover_objects", "table-2")]
+    replies += [J("rearrange", *s[len("rearrange("):-1].split(", ")) for s in plan] + [J("done")]
+    steps = []
+    lm = ScriptedBackend(replies)
+    result = run_episode(gift_task, GraphEnvironment(gift_task.graph, gift_task.goal), lm, PlannerConfig(), on_step=steps.append)
+    assert result.success and result.precision == 1.0 and result.termination == "done"
+    assert result.lm_calls == len(replies) == len(steps)
+    assert len(result.actions) == 20 and result.actions[-1] == "done()"
+    assert result.prompt_tokens == sum(s.prompt_tokens for s in steps) > 0
+    assert result.completion_tokens == sum(s.completion_tokens for s in steps) > 0
+    assert steps[0].observed[:1] == ["wicker_basket-1 ontop floor-1"]
+    # the static part is the same bytes on every call; the dynamic part carries history
+    assert len({p[0] for p in lm.prompts}) == 1
+    assert "discover_objects(floor-1)" in lm.prompts[1][1]
+
+
+def test_unseen_prior_must_be_discovered_first():
+    task = kitchen_task()
+    result, lm = episode(task, [J("go_to", "kitchen-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
+                                J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])
+    assert "confirm where it is with discover_objects(fridge-1)" in lm.prompts[2][1]
+    assert result.success and result.termination == "done"
+    # correction opened the fridge and the box, walked back to the bedroom
+    assert result.executed[-5:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "go_to(bedroom-1)", "put_on(bed-1)"]
+
+
+def test_without_correction_the_closed_box_is_feedback():
+    task = kitchen_task()
+    result, lm = episode(task, [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"),
+                                J("rearrange", "apple-1", "ontop", "bed-1")], correction=False)
+    assert result.termination == "unresolved" and not result.success
+    assert "closed" in lm.prompts[-1][1]
+
+
+BAD_REPLIES = {
+    "empty": "",
+    "not json": "I think the robot should look around first.",
+    "unknown function": J("teleport", "kitchen-1"),
+    "unknown node": J("go_to", "garage-1"),
+    "wrong types": json.dumps({"function_name": "go_to", "node": 7, "reason": "x"}),
+    "two actions": json.dumps([{"function_name": "done"}, {"function_name": "done"}]),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_REPLIES)
+def test_bad_reply_is_feedback_and_three_in_a_row_end_the_episode(kind):
+    task = kitchen_task()
+    result, lm = episode(task, [BAD_REPLIES[kind]])
+    assert result.termination == "unresolved" and result.lm_calls == 3 and result.actions == []
+    assert "Feedback on your last answer:" in lm.prompts[1][1]
+
+
+def test_a_good_action_resets_the_unresolved_count():
+    task = kitchen_task()
+    bad = BAD_REPLIES["not json"]
+    result, _ = episode(task, [bad, bad, J("go_to", "kitchen-1"), bad, bad, J("done")])
+    assert result.termination == "done" and result.lm_calls == 6
+
+
+def test_endless_repetition_is_feedback_then_unresolved():
+    task = kitchen_task()
+    result, lm = episode(task, [J("go_to", "kitchen-1")])
+    assert result.actions == ["go_to(kitchen-1)"]
+    assert "changed nothing" in lm.prompts[2][1]
+    assert result.termination == "unresolved" and result.lm_calls == 4
+
+
+def test_action_limit_ends_the_episode():
+    task = kitchen_task()
+    result, _ = episode(task, [J("go_to", "kitchen-1"), J("go_to", "bedroom-1")] * 5, max_actions=3)
+    assert result.termination == "max_actions" and len(result.actions) == 3
+
+
+def test_memory_discover_replaces_priors_and_keeps_what_was_seen():
+    g = kitchen_task().graph
+    m = MemoryGraph(g)
+    assert m.unseen == {"box-1", "apple-1", "apple-2", "tray-1", "cup-1", "book-1"}
+    env = GraphEnvironment(g.evolve(parent={k: v for k, v in g.parent.items() if k != "cup-1"} | {"cup-1": ("table-1", g.parent["tray-1"][1])}))
+    # the environment has cup-1 on the table, the memory believes it is on the tray
+    from sgs.actions import make
+    for a in (make("go_to", "kitchen-1"), make("discover_objects", "table-1")):
+        res = env.step(a)
+        m.apply(a)
+    removed = m.discover(res.observation)
+    assert removed == []
+    assert m.graph.parent["cup-1"][0] == "table-1" and "cup-1" not in m.unseen and "cup-1" in m.known
+    text = render(m)
+    assert "Objects seen here:" in text and "cup-1 ontop table-1" in text
+    assert "table-1 (inspected)" in text
+
+
+def test_discover_removes_priors_that_are_not_there():
+    g = kitchen_task().graph
+    true = g.evolve(nodes={k: v for k, v in g.nodes.items() if k not in ("apple-2",)},
+                    parent={k: v for k, v in g.parent.items() if k != "apple-2"})
+    env, m = GraphEnvironment(true), MemoryGraph(g)
+    from sgs.actions import make
+    for a in (make("go_to", "kitchen-1"), make("discover_objects", "table-1")):
+        res = env.step(a)
+        m.apply(a)
+    assert m.discover(res.observation) == ["apple-2"]
+    assert "apple-2" not in m.graph.nodes
+
+
+def test_no_priors_and_serialization_styles():
+    g = kitchen_task().graph
+    m = MemoryGraph(g, priors=False)
+    assert not [n for n in m.graph.nodes if n.startswith(("apple", "cup"))]
+    full = MemoryGraph(g)
+    text, js, whole = render(full, "text"), json.loads(render(full, "json")), render(full, "full")
+    assert "book-1 ontop bed-1" in text and "apple-1" not in text  # only the agent's room
+    assert [e["name"] for e in js["remembered"]] == ["book-1"]
+    assert "apple-1 inside box-1 in kitchen-1" in whole
+    assert set(visible_names(full, "full")) >= {"apple-1", "fridge-1", "kitchen-1"}
+    assert "fridge-1" not in visible_names(full, "text")
+    with pytest.raises(ValueError, match="unknown graph style"):
+        render(full, "yaml")
+
+
+def test_dynamic_mode_moves_relevant_objects_deterministically():
+    task = kitchen_task()
+    assert relevant_objects(task.graph, task.goal) == ["apple-1"]
+    a, notes_a = perturb(task.graph, task.goal, seed=3)
+    b, notes_b = perturb(task.graph, task.goal, seed=3)
+    assert graph_to_dict(a) == graph_to_dict(b) and notes_a == notes_b and len(notes_a) == 1
+    assert a.parent["apple-1"] != task.graph.parent["apple-1"]
+    assert a.parent["apple-1"][0] != "bed-1"  # never onto a goal destination
+    env = GraphEnvironment(task.graph, task.goal, dynamic_seed=3)
+    assert env.moves == notes_a and env.true_graph().parent["apple-1"] == a.parent["apple-1"]
+
+
+def test_stale_priors_are_replaced_by_what_discover_finds():
+    task = kitchen_task()
+    env = GraphEnvironment(task.graph, task.goal, dynamic_seed=3)
+    assert env.moves == ["apple-1: inside box-1 -> inside cup-1"]
+    lm = ScriptedBackend([J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("discover_objects", "table-1"),
+                          J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])  # SCRIPTED, not an LM
+    steps = []
+    result = run_episode(task, env, lm, PlannerConfig(), on_step=steps.append)
+    assert steps[1].observed == ["box-1 inside fridge-1", "not found: apple-1"]
+    assert "apple-1 inside cup-1" in steps[2].observed
+    assert result.success and result.termination == "done"

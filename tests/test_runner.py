@@ -1,0 +1,88 @@
+"""Batch evaluation (resume, summaries), settings files and the error-injection policy.
+LMs here are ScriptedBackend (SCRIPTED replies, not a real LM) or the error-injection policy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grasif import office
+from lookplangraph.backends import ScriptedBackend
+from lookplangraph.injection import ErrorInjectionPolicy, script_for
+from lookplangraph.injection_curve import curve
+from lookplangraph.planner import PlannerConfig, run_episode
+from lookplangraph.runner import evaluate, read_results
+from lookplangraph.settings import SettingsError, load_settings
+from sim_adapters.graph_env import GraphEnvironment
+
+
+@pytest.fixture(scope="module")
+def office_tasks():
+    return office.build_tasks()
+
+
+def test_evaluation_resumes_without_losing_or_repeating_episodes(tmp_path, office_tasks):
+    tasks = office_tasks[:4]
+    calls = []
+
+    def factory():
+        lm = ScriptedBackend(['{"function_name": "done", "node": null, "relation": null, "destination": null, "reason": "scripted"}'])
+        calls.append(lm)
+        return lm
+
+    evaluate(tasks[:2], factory, PlannerConfig(), tmp_path)
+    results = tmp_path / "results.jsonl"
+    with open(results, "a") as f:
+        f.write('{"task_id": "office-03", "split": "off')  # an interruption tore this line
+    rows = evaluate(tasks, factory, PlannerConfig(), tmp_path)
+    ids = [r["task_id"] for r in read_results(results)]
+    assert sorted(ids) == sorted(t.id for t in tasks) and len(ids) == len(set(ids)) == 4
+    assert sum(lm.calls for lm in calls) == 4  # each episode ran once: one "done" call each
+    assert len(rows) == 4
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["all"]["tasks"] == 4 and summary["all"]["sr"] == 0.0
+    csv_lines = (tmp_path / "summary.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("split,task_id,success") and len(csv_lines) == 5
+    assert (tmp_path / "traces" / "office__office-01.jsonl").exists()
+
+
+def test_settings_file_and_flag_override(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('lm = "openai:gpt-4o"\nsplit = "office"\ncorrection = false\nlimit = 5\n')
+    s = load_settings(str(cfg), {"limit": 2, "split": None})
+    assert (s.lm, s.split, s.correction, s.limit) == ("openai:gpt-4o", "office", False, 2)
+    assert s.planner_config().correction is False
+    cfg.write_text("lm = 'x'\nbogus = 1\n")
+    with pytest.raises(SettingsError, match="unknown key.*bogus"):
+        load_settings(str(cfg), {})
+    cfg.write_text("lm = \n")
+    with pytest.raises(SettingsError, match="not valid TOML"):
+        load_settings(str(cfg), {})
+
+
+def test_every_shipped_config_loads():
+    from pathlib import Path
+
+    configs = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))
+    assert len(configs) >= 6
+    for path in configs:
+        load_settings(str(path), {})
+
+
+def test_injection_script_runs_without_correction_and_policy_is_exact_at_rate_zero(office_tasks):
+    for task in office_tasks:
+        assert script_for(task)[-1].function_name == "done"
+        for correction in (True, False):
+            policy = ErrorInjectionPolicy(task, 0.0)
+            r = run_episode(task, GraphEnvironment(task.graph, task.goal), policy, PlannerConfig(correction=correction, max_actions=80))
+            assert r.success, (task.id, correction, r.goal_not_met)
+            assert r.lm_calls == len(script_for(task)) and policy.injected == 0
+
+
+def test_injected_errors_cost_more_without_correction(office_tasks):
+    rows = curve(office_tasks, [1.0], seeds=2)
+    on, off = rows
+    assert on["correction"] and not off["correction"]
+    assert on["errors_per_task"] > 1
+    assert on["sr"] > off["sr"]
