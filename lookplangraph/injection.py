@@ -49,14 +49,17 @@ def script_for(task: Task) -> list[Action]:
 
     def emit(steps: list[Action]) -> bool:
         nonlocal g
-        trial = g
+        trial, kept = g, []
         for step in steps:
+            if step.function_name == "go_to" and step.node == trial.agent.location:
+                continue  # already there: the planner would refuse it as changing nothing
             outcome = check(trial, step, correct=False)
             if not outcome.ok:
                 return False
             trial = outcome.graph
+            kept.append(step)
         g = trial
-        out.extend(steps)
+        out.extend(kept)
         return True
 
     for step in parse_plan(task.ground_truth_plan):
@@ -89,7 +92,6 @@ def script_for(task: Task) -> list[Action]:
                 pre += [make("go_to", g.place_of(step.destination))] + second
             if first:
                 pre += [make("go_to", g.place_of(step.node))] + first
-            pre = [a for i, a in enumerate(pre) if not (a.function_name == "go_to" and i == 0 and a.node == g.agent.location)]
             if emit(pre + [step]):
                 continue
         if not emit(prims):

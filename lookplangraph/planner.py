@@ -3,8 +3,8 @@
 Per step: the LM proposes one action from the instruction, the memory-graph view, the previous
 reasons and actions and the last feedback. The action is *unresolved* (feedback goes back to the
 LM) when the reply cannot be read, when it moves an object that is only a prior, when the SGS
-rejects it on the memory graph, when it repeats the last action without changing anything, or
-when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
+rejects it on the memory graph, when it changes nothing (``go_to`` the room the agent is in,
+or a repeat of the last action), or when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
 (corrections included) run in the environment one by one and the memory graph mirrors each;
 ``discover_objects`` merges the observation into memory.
 
@@ -159,8 +159,11 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
     if fb is None:
         outcome = check(memory.graph, action, correct=cfg.correction)
         fb = outcome.feedback
-    if fb is None and last_accepted is not None and last_accepted[0] == rec.proposed and outcome.graph == memory.graph:
-        fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
+    if fb is None and outcome.graph == memory.graph:
+        if last_accepted is not None and last_accepted[0] == rec.proposed:
+            fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
+        else:
+            fb = f"{rec.proposed} changes nothing (you are already there or it is already so); choose another action"
     if fb is not None:
         rec.feedback = fb
         return fb
