@@ -132,8 +132,13 @@ def cmd_grasif(args) -> int:
                                 progress=lambda msg: print(msg, file=sys.stderr))
             print(f"GraSIF written to {out}", flush=True)
         elif args.grasif_command == "list":
-            for _, task_id in dataset.task_ids(data_dir, args.split):
-                print(task_id)
+            if args.selection:
+                for task in dataset.load_split(data_dir, args.split):
+                    if args.selection in task.provenance.get("selections", []):
+                        print(task.id)
+            else:
+                for _, task_id in dataset.task_ids(data_dir, args.split):
+                    print(task_id)
         else:
             print(dataset.stats_table(data_dir))
     except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
@@ -152,6 +157,7 @@ def _settings(args):
         "out": args.out, "cache": True if getattr(args, "cache", False) else None,
         "tasks": getattr(args, "tasks", None) or ([args.task] if getattr(args, "task", None) else None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
+        "selection": getattr(args, "selection", None),
     }
     try:
         return load_settings(args.config, overrides)
@@ -179,6 +185,10 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
         tasks = dataset.load_split(root, s.split)
     except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
         raise InputError(str(exc).strip("'\"")) from None
+    if s.selection:
+        tasks = [t for t in tasks if s.selection in t.provenance.get("selections", [])]
+        if not tasks:
+            raise InputError(f"no task of split {s.split} is in selection {s.selection!r} (virtualhome has 'strict' and 'paper')")
     if s.tasks:
         by_id = {t.id: t for t in tasks}
         missing = [t for t in s.tasks if t not in by_id]
@@ -310,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--split", action="append", choices=SPLITS, help="build only these splits (repeatable)")
     lst = gsub.add_parser("list", parents=[data_dir], help="task ids, one per line")
     lst.add_argument("--split", choices=SPLITS)
+    lst.add_argument("--selection", help="only tasks of this selection (virtualhome: strict = appendix H1 as written, paper = 308 tasks)")
     gsub.add_parser("stats", parents=[data_dir], help="Table I of the paper for the build")
     p.set_defaults(func=cmd_grasif)
 
@@ -334,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", parents=[common], help="evaluate on many tasks (resumable)")
     p.add_argument("--tasks", nargs="+", help="task ids (default: all of the split)")
     p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
     p.add_argument("--concurrency", type=int, help="episodes in parallel (default 1)")
     p.add_argument("--cache", action="store_true", help="record LM replies in OUT/lm_cache.jsonl and replay identical calls")
     p.set_defaults(func=cmd_eval)

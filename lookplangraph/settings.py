@@ -8,6 +8,7 @@ Keys (all optional)::
     split = "office"                     # virtualhome | behavior | office
     tasks = ["office-01"]                # task ids (default: all of the split)
     limit = 12                           # first N tasks after selection
+    selection = "strict"                 # only tasks tagged with this selection (virtualhome)
     dynamic = false                      # move task-relevant objects before the episode
     seed = 0                             # dynamic-mode seed
     max_actions = 30
@@ -47,6 +48,7 @@ class RunSettings:
     split: str | None = None
     tasks: list[str] | None = None
     limit: int | None = None
+    selection: str | None = None
     dynamic: bool = False
     seed: int = 0
     max_actions: int = 30
