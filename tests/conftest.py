@@ -48,3 +48,72 @@ def kitchen_dict():
 @pytest.fixture
 def kitchen():
     return graph_from_dict(kitchen_dict())
+
+
+# ---------------------------------------------------------------------------------------------
+# Real small model (Qwen2.5-Coder-0.5B-Instruct): for tests marked ``lm``
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def small_model_path():
+    """Path of the assembled 0.5B GGUF; skips when llama-cpp-python or the model parts are missing."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (pip install -e '.[lm]', builds from source)")
+    from lookplangraph import models
+
+    if not models.is_available("qwen2.5-coder-0.5b"):
+        pytest.skip("Qwen2.5-Coder-0.5B parts are not installed: " + models.MODELS["qwen2.5-coder-0.5b"].pip_command())
+    return models.ensure_model("qwen2.5-coder-0.5b")
+
+
+@pytest.fixture(scope="session")
+def llama_server(small_model_path, tmp_path_factory):
+    """A llama.cpp OpenAI-compatible server on 127.0.0.1 serving the 0.5B model as ``qwen-0.5b``;
+    yields its base URL and stops it at the end of the session."""
+    import importlib.util
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    if importlib.util.find_spec("uvicorn") is None or importlib.util.find_spec("sse_starlette") is None:
+        pytest.skip("llama_cpp.server needs llama-cpp-python[server] (fastapi, uvicorn, sse-starlette, ...)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
+    log = open(log_path, "wb")
+    from lookplangraph.backends import default_threads
+
+    threads = str(default_threads())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(small_model_path), "--model_alias", "qwen-0.5b",
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
+         "--n_threads_batch", threads],
+        stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("llama_cpp.server did not answer /v1/models within 120 s")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -1,0 +1,445 @@
+"""LM backends: reply parsing, the reply schema, the OpenAI-compatible client against a tiny local
+HTTP server (retries, backoff, clear errors), the reply cache, and (marked ``lm``) the real
+Qwen2.5-Coder-0.5B model in process and through ``llama_cpp.server``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from lookplangraph.backends import (
+    LMBackend, LMError, LMReply, ScriptedBackend, Usage, action_schema, default_threads, make_backend, parse_reply,
+    parse_spec, reply_format_instructions,
+)
+from lookplangraph.replycache import CachedBackend, reply_key
+from sgs.actions import FUNCTIONS, Action
+
+# ------------------------------------------------------------------------------------------
+# Parsing. SCRIPTED_REPLIES: scripted, not a real LM -- hand-written texts of the shapes small
+# models produce, each with the action it must parse to (call syntax) or None for an error.
+# ------------------------------------------------------------------------------------------
+
+SCRIPTED_REPLIES = [
+    ('{"function_name": "pick_up", "node": "apple-1", "relation": null, "destination": null, "reason": "needed"}',
+     "pick_up(apple-1)", "needed"),
+    ('```json\n{"function_name": "open", "node": "fridge-1", "relation": null, "destination": null, "reason": "r"}\n```',
+     "open(fridge-1)", "r"),
+    ('Sure! My next action:\n{"function_name": "go_to", "node": "kitchen-1", "reason": "first line\nsecond line"}\nDone.',
+     "go_to(kitchen-1)", "first line\nsecond line"),
+    ("{'function_name': 'turn_on', 'node': 'lamp-1', 'relation': None, 'destination': None, 'reason': 'dark'}",
+     "turn_on(lamp-1)", "dark"),
+    ('{"function_name": "put_inside", "node": null, "relation": null, "destination": "fridge-1", "reason": "x",}',
+     "put_inside(fridge-1)", "x"),
+    ('{"reason": "tidy up", "action": {"function_name": "rearrange", "node": "cup-1", "relation": "inside", "destination": "sink-1"}}',
+     "rearrange(cup-1, inside, sink-1)", "tidy up"),
+    ('{"action": "discover_objects(table-1)", "reason": "look"}', "discover_objects(table-1)", "look"),
+    ("pick_up(apple-1)", "pick_up(apple-1)", None),
+    ("`rearrange(cup-1, on, table-1)`", "rearrange(cup-1, ontop, table-1)", None),
+    ("I think the robot should go_to(bedroom-1) to find the book.", "go_to(bedroom-1)", "I think"),
+    # cut off by max_tokens inside the final reason: the action is complete, keep it
+    ('{"function_name": "close", "node": "fridge-1", "relation": null, "destination": null, "reason": "the fridge is',
+     "close(fridge-1)", "the fridge is"),
+    ('[{"function_name": "done", "node": null, "relation": null, "destination": null, "reason": "finished"}]',
+     "done()", "finished"),
+    # errors: short feedback for the LM, never an exception
+    ("", None, None),
+    ("   \n", None, None),
+    ("I am not sure what to do.", None, None),
+    ('{"function_name": "pick_up", "node": "app', None, None),  # cut inside an action field
+    ('{"function_name": 42, "node": "apple-1"}', None, None),
+    ('{"function_name": "pick_up", "node": ["apple-1"]}', None, None),
+    ('{"node": "apple-1", "reason": "no function"}', None, "no function"),
+    ('[{"function_name": "go_to", "node": "a-1"}, {"function_name": "done"}]', None, None),
+    ("pick_up(apple-1, table-1)", None, None),
+]
+
+
+@pytest.mark.parametrize("text,expected,reason", SCRIPTED_REPLIES)
+def test_parse_scripted_replies(text, expected, reason):
+    action, got_reason, error = parse_reply(text)
+    if expected is None:
+        assert action is None
+        assert isinstance(error, str) and error.endswith(".") and len(error) < 400
+    else:
+        assert error is None, error
+        assert str(action) == expected
+    if reason is not None:
+        assert got_reason is not None and got_reason.startswith(reason)
+
+
+def test_parse_never_raises_on_odd_input():
+    for text in [None, "{", "}", "[", "{{{{", '{"a": }', "```", "```json\n", "null", "42", '"pick_up"', "()", "{'a': 1"]:
+        action, _, error = parse_reply(text)
+        assert action is None and error
+
+
+def test_parse_empty_reply_says_so():
+    assert "empty" in parse_reply("")[2]
+    assert "cut off" in parse_reply('{"function_name": "pick_up", "node": "app')[2]
+
+
+# ------------------------------------------------------------------------------------------
+# Schema
+# ------------------------------------------------------------------------------------------
+
+def test_schema_enums_and_order():
+    names = ["kitchen-1", "apple-1", "table-1"]
+    s = action_schema(names)
+    assert list(s["properties"]) == ["function_name", "node", "relation", "destination", "reason"]
+    assert s["required"] == list(s["properties"]) and s["additionalProperties"] is False
+    assert s["properties"]["function_name"]["enum"] == list(FUNCTIONS)
+    for key in ("node", "destination"):
+        variants = s["properties"][key]["anyOf"]
+        assert {"type": "string", "enum": names} in variants and {"type": "null"} in variants
+    assert {"type": "string", "enum": ["ontop", "inside"]} in s["properties"]["relation"]["anyOf"]
+    assert "maxLength" not in s["properties"]["reason"]
+    json.dumps(s)  # serialisable
+
+
+def test_schema_options():
+    s = action_schema(None, reason_first=True, reason_max_length=120)
+    assert list(s["properties"])[0] == "reason" and s["properties"]["reason"]["maxLength"] == 120
+    assert {"type": "string"} in s["properties"]["node"]["anyOf"]  # free names
+    assert action_schema([])["properties"]["node"] == {"description": s["properties"]["node"]["description"], "type": "null"}
+    assert action_schema(["a-1", "a-1", "b-1"])["properties"]["node"]["anyOf"][0]["enum"] == ["a-1", "b-1"]
+
+
+def test_instructions_match_schema_order():
+    text = reply_format_instructions()
+    assert text.index('"function_name"') < text.index('"reason"')
+    action, reason, error = parse_reply(text[text.index("{"): text.rindex("}") + 1])
+    assert error is None and str(action) == "pick_up(apple-1)"
+    assert reply_format_instructions(reason_first=True).index('"reason"') < reply_format_instructions(True).index('"function_name"')
+
+
+def test_schema_is_accepted_by_llama_cpp_grammar():
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+    for schema in (action_schema(["kitchen-1", "apple-1"]), action_schema(None, reason_max_length=200), action_schema([])):
+        llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+
+
+# ------------------------------------------------------------------------------------------
+# Specs, scripted backend, cache
+# ------------------------------------------------------------------------------------------
+
+def test_parse_spec():
+    assert parse_spec("llamacpp:qwen2.5-coder-0.5b") == ("llamacpp", "qwen2.5-coder-0.5b", None)
+    assert parse_spec("llamacpp:/models/x.gguf") == ("llamacpp", "/models/x.gguf", None)
+    assert parse_spec("llamacpp:") == ("llamacpp", "qwen2.5-coder-1.5b", None)
+    assert parse_spec("openai:gpt-4o") == ("openai", "gpt-4o", None)
+    assert parse_spec("openai:gpt-4o@https://api.example.com/v1") == ("openai", "gpt-4o", "https://api.example.com/v1")
+    assert parse_spec("openai:qwen2.5-coder:1.5b@http://localhost:11434/v1") == (
+        "openai", "qwen2.5-coder:1.5b", "http://localhost:11434/v1")
+    assert parse_spec("openai:user@org/model") == ("openai", "user@org/model", None)
+    with pytest.raises(LMError, match="unknown backend kind"):
+        parse_spec("gpt:4")
+    with pytest.raises(LMError, match="no kind"):
+        parse_spec("gpt-4o")
+
+
+def test_scripted_backend_and_make_backend():
+    b = make_backend("scripted:go_to(kitchen-1)||pick_up(apple-1)")
+    r1, r2, r3 = (b.decide("sys", "user", None) for _ in range(3))
+    assert [str(r.action) for r in (r1, r2, r3)] == ["go_to(kitchen-1)", "pick_up(apple-1)", "pick_up(apple-1)"]
+    assert isinstance(r1, LMReply) and r1.usage.prompt_tokens >= 0 and b.name == "scripted"
+    assert isinstance(b, LMBackend)
+
+
+def test_default_threads_leaves_busy_cpus_alone(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert default_threads() == 4
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.6, 0.0, 0.0))
+    assert default_threads() == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 0.0, 0.0))
+    assert default_threads() == 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 0.0, 0.0))
+    assert default_threads() == 1
+
+
+def test_reply_cache_records_and_replays(tmp_path):
+    path = tmp_path / "replies.jsonl"
+    inner = ScriptedBackend(['{"function_name": "pick_up", "node": "apple-1", "reason": "r"}', "garbage"], name="scripted:x")
+    cached = CachedBackend(inner, path)
+    r1 = cached.decide("S", "D1", ["apple-1"])
+    r2 = cached.decide("S", "D2", ["apple-1"])
+    again = cached.decide("S", "D1", ["apple-1"])
+    assert inner.calls == 2 and cached.hits == 1 and again == r1
+    assert len(path.read_text().splitlines()) == 2
+    with open(path, "a") as f:
+        f.write('{"key": "torn')  # an interrupted write
+    replay = CachedBackend(None, path, name="scripted:x")
+    assert replay.decide("S", "D1", ["apple-1"]) == r1
+    r2b = replay.decide("S", "D2", ["apple-1"])
+    assert r2b.action is None and r2b.error == r2.error and r2b.text == "garbage"
+    with pytest.raises(LMError, match="replay"):
+        replay.decide("S", "D3", ["apple-1"])
+    assert reply_key("a", "S", "D", None) != reply_key("a", "S", "D", [])
+    assert reply_key("a", "S", "D", ["x"]) != reply_key("b", "S", "D", ["x"])
+
+
+# ------------------------------------------------------------------------------------------
+# OpenAI-compatible client against a tiny local server
+# ------------------------------------------------------------------------------------------
+
+HAVE_OPENAI = importlib.util.find_spec("openai") is not None
+needs_openai = pytest.mark.skipif(not HAVE_OPENAI, reason="the openai package is not installed (pip install openai)")
+
+GOOD = '{"function_name": "open", "node": "fridge-1", "relation": null, "destination": null, "reason": "closed"}'
+
+
+def completion(text: str, cached: int | None = 64) -> dict:
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return {"id": "c-1", "object": "chat.completion", "created": 0, "model": "m1",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": usage}
+
+
+class FakeServer:
+    """An OpenAI-style server on 127.0.0.1 that answers chat completions from a script of
+    ``(status, body, delay_s)`` (the last entry repeats) and lists ``models`` at /v1/models."""
+
+    def __init__(self, script, models=("m1", "m2")):
+        self.script, self.models, self.requests = list(script), list(models), []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body):
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in server.models]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                server.requests.append((self.path, body))
+                i = min(len(server.requests) - 1, len(server.script) - 1)
+                status, reply, delay = server.script[i]
+                if delay:
+                    time.sleep(delay)
+                self._send(status, reply)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def err(status, message):
+    return (status, {"error": {"message": message, "type": "server_error", "code": status}}, 0)
+
+
+def backend(url, **kw):
+    from lookplangraph.backends import OpenAIBackend
+    kw.setdefault("backoff", 0.01)
+    return OpenAIBackend("m1", base_url=url, api_key="test-key", **kw)
+
+
+@needs_openai
+def test_openai_success_usage_and_request():
+    with FakeServer([(200, completion(GOOD), 0)]) as srv:
+        b = backend(srv.url)
+        r = b.decide("STATIC", "DYNAMIC", ["fridge-1", "kitchen-1"])
+    assert str(r.action) == "open(fridge-1)" and r.reason == "closed" and r.error is None
+    assert r.usage == Usage(prompt_tokens=100, completion_tokens=20, cached_tokens=64)
+    assert b.name == f"openai:m1@{srv.url}"
+    path, body = srv.requests[0]
+    assert path.endswith("/chat/completions")
+    assert body["messages"] == [{"role": "system", "content": "STATIC"}, {"role": "user", "content": "DYNAMIC"}]
+    rf = body["response_format"]
+    assert rf["type"] == "json_schema" and rf["json_schema"]["strict"] is True
+    assert rf["json_schema"]["schema"]["properties"]["node"]["anyOf"][0]["enum"] == ["fridge-1", "kitchen-1"]
+    assert body["temperature"] == 0
+
+
+@needs_openai
+def test_openai_no_cached_tokens_reported_is_none():
+    with FakeServer([(200, completion(GOOD, cached=None), 0)]) as srv:
+        r = backend(srv.url).decide("S", "D", None)
+    assert r.usage.cached_tokens is None and r.usage.prompt_tokens == 100
+
+
+@needs_openai
+@pytest.mark.parametrize("mode", ["json_object", "guided_json", "structured_outputs", "none"])
+def test_openai_structured_modes(mode):
+    with FakeServer([(200, completion(GOOD), 0)]) as srv:
+        backend(srv.url, structured=mode).decide("S", "D", ["fridge-1"])
+    body = srv.requests[0][1]
+    if mode == "json_object":
+        assert body["response_format"]["type"] == "json_object"
+        assert body["response_format"]["schema"]["properties"]["function_name"]["enum"] == list(FUNCTIONS)
+    elif mode == "guided_json":
+        assert "response_format" not in body and body["guided_json"]["required"][0] == "function_name"
+    elif mode == "structured_outputs":
+        assert "response_format" not in body and body["structured_outputs"]["json"]["type"] == "object"
+    else:
+        assert "response_format" not in body and "guided_json" not in body
+
+
+@needs_openai
+def test_openai_retries_500_and_429_then_succeeds():
+    script = [err(500, "boom"), err(429, "slow down"), err(503, "busy"), (200, completion(GOOD), 0)]
+    with FakeServer(script) as srv:
+        t0 = time.perf_counter()
+        r = backend(srv.url, max_retries=4, backoff=0.05).decide("S", "D", None)
+        elapsed = time.perf_counter() - t0
+    assert str(r.action) == "open(fridge-1)" and len(srv.requests) == 4
+    assert elapsed >= 0.05 + 0.1 + 0.2 - 0.02  # exponential backoff: 0.05, 0.1, 0.2 s
+    assert r.seconds >= 0.3
+
+
+@needs_openai
+def test_openai_gives_up_after_max_retries():
+    with FakeServer([err(500, "always broken")]) as srv:
+        with pytest.raises(LMError) as ei:
+            backend(srv.url, max_retries=2).decide("S", "D", None)
+    assert len(srv.requests) == 3
+    assert srv.url in str(ei.value) and "HTTP 500" in str(ei.value) and "3 attempts" in str(ei.value)
+
+
+@needs_openai
+def test_openai_timeout_is_retried():
+    with FakeServer([(200, completion(GOOD), 1.5), (200, completion(GOOD), 0)]) as srv:
+        r = backend(srv.url, timeout=0.4, max_retries=2).decide("S", "D", None)
+    assert r.action is not None and len(srv.requests) == 2
+
+
+@needs_openai
+def test_openai_unreachable_server_names_the_url():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(LMError) as ei:
+        backend(url, max_retries=1, timeout=2).decide("S", "D", None)
+    assert url in str(ei.value) and "unreachable" in str(ei.value)
+
+
+@needs_openai
+def test_openai_wrong_model_lists_server_models():
+    with FakeServer([err(404, "The model `m1` does not exist")], models=["qwen-a", "qwen-b"]) as srv:
+        with pytest.raises(LMError) as ei:
+            backend(srv.url).decide("S", "D", None)
+    msg = str(ei.value)
+    assert "'m1' not found" in msg and "qwen-a" in msg and "qwen-b" in msg and srv.url in msg
+    assert len(srv.requests) == 1  # a 404 is not retried
+
+
+@needs_openai
+def test_openai_bad_request_and_auth_are_clear():
+    with FakeServer([err(400, "response_format json_schema is not supported")]) as srv:
+        with pytest.raises(LMError, match="HTTP 400.*json_object"):
+            backend(srv.url).decide("S", "D", None)
+    with FakeServer([err(401, "invalid key")]) as srv:
+        with pytest.raises(LMError, match="OPENAI_API_KEY"):
+            backend(srv.url).decide("S", "D", None)
+
+
+@needs_openai
+def test_openai_json_schema_rejected_by_llama_cpp_server_is_not_retried():
+    # what llama_cpp.server answers to response_format json_schema
+    rejection = err(500, "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'")
+    with FakeServer([rejection]) as srv:
+        with pytest.raises(LMError, match="structured='json_object'"):
+            backend(srv.url, max_retries=3).decide("S", "D", None)
+    assert len(srv.requests) == 1
+
+
+@needs_openai
+def test_openai_auto_falls_back_to_json_object():
+    with FakeServer([err(500, "json_schema unsupported"), (200, completion(GOOD), 0)]) as srv:
+        b = backend(srv.url, structured="auto")
+        assert b.decide("S", "D", None).action is not None
+        b.decide("S", "D2", None)
+    kinds = [body["response_format"]["type"] for _, body in srv.requests]
+    assert kinds == ["json_schema", "json_object", "json_object"] and b.structured == "json_object"
+
+
+@needs_openai
+def test_openai_config_from_environment(monkeypatch):
+    from lookplangraph.backends import OpenAIBackend
+    with FakeServer([(200, completion(GOOD), 0)]) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+        monkeypatch.setenv("LOOKPLANGRAPH_LM_MODEL", "m2")
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        b = make_backend("openai:")
+        assert isinstance(b, OpenAIBackend) and b.model == "m2" and b.name == f"openai:m2@{srv.url}"
+        assert b.decide("S", "D", None).action is not None
+    assert srv.requests[0][1]["model"] == "m2"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    with pytest.raises(LMError, match="OPENAI_API_KEY"):
+        OpenAIBackend("gpt-4o")
+    monkeypatch.delenv("LOOKPLANGRAPH_LM_MODEL")
+    with pytest.raises(LMError, match="LOOKPLANGRAPH_LM_MODEL"):
+        OpenAIBackend(None, base_url="http://127.0.0.1:1/v1")
+
+
+# ------------------------------------------------------------------------------------------
+# Real model (Qwen2.5-Coder-0.5B-Instruct): marked lm, skipped when not installed
+# ------------------------------------------------------------------------------------------
+
+REAL_STATIC = ("You control a household robot. Functions: go_to(room), pick_up(object), put_on(destination), "
+               "put_inside(destination), open(node), close(node), done(). " + reply_format_instructions())
+REAL_DYNAMIC = ("Scene: kitchen-1 has table-1 and fridge-1 (closed). apple-1 is on table-1. "
+                "The robot is in kitchen-1 and holds nothing. Task: pick up the apple. Next action?")
+REAL_NAMES = ["kitchen-1", "table-1", "fridge-1", "apple-1"]
+
+
+def check_real_reply(r: LMReply):
+    assert r.error is None, (r.text, r.error)
+    assert isinstance(r.action, Action) and r.action.function_name in FUNCTIONS
+    assert r.action.node in REAL_NAMES + [None] and r.action.destination in REAL_NAMES + [None]
+    assert r.usage.prompt_tokens > 50 and r.usage.completion_tokens > 0 and r.seconds > 0
+
+
+@pytest.mark.lm
+def test_real_llamacpp_in_process(small_model_path):
+    from lookplangraph.backends import LlamaCppBackend
+    b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48, reason_max_length=80)
+    r1 = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
+    check_real_reply(r1)
+    assert r1.usage.cached_tokens == 0
+    r2 = b.decide(REAL_STATIC, REAL_DYNAMIC.replace("holds nothing", "holds nothing yet"), REAL_NAMES)
+    check_real_reply(r2)
+    assert r2.usage.cached_tokens >= len(REAL_STATIC) // 8  # the system prompt came from the KV cache
+
+
+@pytest.mark.lm
+def test_real_llamacpp_server_through_openai_client(llama_server):
+    if not HAVE_OPENAI:
+        pytest.skip("the openai package is not installed")
+    b = make_backend(f"openai:qwen-0.5b@{llama_server}", structured="json_object", max_tokens=48, timeout=120, max_retries=1)
+    r = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
+    check_real_reply(r)
