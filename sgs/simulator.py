@@ -19,7 +19,9 @@ Correction rules (``correct=True``):
 3. ``open(c)`` is inserted for each closed container that hides the node (outermost first), and
    for the destination of ``put_inside`` when it is closed;
 4. a name that is a unique match for the node meant (other case or spaces, or a bare class name
-   with a single instance: ``fridge`` → ``fridge-1``) is resolved to it.
+   with a single instance: ``fridge`` → ``fridge-1``) is resolved to it;
+5. ``put_on(o, d)`` / ``put_inside(o, d)`` naming an object ``o`` that is not in the (empty) hand
+   is read as ``rearrange(o, ontop|inside, d)``.
 
 With ``correct=False`` none of these are applied (``rearrange`` still expands into its own
 go_to/pick_up/go_to/put steps, which is what the action means) and the first unmet precondition is
@@ -297,6 +299,10 @@ def _expand(graph: SceneGraph, action: Action, correct: bool, notes: list[str]) 
     if fn in ("put_on", "put_inside"):
         dest = action.destination or action.node
         if action.node is not None and action.destination is not None and action.node != graph.agent.holding:
+            if graph.agent.holding is None and action.node in graph.nodes:  # rule 5
+                notes.append(f"read {action} as rearrange: {action.node} is not in hand")
+                relation = "ontop" if fn == "put_on" else "inside"
+                return _expand_rearrange(graph, make("rearrange", action.node, relation, action.destination), correct, notes)
             raise Infeasible(f"you hold {graph.agent.holding or 'nothing'}, not {action.node}")
         _need_node(graph, dest, fn, "destination")
         steps = _approach(graph, dest, notes, open_target=(fn == "put_inside"))

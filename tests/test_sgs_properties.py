@@ -240,6 +240,10 @@ def assert_outcome(graph: SceneGraph, action: Action, out: Outcome, correct: boo
         if fn == "rearrange":
             assert last == ("put_on" if action.relation == "ontop" else "put_inside")
             assert {a.function_name for a in out.actions} <= {"go_to", "open", "pick_up", "put_on", "put_inside"}
+        elif fn in ("put_on", "put_inside") and any(a.function_name == "pick_up" for a in out.actions):
+            # rule 5: put_on/put_inside(o, d) with o not in the empty hand is read as rearrange
+            assert graph.agent.holding is None and last == fn
+            assert {a.function_name for a in out.actions} <= {"go_to", "open", "pick_up", fn}
         else:
             assert last == fn
             assert {a.function_name for a in out.actions[:-1]} <= {"go_to", "open"}

@@ -165,3 +165,11 @@ def test_run_plan_keeps_going_after_infeasible_steps(kitchen):
     final, outs = run_plan(kitchen, parse_plan(["pick_up(book-1)", "pick_up(apple-2)", "put_on(table-1)"]))
     assert [o.ok for o in outs] == [True, False, True]
     assert final.parent["book-1"] == ("table-1", Relation.ONTOP)
+
+
+def test_put_naming_an_object_not_in_hand_is_read_as_rearrange(kitchen):
+    out = check(kitchen, parse_action("put_on(book-1, table-1)"))
+    assert out.ok and steps(out) == ["pick_up(book-1)", "go_to(kitchen-1)", "put_on(table-1)"]
+    assert any("read put_on(book-1, table-1) as rearrange" in c for c in out.corrections)
+    off = check(kitchen, parse_action("put_on(book-1, table-1)"), correct=False)
+    assert not off.ok and "you hold nothing" in off.feedback
