@@ -4,9 +4,12 @@ next action.
 * ``static`` is the system message. Keep it byte-identical across the steps of an episode: the
   backends (llama.cpp in process, ``llama_cpp.server``, vLLM with ``--enable-prefix-caching``,
   OpenAI) then reuse its KV cache and only the ``dynamic`` user message is evaluated anew.
-* ``names`` are the node names the LM may use. Backends with constrained decoding restrict
-  ``node``/``destination`` to them (JSON-schema ``enum``), ``function_name`` to
-  :data:`sgs.actions.FUNCTIONS` and ``relation`` to ``ontop``/``inside``/null.
+* ``names`` are the node names the LM may use: a list, or a per-function :data:`Vocabulary`
+  (``{"go_to": {"node": rooms}, "pick_up": {"node": seen objects}, ...}``). Backends with
+  constrained decoding restrict ``node``/``destination`` to them (JSON-schema ``enum``),
+  ``function_name`` to :data:`sgs.actions.FUNCTIONS` (or the vocabulary's functions) and
+  ``relation`` to ``ontop``/``inside``/null. In process, llama.cpp ties each function to its own
+  names (:func:`typed_action_schema`); servers get the flat schema over all names.
 
 Reply format (see :func:`action_schema`)::
 
@@ -33,7 +36,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -116,7 +119,55 @@ def _nullable(inner: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [inner, {"type": "null"}]}
 
 
-def action_schema(names: Iterable[str] | None = None, *, reason_first: bool = False,
+Vocabulary = Mapping[str, Mapping[str, Sequence[str]]]
+"""Per-function vocabulary: ``{function_name: {"node": [...], "destination": [...]}}``; a
+function missing from it cannot be chosen, a slot missing from its entry must be null."""
+
+
+def flat_names(names: "Iterable[str] | Vocabulary | None") -> list[str] | None:
+    """All names of a vocabulary (or the list itself), first occurrence order."""
+    if names is None or not isinstance(names, Mapping):
+        return None if names is None else list(names)
+    out: dict[str, None] = {}
+    for slots in names.values():
+        for values in slots.values():
+            out.update(dict.fromkeys(values))
+    return list(out)
+
+
+def typed_action_schema(vocabulary: Vocabulary, *, reason_first: bool = False,
+                        reason_max_length: int | None = None) -> dict[str, Any]:
+    """Schema whose variants tie each function to the names it may take (``anyOf`` of objects,
+    functions with the same slots grouped). Grammar-based decoders (llama.cpp, vLLM) accept it;
+    OpenAI's strict mode needs an object root, so :class:`OpenAIBackend` sends the flat schema."""
+    groups: dict[str, list[str]] = {}
+    variants: dict[str, dict[str, Any]] = {}
+    reason: dict[str, Any] = {"type": "string"}
+    if reason_max_length is not None:
+        reason["maxLength"] = int(reason_max_length)
+    for fn in FUNCTIONS:
+        if fn not in vocabulary:
+            continue
+        slots = vocabulary[fn]
+        props: dict[str, Any] = {}
+        for key in ("node", "destination"):
+            values = list(dict.fromkeys(slots.get(key, ())))
+            props[key] = {"type": "string", "enum": values} if values else {"type": "null"}
+        props["relation"] = {"type": "string", "enum": list(RELATIONS)} if fn == "rearrange" else {"type": "null"}
+        key = json.dumps(props, sort_keys=True)
+        groups.setdefault(key, []).append(fn)
+        variants[key] = props
+    order = ["function_name", "node", "relation", "destination"]
+    order = ["reason", *order] if reason_first else [*order, "reason"]
+    options = []
+    for key, fns in groups.items():
+        props = {"function_name": {"type": "string", "enum": fns}, **variants[key], "reason": reason}
+        options.append({"type": "object", "properties": {k: props[k] for k in order},
+                        "required": order, "additionalProperties": False})
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def action_schema(names: "Iterable[str] | Vocabulary | None" = None, *, reason_first: bool = False,
                   reason_max_length: int | None = None) -> dict[str, Any]:
     """JSON schema of the reply, generated from :class:`ActionReply`.
 
@@ -128,6 +179,7 @@ def action_schema(names: Iterable[str] | None = None, *, reason_first: bool = Fa
     ``maxLength`` to the reason (llama.cpp and vLLM grammars honour it; OpenAI strict mode does not
     accept it, so leave it None there).
     """
+    names = flat_names(names)
     schema = ActionReply.model_json_schema()
     props: dict[str, Any] = schema["properties"]
     for key in props:
@@ -552,13 +604,16 @@ class LlamaCppBackend:
                                        verbose=verbose, **llama_kwargs)
         except Exception as exc:
             raise LMError(f"llama.cpp could not load {path}: {exc}") from None
-        self._grammars: dict[tuple[str, ...] | None, Any] = {}
+        self._grammars: dict[str | None, Any] = {}
 
     def _grammar(self, names: list[str] | None) -> Any:
-        key = tuple(names) if names is not None else None
+        key = json.dumps(names, sort_keys=True) if names is not None else None
         g = self._grammars.get(key)
         if g is None:
-            schema = action_schema(names, reason_first=self.reason_first, reason_max_length=self.reason_max_length)
+            if isinstance(names, Mapping):
+                schema = typed_action_schema(names, reason_first=self.reason_first, reason_max_length=self.reason_max_length)
+            else:
+                schema = action_schema(names, reason_first=self.reason_first, reason_max_length=self.reason_max_length)
             try:
                 g = self._llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
             except Exception as exc:

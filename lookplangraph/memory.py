@@ -8,8 +8,8 @@ this graph, never against the environment.
   names become *known* (they stay in the prompt when the agent leaves their room); a picked-up
   prior becomes seen.
 * :meth:`MemoryGraph.discover` merges what ``discover_objects(node)`` observed: seen objects are
-  placed where they were seen (added if new), marked seen and known; priors under ``node`` that
-  were not seen are removed.
+  placed where they were seen (added if new), marked seen, known and inspected (what is on and
+  inside them was observed too); priors under ``node`` that were not seen are removed.
 * Acting on an unseen prior (pick it up, move it) is refused by :meth:`unseen_feedback`: its
   place must first be confirmed with ``discover_objects`` on its remembered holder.
 * ``priors=False`` (the "No Priors" ablation) starts with no objects at all.
@@ -95,7 +95,8 @@ class MemoryGraph:
                 parent.pop(c)
             removed += dangling
             dangling = [c for c, (p, _) in parent.items() if p not in nodes and p != g.agent.name]
-        self.graph = g.evolve(nodes=nodes, parent=parent)
+        # the observation covered everything under the node, nested objects included
+        self.graph = g.evolve(nodes=nodes, parent=parent, inspected=g.inspected | seen)
         self.unseen -= seen
         self.unseen -= set(removed)
         self.known |= seen

@@ -13,7 +13,9 @@ The episode ends on ``done``, after ``max_unresolved`` unresolved answers in a r
 success when every goal unit holds, precision M^C/M.
 
 Ablations (paper Table V) are :class:`PlannerConfig` fields: ``graph_style`` (text/json/full),
-``priors`` (False: no priors), ``correction`` (False: no rule-based correction).
+``priors`` (False: no priors), ``correction`` (False: no rule-based correction). ``vocabulary``
+says what constrained decoding may name: ``typed`` (default; each function only the names it can
+take, :func:`lookplangraph.serialize.vocabulary`) or ``flat`` (every name in the view).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from sgs.simulator import Infeasible, check
 
 from lookplangraph.memory import MemoryGraph
 from lookplangraph.prompts import dynamic_prompt, static_prompt
-from lookplangraph.serialize import render, visible_names
+from lookplangraph.serialize import render, visible_names, vocabulary
 
 
 @dataclass
@@ -40,6 +42,7 @@ class PlannerConfig:
     graph_style: str = "text"
     priors: bool = True
     correction: bool = True
+    vocabulary: str = "typed"  # typed: names per function; flat: one list of visible names
 
 
 @dataclass
@@ -107,7 +110,10 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     termination = "max_actions"
 
     while len(actions) < cfg.max_actions:
-        names = visible_names(memory, cfg.graph_style)
+        if cfg.vocabulary == "typed":
+            names = vocabulary(memory, cfg.graph_style)
+        else:
+            names = visible_names(memory, cfg.graph_style)
         dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
         reply = lm.decide(static, dynamic, names)
         calls += 1

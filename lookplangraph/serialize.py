@@ -122,3 +122,43 @@ def render(memory: MemoryGraph, style: str = "text") -> str:
         elif key in ("assets", "objects"):
             lines.append(f"{title}: none.")
     return "\n".join(lines)
+
+
+def vocabulary(memory: MemoryGraph, style: str = "text") -> dict[str, dict[str, list[str]]]:
+    """Per-function names for constrained decoding (:data:`lookplangraph.backends.Vocabulary`),
+    drawn from the view: ``go_to`` other places; ``discover_objects`` nodes not yet inspected;
+    ``pick_up`` seen objects (not held); ``rearrange`` seen or held objects onto or into the
+    non-place nodes of the view; ``put_on``/``put_inside`` (when holding) those nodes;
+    ``open``/``close``/``turn_on``/``turn_off`` nodes that afford it and are not already so;
+    ``done`` always. Priors stay nameable for ``discover_objects`` only through their holders."""
+    from sgs.graph import affords
+
+    g = memory.graph
+    v = view(memory, style)
+    here, held = v["agent"]["room"], v["agent"]["holding"]
+    entries = [e["name"] for key in ("assets", "objects", "remembered", "elsewhere") for e in v[key]]
+    seen = [e["name"] for key in ("objects", "elsewhere") for e in v[key] if g.nodes[e["name"]].layer is Layer.OBJECT]
+    holders = entries + ([held] if held else [])
+    out: dict[str, dict[str, list[str]]] = {}
+    others = [p for p in v["places"] if p != here]
+    if others:
+        out["go_to"] = {"node": others}
+    fresh = [n for n in entries if n not in g.inspected and n not in memory.unseen]
+    if fresh:
+        out["discover_objects"] = {"node": fresh}
+    if seen and not held:
+        out["pick_up"] = {"node": seen}
+    movable = seen + ([held] if held else [])
+    if movable and holders:
+        out["rearrange"] = {"node": movable, "destination": [n for n in holders if n not in memory.unseen]}
+    if held:
+        dests = [n for n in entries if n != held and n not in memory.unseen]
+        if dests:
+            out["put_on"] = {"destination": dests}
+            out["put_inside"] = {"destination": dests}
+    for fn, state in (("open", "open"), ("close", "closed"), ("turn_on", "on"), ("turn_off", "off")):
+        nodes = [n for n in holders if n not in memory.unseen and affords(g.nodes[n], fn) and not g.nodes[n].has(state)]
+        if nodes:
+            out[fn] = {"node": nodes}
+    out["done"] = {}
+    return out

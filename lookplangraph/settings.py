@@ -16,6 +16,7 @@ Keys (all optional)::
     graph_style = "text"                 # text | json | full
     priors = true
     correction = true
+    vocabulary = "typed"                 # constrained decoding: typed (names per function) | flat
     concurrency = 1
     cache = false                        # replay identical LM calls from OUT/lm_cache.jsonl
     out = "runs/office-qwen1.5b"         # output directory
@@ -56,13 +57,15 @@ class RunSettings:
     graph_style: str = "text"
     priors: bool = True
     correction: bool = True
+    vocabulary: str = "typed"
     concurrency: int = 1
     cache: bool = False
     out: str | None = None
 
     def planner_config(self) -> PlannerConfig:
         return PlannerConfig(max_actions=self.max_actions, max_unresolved=self.max_unresolved,
-                             graph_style=self.graph_style, priors=self.priors, correction=self.correction)
+                             graph_style=self.graph_style, priors=self.priors, correction=self.correction,
+                             vocabulary=self.vocabulary)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -87,6 +90,8 @@ def load_settings(path: str | None, overrides: dict) -> RunSettings:
         s = RunSettings(**data)
     except TypeError as exc:
         raise SettingsError(str(exc)) from None
+    if s.vocabulary not in ("typed", "flat"):
+        raise SettingsError(f"vocabulary must be typed or flat, not {s.vocabulary!r}")
     if s.graph_style not in ("text", "json", "full"):
         raise SettingsError(f"graph_style must be text, json or full, not {s.graph_style!r}")
     return s

@@ -443,3 +443,20 @@ def test_real_llamacpp_server_through_openai_client(llama_server):
     b = make_backend(f"openai:qwen-0.5b@{llama_server}", structured="json_object", max_tokens=48, timeout=120, max_retries=1)
     r = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
     check_real_reply(r)
+
+
+def test_typed_schema_groups_functions_by_their_names():
+    from lookplangraph.backends import flat_names, typed_action_schema
+
+    vocab = {"go_to": {"node": ["kitchen-1"]}, "open": {"node": ["fridge-1"]}, "close": {"node": ["fridge-1"]},
+             "rearrange": {"node": ["apple-1"], "destination": ["fridge-1", "table-1"]}, "done": {}}
+    schema = typed_action_schema(vocab)
+    variants = schema["anyOf"]
+    fns = [v["properties"]["function_name"]["enum"] for v in variants]
+    assert fns == [["go_to"], ["rearrange"], ["open", "close"], ["done"]]
+    rearrange = variants[1]["properties"]
+    assert rearrange["relation"]["enum"] == ["ontop", "inside"] and rearrange["destination"]["enum"] == ["fridge-1", "table-1"]
+    assert variants[3]["properties"]["node"] == {"type": "null"}
+    assert list(variants[0]["properties"]) == ["function_name", "node", "relation", "destination", "reason"]
+    assert flat_names(vocab) == ["kitchen-1", "fridge-1", "apple-1", "table-1"]
+    assert action_schema(vocab)["properties"]["node"]["anyOf"][0]["enum"] == flat_names(vocab)

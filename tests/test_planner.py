@@ -185,3 +185,33 @@ def test_stale_priors_are_replaced_by_what_discover_finds():
     assert steps[1].observed == ["box-1 inside fridge-1", "not found: apple-1"]
     assert "apple-1 inside cup-1" in steps[2].observed
     assert result.success and result.termination == "done"
+
+
+def test_vocabulary_ties_each_function_to_the_names_it_can_take():
+    from lookplangraph.serialize import vocabulary
+    from sgs.actions import make
+
+    g = kitchen_task().graph
+    m = MemoryGraph(g)
+    v = vocabulary(m)
+    assert v == {"go_to": {"node": ["kitchen-1"]}, "discover_objects": {"node": ["lamp-1", "bed-1"]},
+                 "turn_on": {"node": ["lamp-1"]}, "done": {}}
+    env = GraphEnvironment(g)
+    for a in (make("go_to", "kitchen-1"), make("discover_objects", "table-1")):
+        res = env.step(a)
+        m.apply(a)
+    m.discover(res.observation)
+    v = vocabulary(m)
+    assert v["go_to"] == {"node": ["bedroom-1"]}
+    assert v["discover_objects"] == {"node": ["fridge-1"]}  # table-1 is inspected; priors are not offered
+    assert set(v["pick_up"]["node"]) == {"apple-2", "tray-1", "cup-1"}
+    assert "fridge-1" in v["rearrange"]["destination"] and "box-1" not in v["rearrange"]["destination"]
+    assert v["open"] == {"node": ["fridge-1"]} and "put_on" not in v
+
+
+def test_typed_vocabulary_reaches_the_backend_and_flat_is_a_list():
+    task = kitchen_task()
+    _, lm = episode(task, [J("done")])
+    assert isinstance(lm.prompts[0][2], dict) and lm.prompts[0][2]["go_to"] == {"node": ["kitchen-1"]}
+    _, lm = episode(task, [J("done")], vocabulary="flat")
+    assert isinstance(lm.prompts[0][2], list) and "kitchen-1" in lm.prompts[0][2]
