@@ -397,70 +397,67 @@ def _bind(env: dict, var: str, old) -> None:
         env[var] = old
 
 
+def _count(ctx, var: str, category: str, body: "Formula", want: bool, stop_at: int) -> int:
+    """Instances of ``category`` for which ``body`` is ``want``, counted up to ``stop_at``."""
+    env = ctx.env
+    old = env.get(var, _MISSING)
+    count = 0
+    for x in ctx.index.get(category_class(category), _NO_NAMES):
+        env[var] = x
+        if bool(body._ev(ctx)) is want:
+            count += 1
+            if count >= stop_at:
+                break
+    _bind(env, var, old)
+    return count
+
+
+class _Quantifier(Formula):
+    """One variable ranging over a category; subclasses are dataclasses with ``var``,
+    ``category`` and ``body``."""
+
+    __slots__ = ()
+
+    @property
+    def _classes(self):
+        return (category_class(self.category),)
+
+    def children(self):
+        return (self.body,)
+
+
 @dataclass(frozen=True, slots=True)
-class ForAll(Formula):
+class ForAll(_Quantifier):
     """Body true for every node of the category (true for none)."""
 
     var: str
     category: str
     body: Formula
 
-    @property
-    def _classes(self):
-        return (category_class(self.category),)
-
-    def children(self):
-        return (self.body,)
-
     def _ev(self, ctx):
-        env, var, body = ctx.env, self.var, self.body
-        old = env.get(var, _MISSING)
-        result = True
-        for x in ctx.index.get(category_class(self.category), _NO_NAMES):
-            env[var] = x
-            if not body._ev(ctx):
-                result = False
-                break
-        _bind(env, var, old)
-        return result
+        return _count(ctx, self.var, self.category, self.body, False, 1) == 0
 
     def __str__(self):
         return f"(forall {_spec(self.var, self.category)} {self.body})"
 
 
 @dataclass(frozen=True, slots=True)
-class Exists(Formula):
+class Exists(_Quantifier):
     """Body true for some node of the category (false for none)."""
 
     var: str
     category: str
     body: Formula
 
-    @property
-    def _classes(self):
-        return (category_class(self.category),)
-
-    def children(self):
-        return (self.body,)
-
     def _ev(self, ctx):
-        env, var, body = ctx.env, self.var, self.body
-        old = env.get(var, _MISSING)
-        result = False
-        for x in ctx.index.get(category_class(self.category), _NO_NAMES):
-            env[var] = x
-            if body._ev(ctx):
-                result = True
-                break
-        _bind(env, var, old)
-        return result
+        return _count(ctx, self.var, self.category, self.body, True, 1) == 1
 
     def __str__(self):
         return f"(exists {_spec(self.var, self.category)} {self.body})"
 
 
 @dataclass(frozen=True, slots=True)
-class ForN(Formula):
+class ForN(_Quantifier):
     """Body true for exactly ``n`` nodes of the category."""
 
     n: int
@@ -468,25 +465,8 @@ class ForN(Formula):
     category: str
     body: Formula
 
-    @property
-    def _classes(self):
-        return (category_class(self.category),)
-
-    def children(self):
-        return (self.body,)
-
     def _ev(self, ctx):
-        env, var, body, n = ctx.env, self.var, self.body, self.n
-        old = env.get(var, _MISSING)
-        count = 0
-        for x in ctx.index.get(category_class(self.category), _NO_NAMES):
-            env[var] = x
-            if body._ev(ctx):
-                count += 1
-                if count > n:
-                    break
-        _bind(env, var, old)
-        return count == n
+        return _count(ctx, self.var, self.category, self.body, True, self.n + 1) == self.n
 
     def __str__(self):
         return f"(forn ({self.n}) {_spec(self.var, self.category)} {self.body})"
