@@ -154,7 +154,7 @@ def _settings(args):
         "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
         "max_actions": args.max_actions, "graph_style": args.graph_style,
         "priors": False if args.no_priors else None, "correction": False if args.no_correction else None,
-        "out": args.out, "cache": True if getattr(args, "cache", False) else None,
+        "out": args.out, "cache": getattr(args, "cache", None),
         "tasks": getattr(args, "tasks", None) or ([args.task] if getattr(args, "task", None) else None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
         "selection": getattr(args, "selection", None), "vocabulary": args.vocabulary,
@@ -211,7 +211,7 @@ def _lm_factory(s, out: Path):
         if s.cache:
             from lookplangraph.replycache import CachedBackend
 
-            lm = CachedBackend(lm, out / "lm_cache.jsonl")
+            lm = CachedBackend(lm, out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
         return lm
 
     return factory
@@ -348,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
     p.add_argument("--concurrency", type=int, help="episodes in parallel (default 1)")
-    p.add_argument("--cache", action="store_true", help="record LM replies in OUT/lm_cache.jsonl and replay identical calls")
+    p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
+                   help="record LM replies in OUT/lm_cache.jsonl (or FILE, e.g. another run's cache) and replay identical calls")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("inject", parents=[common], help="error-injection curve: SR against injected error rate, correction on/off")

@@ -18,7 +18,8 @@ Keys (all optional)::
     correction = true
     vocabulary = "typed"                 # constrained decoding: typed (names per function) | flat
     concurrency = 1
-    cache = false                        # replay identical LM calls from OUT/lm_cache.jsonl
+    cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
+                                         # a path: use that cache file (replay another run's replies)
     out = "runs/office-qwen1.5b"         # output directory
 """
 
@@ -59,7 +60,7 @@ class RunSettings:
     correction: bool = True
     vocabulary: str = "typed"
     concurrency: int = 1
-    cache: bool = False
+    cache: bool | str = False
     out: str | None = None
 
     def planner_config(self) -> PlannerConfig:
