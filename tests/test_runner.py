@@ -86,3 +86,19 @@ def test_injected_errors_cost_more_without_correction(office_tasks):
     assert on["correction"] and not off["correction"]
     assert on["errors_per_task"] > 1
     assert on["sr"] > off["sr"]
+
+
+def test_cli_eval_records_and_replays_lm_replies(tmp_path, capsys):
+    from lookplangraph.cli import main
+
+    data = tmp_path / "data"
+    first = ['scripted:{"function_name": "go_to", "node": "kitchen-1"}||{"function_name": "done"}']  # SCRIPTED
+    args = ["eval", "--split", "office", "--data-dir", str(data), "--limit", "2"]
+    assert main(args + ["--lm", *first, "--cache", "--out", str(tmp_path / "a")]) == 0
+    assert len((tmp_path / "a" / "lm_cache.jsonl").read_text().splitlines()) >= 2
+    # a different script, but the recorded replies answer the same prompts: the same episodes
+    again = ['scripted:{"function_name": "done"}']  # SCRIPTED
+    assert main(args + ["--lm", *again, "--cache", str(tmp_path / "a" / "lm_cache.jsonl"), "--out", str(tmp_path / "b")]) == 0
+    a = [json.loads(x)["actions"] for x in (tmp_path / "a" / "results.jsonl").read_text().splitlines()]
+    b = [json.loads(x)["actions"] for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
+    assert a == b and any("go_to(kitchen-1)" in acts for acts in b)
