@@ -276,6 +276,23 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    """One table comparing the summaries of several evaluation directories."""
+    from lookplangraph.runner import summary_text
+
+    rows = {}
+    for d in args.dirs:
+        path = Path(d) / "summary.json"
+        if not path.exists():
+            raise InputError(f"{d}: no summary.json (not an evaluation directory, or nothing finished yet)")
+        summary = json.loads(path.read_text())
+        for label, row in summary.items():
+            if label == "all" or args.splits:
+                rows[f"{Path(d).name}" + ("" if label == "all" else f" [{label}]")] = row
+    print(summary_text(rows))
+    return 0
+
+
 def cmd_inject(args) -> int:
     from lookplangraph.injection_curve import curve, curve_table, write_curve
 
@@ -351,6 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
                    help="record LM replies in OUT/lm_cache.jsonl (or FILE, e.g. another run's cache) and replay identical calls")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("report", help="compare the summaries of evaluation directories in one table")
+    p.add_argument("dirs", nargs="+", help="evaluation output directories (with summary.json)")
+    p.add_argument("--splits", action="store_true", help="also show the per-split rows")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("inject", parents=[common], help="error-injection curve: SR against injected error rate, correction on/off")
     p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0", help="comma-separated error rates")

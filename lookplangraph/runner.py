@@ -200,12 +200,13 @@ def _per_call(rows: list[dict], keys: set) -> float | None:
 
 
 def summary_text(summary: dict) -> str:
-    head = f"{'':<22}{'tasks':>6}{'SR':>7}{'APP':>7}{'TPA':>9}{'actions':>9}{'GT act.':>9}{'s/task':>8}{'s/call':>8}"
+    width = max([22] + [len(label) + 2 for label in summary])
+    head = f"{'':<{width}}{'tasks':>6}{'SR':>7}{'APP':>7}{'TPA':>9}{'actions':>9}{'GT act.':>9}{'s/task':>8}{'s/call':>8}"
     lines = [head, "-" * len(head)]
     for label, s in summary.items():
         def f(v, fmt):
             return format(v, fmt) if v is not None else "-"
-        lines.append(f"{label:<22}{s['tasks']:>6}{s['sr']:>7.3f}{s['app']:>7.3f}{f(s['tpa'], '.1f'):>9}"
+        lines.append(f"{label:<{width}}{s['tasks']:>6}{s['sr']:>7.3f}{s['app']:>7.3f}{f(s['tpa'], '.1f'):>9}"
                      f"{f(s['mean_actions'], '.2f'):>9}{f(s['mean_gt_actions'], '.2f'):>9}{f(s['mean_wall_s'], '.1f'):>8}"
                      f"{f(s['lm_seconds_per_call'], '.1f'):>8}")
     return "\n".join(lines)

@@ -102,3 +102,18 @@ def test_cli_eval_records_and_replays_lm_replies(tmp_path, capsys):
     a = [json.loads(x)["actions"] for x in (tmp_path / "a" / "results.jsonl").read_text().splitlines()]
     b = [json.loads(x)["actions"] for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
     assert a == b and any("go_to(kitchen-1)" in acts for acts in b)
+
+
+def test_cli_report_compares_evaluation_directories(tmp_path, capsys):
+    from lookplangraph.cli import main
+
+    args = ["eval", "--split", "office", "--data-dir", str(tmp_path / "data"), "--limit", "1",
+            "--lm", 'scripted:{"function_name": "done"}']  # SCRIPTED, not an LM
+    assert main(args + ["--out", str(tmp_path / "one")]) == 0
+    assert main(args + ["--no-correction", "--out", str(tmp_path / "two")]) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "one"), str(tmp_path / "two")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["tasks", "SR", "APP"]
+    assert [line.split()[0] for line in lines[2:]] == ["one", "two"]
+    assert main(["report", str(tmp_path / "missing")]) == 2
