@@ -127,10 +127,11 @@ def render(memory: MemoryGraph, style: str = "text") -> str:
 def vocabulary(memory: MemoryGraph, style: str = "text") -> dict[str, dict[str, list[str]]]:
     """Per-function names for constrained decoding (:data:`lookplangraph.backends.Vocabulary`),
     drawn from the view: ``go_to`` other places; ``discover_objects`` nodes not yet inspected;
-    ``pick_up`` seen objects (not held); ``rearrange`` seen or held objects onto or into the
-    non-place nodes of the view; ``put_on``/``put_inside`` (when holding) those nodes;
-    ``open``/``close``/``turn_on``/``turn_off`` nodes that afford it and are not already so;
-    ``done`` always. Priors stay nameable for ``discover_objects`` only through their holders."""
+    ``pick_up`` objects in view, seen or remembered (not held); ``rearrange`` those or the held
+    object onto or into the seen non-place nodes of the view; ``put_on``/``put_inside`` (when
+    holding) those nodes; ``open``/``close``/``turn_on``/``turn_off`` nodes that afford it and are
+    not already so; ``done`` always. A remembered prior may be named for moving so that the
+    planner can answer "discover its holder first"; it is never a destination or toggled."""
     from sgs.graph import affords
 
     g = memory.graph
@@ -146,13 +147,19 @@ def vocabulary(memory: MemoryGraph, style: str = "text") -> dict[str, dict[str, 
     fresh = [n for n in entries if n not in g.inspected and n not in memory.unseen]
     if fresh:
         out["discover_objects"] = {"node": fresh}
-    if seen and not held:
-        out["pick_up"] = {"node": seen}
-    movable = seen + ([held] if held else [])
-    if movable and holders:
-        out["rearrange"] = {"node": movable, "destination": [n for n in holders if n not in memory.unseen]}
+    # priors stay nameable for moving: the planner then answers "discover its holder first"
+    priors = [e["name"] for e in v["remembered"]]
+    if (seen or priors) and not held:
+        out["pick_up"] = {"node": seen + priors}
+    movable = seen + priors + ([held] if held else [])
+    def takes(n: str) -> bool:
+        return n not in memory.unseen and (affords(g.nodes[n], "put_on") or affords(g.nodes[n], "put_inside"))
+
+    supports = [n for n in holders if takes(n)]
+    if movable and supports:
+        out["rearrange"] = {"node": movable, "destination": supports}
     if held:
-        dests = [n for n in entries if n != held and n not in memory.unseen]
+        dests = [n for n in entries if n != held and takes(n)]
         if dests:
             out["put_on"] = {"destination": dests}
             out["put_inside"] = {"destination": dests}

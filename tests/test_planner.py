@@ -195,7 +195,8 @@ def test_vocabulary_ties_each_function_to_the_names_it_can_take():
     m = MemoryGraph(g)
     v = vocabulary(m)
     assert v == {"go_to": {"node": ["kitchen-1"]}, "discover_objects": {"node": ["lamp-1", "bed-1"]},
-                 "turn_on": {"node": ["lamp-1"]}, "done": {}}
+                 "pick_up": {"node": ["book-1"]}, "rearrange": {"node": ["book-1"], "destination": ["bed-1"]},
+                 "turn_on": {"node": ["lamp-1"]}, "done": {}}  # book-1 is a prior: nameable, then feedback
     env = GraphEnvironment(g)
     for a in (make("go_to", "kitchen-1"), make("discover_objects", "table-1")):
         res = env.step(a)
@@ -204,7 +205,7 @@ def test_vocabulary_ties_each_function_to_the_names_it_can_take():
     v = vocabulary(m)
     assert v["go_to"] == {"node": ["bedroom-1"]}
     assert v["discover_objects"] == {"node": ["fridge-1"]}  # table-1 is inspected; priors are not offered
-    assert set(v["pick_up"]["node"]) == {"apple-2", "tray-1", "cup-1"}
+    assert set(v["pick_up"]["node"]) == {"apple-2", "tray-1", "cup-1", "box-1", "apple-1"}
     assert "fridge-1" in v["rearrange"]["destination"] and "box-1" not in v["rearrange"]["destination"]
     assert v["open"] == {"node": ["fridge-1"]} and "put_on" not in v
 
