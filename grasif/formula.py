@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
-from sgs.graph import Relation, SceneGraph, node_class
+from sgs.graph import Relation, SceneGraph, class_index as _class_index, node_class
 
 __all__ = [
     "FormulaError",
@@ -102,36 +102,6 @@ def category_class(category: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # evaluation context
 # ---------------------------------------------------------------------------------------------
-_CLASS_OF: dict[str, str] = {}  # memo of node_class by name
-_INDEX_CACHE: dict[int, tuple[dict, dict[str, tuple[str, ...]]]] = {}
-_INDEX_CACHE_SIZE = 32
-
-
-def _class_index(nodes: dict) -> dict[str, tuple[str, ...]]:
-    """class → node names in graph order, cached by the identity of the (never mutated) nodes dict."""
-    hit = _INDEX_CACHE.get(id(nodes))
-    if hit is not None and hit[0] is nodes:
-        return hit[1]
-    memo = _CLASS_OF
-    if len(memo) > 200_000:
-        memo.clear()
-    index: dict[str, list[str]] = {}
-    for name in nodes:
-        cls = memo.get(name)
-        if cls is None:
-            cls = memo[name] = node_class(name)
-        lst = index.get(cls)
-        if lst is None:
-            index[cls] = [name]
-        else:
-            lst.append(name)
-    frozen = {k: tuple(v) for k, v in index.items()}
-    if len(_INDEX_CACHE) >= _INDEX_CACHE_SIZE:
-        _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))
-    _INDEX_CACHE[id(nodes)] = (nodes, frozen)  # holds ``nodes`` so its id cannot be reused
-    return frozen
-
-
 class _Ctx:
     __slots__ = ("graph", "nodes", "parent", "index", "env")
 

@@ -44,6 +44,33 @@ def node_class(name: str) -> str:
     return _CLASS_RE.match(name).group(1) or name
 
 
+_CLASS_OF: dict[str, str] = {}  # memo of node_class by name
+_INDEX_CACHE: dict[int, tuple[dict, dict[str, tuple[str, ...]]]] = {}
+_INDEX_CACHE_SIZE = 32
+
+
+def class_index(nodes: dict) -> dict[str, tuple[str, ...]]:
+    """class → node names in graph order, cached by the identity of the (never mutated) nodes
+    dict of a :class:`SceneGraph` (graphs derived with ``evolve`` share it until nodes change)."""
+    hit = _INDEX_CACHE.get(id(nodes))
+    if hit is not None and hit[0] is nodes:
+        return hit[1]
+    memo = _CLASS_OF
+    if len(memo) > 200_000:
+        memo.clear()
+    index: dict[str, list[str]] = {}
+    for name in nodes:
+        cls = memo.get(name)
+        if cls is None:
+            cls = memo[name] = node_class(name)
+        index.setdefault(cls, []).append(name)
+    frozen = {k: tuple(v) for k, v in index.items()}
+    if len(_INDEX_CACHE) >= _INDEX_CACHE_SIZE:
+        _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))
+    _INDEX_CACHE[id(nodes)] = (nodes, frozen)  # holds ``nodes`` so its id cannot be reused
+    return frozen
+
+
 class GraphError(ValueError):
     """A scene graph breaks a structure rule. ``problems`` lists one sentence per problem."""
 

@@ -37,7 +37,7 @@ import difflib
 from dataclasses import dataclass, replace
 
 from sgs.actions import FUNCTIONS, RELATIONS, Action, make
-from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
+from sgs.graph import Layer, Relation, SceneGraph, affords, class_index, node_class
 
 
 class Infeasible(Exception):
@@ -249,14 +249,17 @@ def unknown_node_feedback(graph: SceneGraph, name: str) -> str:
 
 
 def suggest_names(graph: SceneGraph, name: str, limit: int = 5) -> list[str]:
-    """Existing node names closest to ``name``: same class first (``apple`` → ``apple-1``,
-    ``apple-2``), then spelling neighbours."""
+    """Existing node names closest to ``name``: its class's nodes (``apple`` → ``apple-1``,
+    ``apple-2``), else the nodes of the classes spelled most like it (``aple-3`` → ``apple-1``...)."""
     key = _normal(name)
+    index = class_index(graph.nodes)
     cls = node_class(key)
-    same_class = [n for n in graph.nodes if node_class(n) in (key, cls)]
+    same_class = list(index.get(key, ())) + (list(index.get(cls, ())) if cls != key else [])
     if same_class:
         return same_class[:limit]
-    return difflib.get_close_matches(key, list(graph.nodes), n=min(3, limit), cutoff=0.6)
+    # spelling neighbours among the classes (tens), not the nodes (hundreds): fast enough per step
+    close = difflib.get_close_matches(cls, list(index), n=2, cutoff=0.6)
+    return [n for c in close for n in index[c]][:limit]
 
 
 def _normal(name: str) -> str:
@@ -270,7 +273,7 @@ def _resolve(graph: SceneGraph, name: str | None, correct: bool, notes: list[str
     if key in graph.nodes:
         notes.append(f"read {name!r} as {key}")
         return key
-    same_class = [n for n in graph.nodes if node_class(n) == key]
+    same_class = class_index(graph.nodes).get(key, ())
     if len(same_class) == 1:
         notes.append(f"read {name!r} as {same_class[0]}, the only {key}")
         return same_class[0]
