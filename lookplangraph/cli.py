@@ -158,6 +158,7 @@ def _settings(args):
         "tasks": getattr(args, "tasks", None) or ([args.task] if getattr(args, "task", None) else None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
         "selection": getattr(args, "selection", None), "vocabulary": args.vocabulary,
+        "refuse_cycles": False if args.allow_cycles else None,
     }
     try:
         return load_settings(args.config, overrides)
@@ -352,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (ablations)")
     common.add_argument("--no-priors", action="store_true", help="ablation: the memory graph starts without objects")
     common.add_argument("--no-correction", action="store_true", help="ablation: no rule-based SGS correction")
-    common.add_argument("--vocabulary", choices=["typed", "flat"], help="constrained decoding: names per function (typed, default) or all visible names (flat)")
+    common.add_argument("--vocabulary", choices=["flat", "typed"], help="constrained decoding: all visible names (flat, default) or names per function (typed)")
+    common.add_argument("--allow-cycles", action="store_true", help="accept actions that bring the memory back to an earlier state")
     common.add_argument("--out", help="output directory (default under runs/)")
 
     p = sub.add_parser("run", parents=[common], help="run one episode and print its trace")

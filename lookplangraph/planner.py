@@ -4,7 +4,8 @@ Per step: the LM proposes one action from the instruction, the memory-graph view
 reasons and actions and the last feedback. The action is *unresolved* (feedback goes back to the
 LM) when the reply cannot be read, when it moves an object that is only a prior, when the SGS
 rejects it on the memory graph, when it changes nothing (``go_to`` the room the agent is in,
-or a repeat of the last action), or when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
+or a repeat of the last action), when it would bring the memory back to an earlier state
+(``refuse_cycles``), or when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
 (corrections included) run in the environment one by one and the memory graph mirrors each;
 ``discover_objects`` merges the observation into memory.
 
@@ -14,13 +15,19 @@ success when every goal unit holds, precision M^C/M.
 
 Ablations (paper Table V) are :class:`PlannerConfig` fields: ``graph_style`` (text/json/full),
 ``priors`` (False: no priors), ``correction`` (False: no rule-based correction). ``vocabulary``
-says what constrained decoding may name: ``typed`` (default; each function only the names it can
-take, :func:`lookplangraph.serialize.vocabulary`) or ``flat`` (every name in the view).
+says what constrained decoding may name: ``flat`` (default; every name in the view) or ``typed``
+(each function only the names it can take, :func:`lookplangraph.serialize.vocabulary`).
+``refuse_cycles`` (default on) makes an action unresolved, with feedback, when it would bring the
+memory graph back to a state it has already been in twice during the episode: one return is
+allowed (turn a coffee machine on, then off), a second is an oscillation (on, off, on, off; go_to
+back and forth without doing anything), which a small model otherwise keeps up until the action
+limit.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -42,7 +49,8 @@ class PlannerConfig:
     graph_style: str = "text"
     priors: bool = True
     correction: bool = True
-    vocabulary: str = "typed"  # typed: names per function; flat: one list of visible names
+    vocabulary: str = "flat"  # flat: one list of visible names; typed: names per function
+    refuse_cycles: bool = True  # an action that returns the memory to an earlier state is feedback
 
 
 @dataclass
@@ -107,6 +115,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     executed: list[str] = []
     usage = {"prompt": 0, "completion": 0, "cached": 0, "seconds": 0.0}
     last_accepted = None
+    visited = Counter([_state_key(memory)])
     termination = "max_actions"
 
     while len(actions) < cfg.max_actions:
@@ -124,8 +133,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         rec = StepRecord(calls, reply.reason, str(reply.action) if reply.action else None, False, reply.text,
                          prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
                          cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds)
-        feedback = _attempt(reply, memory, env, cfg, rec, last_accepted)
+        feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited)
         if rec.accepted:
+            visited[_state_key(memory)] += 1
             actions.append(rec.proposed)
             executed += rec.executed
             last_accepted = (rec.proposed, memory.graph)
@@ -152,7 +162,14 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     )
 
 
-def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted) -> str | None:
+def _state_key(memory: MemoryGraph):
+    """What the memory graph says about the scene, as a hashable value (for cycle detection)."""
+    g = memory.graph
+    return (frozenset((n, v.states) for n, v in g.nodes.items()), frozenset(g.parent.items()),
+            g.agent.location, g.agent.holding, g.inspected)
+
+
+def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted, visited) -> str | None:
     """Validate, correct and execute one reply; fill ``rec``; return feedback or ``None``."""
     action = reply.action
     if action is None:
@@ -170,6 +187,9 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
             fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
         else:
             fb = f"{rec.proposed} changes nothing (you are already there or it is already so); choose another action"
+    if fb is None and cfg.refuse_cycles and visited[_state_key(_with_graph(memory, outcome.graph))] >= 2:
+        fb = (f"{rec.proposed} would bring the scene back to a state it has already been in twice; "
+              "you are going in circles, choose a step that moves the task forward")
     if fb is not None:
         rec.feedback = fb
         return fb
@@ -192,3 +212,10 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
                 rec.observed.append("not found: " + ", ".join(removed))
     rec.accepted = bool(rec.executed)
     return rec.feedback
+
+
+def _with_graph(memory: MemoryGraph, graph) -> MemoryGraph:
+    """A shallow stand-in for ``memory`` holding ``graph`` (for :func:`_state_key` only)."""
+    view = MemoryGraph.__new__(MemoryGraph)
+    view.graph, view.unseen, view.known = graph, memory.unseen, memory.known
+    return view

@@ -16,7 +16,8 @@ Keys (all optional)::
     graph_style = "text"                 # text | json | full
     priors = true
     correction = true
-    vocabulary = "typed"                 # constrained decoding: typed (names per function) | flat
+    vocabulary = "flat"                  # constrained decoding: flat (all visible names) | typed (per function)
+    refuse_cycles = true                 # an action returning the memory to an earlier state is feedback
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -58,7 +59,8 @@ class RunSettings:
     graph_style: str = "text"
     priors: bool = True
     correction: bool = True
-    vocabulary: str = "typed"
+    vocabulary: str = "flat"
+    refuse_cycles: bool = True
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None
@@ -66,7 +68,7 @@ class RunSettings:
     def planner_config(self) -> PlannerConfig:
         return PlannerConfig(max_actions=self.max_actions, max_unresolved=self.max_unresolved,
                              graph_style=self.graph_style, priors=self.priors, correction=self.correction,
-                             vocabulary=self.vocabulary)
+                             vocabulary=self.vocabulary, refuse_cycles=self.refuse_cycles)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -112,7 +112,7 @@ def test_endless_repetition_is_feedback_then_unresolved():
 
 def test_action_limit_ends_the_episode():
     task = kitchen_task()
-    result, _ = episode(task, [J("go_to", "kitchen-1"), J("go_to", "bedroom-1")] * 5, max_actions=3)
+    result, _ = episode(task, [J("go_to", "kitchen-1"), J("go_to", "bedroom-1")] * 5, max_actions=3, refuse_cycles=False)
     assert result.termination == "max_actions" and len(result.actions) == 3
 
 
@@ -212,7 +212,25 @@ def test_vocabulary_ties_each_function_to_the_names_it_can_take():
 
 def test_typed_vocabulary_reaches_the_backend_and_flat_is_a_list():
     task = kitchen_task()
-    _, lm = episode(task, [J("done")])
+    _, lm = episode(task, [J("done")], vocabulary="typed")
     assert isinstance(lm.prompts[0][2], dict) and lm.prompts[0][2]["go_to"] == {"node": ["kitchen-1"]}
-    _, lm = episode(task, [J("done")], vocabulary="flat")
+    _, lm = episode(task, [J("done")])  # flat is the default
     assert isinstance(lm.prompts[0][2], list) and "kitchen-1" in lm.prompts[0][2]
+
+
+def test_oscillation_is_feedback_unless_cycles_are_allowed():
+    task = kitchen_task()
+    toggles = [J("turn_on", "lamp-1"), J("turn_off", "lamp-1")] * 3 + [J("done")]
+    result, lm = episode(task, toggles)
+    # on, off (one return to the start: allowed, like brewing coffee), on, then off again is refused
+    assert result.actions == ["turn_on(lamp-1)", "turn_off(lamp-1)", "turn_on(lamp-1)"]
+    assert result.termination == "unresolved" and "going in circles" in lm.prompts[4][1]
+    assert result.actions.count("turn_off(lamp-1)") == 1
+    result, _ = episode(task, toggles, refuse_cycles=False)
+    assert result.actions.count("turn_off(lamp-1)") == 3
+    # walking back and forth: the second return is refused; after looking around it is a new state
+    walk = [J("go_to", "kitchen-1"), J("go_to", "bedroom-1"), J("go_to", "kitchen-1"), J("go_to", "bedroom-1"),
+            J("discover_objects", "table-1"), J("go_to", "bedroom-1"), J("done")]
+    result, lm = episode(task, walk)
+    assert result.actions == ["go_to(kitchen-1)", "go_to(bedroom-1)", "go_to(kitchen-1)", "discover_objects(table-1)",
+                              "go_to(bedroom-1)", "done()"]
