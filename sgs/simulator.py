@@ -211,9 +211,8 @@ def check(graph: SceneGraph, action: Action, *, correct: bool = True) -> Outcome
     notes: list[str] = []
     try:
         action = _resolve_names(graph, action, correct, notes)
-        steps = _expand(graph, action, correct, notes)
-        g = graph
-        for step in steps:
+        steps, g, done = _expand(graph, action, correct, notes)
+        for step in steps[done:]:
             g = apply(g, step)
     except Infeasible as exc:
         return Outcome(False, (), graph, f"{_describe(action)}: {exc}")
@@ -291,14 +290,16 @@ def _resolve_names(graph: SceneGraph, action: Action, correct: bool, notes: list
     return make(fn, node, action.relation, dest)
 
 
-def _expand(graph: SceneGraph, action: Action, correct: bool, notes: list[str]) -> list:
+def _expand(graph: SceneGraph, action: Action, correct: bool, notes: list[str]) -> tuple[list, SceneGraph, int]:
+    """The primitive steps for ``action``, plus the graph after the first ``done`` of them (steps
+    the expansion already had to apply to plan the rest; the caller applies the others)."""
     fn = action.function_name
     if fn == "rearrange":
         return _expand_rearrange(graph, action, correct, notes)
     if fn in ("go_to", "done") or not correct:
         if fn in ("put_on", "put_inside") and action.destination is None:
-            return [make(fn, None, None, action.node)]
-        return [action]
+            return [make(fn, None, None, action.node)], graph, 0
+        return [action], graph, 0
     if fn in ("put_on", "put_inside"):
         dest = action.destination or action.node
         if action.node is not None and action.destination is not None and action.node != graph.agent.holding:
@@ -309,15 +310,15 @@ def _expand(graph: SceneGraph, action: Action, correct: bool, notes: list[str]) 
             raise Infeasible(f"you hold {graph.agent.holding or 'nothing'}, not {action.node}")
         _need_node(graph, dest, fn, "destination")
         steps = _approach(graph, dest, notes, open_target=(fn == "put_inside"))
-        return steps + [make(fn, None, None, dest)]
+        return steps + [make(fn, None, None, dest)], graph, 0
     name = action.node
     _need_node(graph, name, fn)
     if graph.nodes[name].layer is Layer.PLACE:
-        return [action]  # apply() gives the feedback
+        return [action], graph, 0  # apply() gives the feedback
     if fn == "pick_up" and graph.agent.holding is not None:
-        return [action]  # one hand: feedback, never a silent drop
+        return [action], graph, 0  # one hand: feedback, never a silent drop
     steps = _approach(graph, name, notes, open_target=False)
-    return steps + [action]
+    return steps + [action], graph, 0
 
 
 def _approach(graph: SceneGraph, name: str, notes: list[str], open_target: bool) -> list:
@@ -337,7 +338,7 @@ def _approach(graph: SceneGraph, name: str, notes: list[str], open_target: bool)
     return steps
 
 
-def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[str]) -> list:
+def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[str]) -> tuple[list, SceneGraph, int]:
     obj_name, rel, dest_name = a.node, a.relation, a.destination
     obj = _need_node(graph, obj_name, "rearrange", "object")
     if rel not in RELATIONS:
@@ -369,6 +370,7 @@ def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[s
     mid = graph
     for step in steps:
         mid = apply(mid, step)
+    done = len(steps)
     here = mid.agent.location
     dest_place = mid.place_of(dest_name)
     if correct:
@@ -377,7 +379,7 @@ def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[s
         steps.append(make("go_to", dest_place))
     steps.append(make(put, None, None, dest_name))
     notes.append(f"expanded rearrange into {len(steps)} steps")
-    return steps
+    return steps, mid, done
 
 
 def _a(word: str) -> str:
