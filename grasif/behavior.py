@@ -101,7 +101,7 @@ from grasif.validate import validate_plan
 from sgs.actions import make, parse_action
 from sgs.graph import GraphError, Layer, Relation, SceneGraph, affords, node_class
 from sgs.io import graph_from_dict
-from sgs.simulator import check
+from sgs.simulator import check, run_plan
 
 SPLIT = "behavior"
 #: The paper's Table I row for this split.
@@ -1014,12 +1014,8 @@ def plan_succeeds(graph: SceneGraph, plan: list[str], goal: GoalSpec) -> bool:
 
 def _reaches(graph: SceneGraph, actions: list, formula, correct: bool) -> bool:
     """:func:`plan_succeeds` for one correction mode, on parsed actions and a parsed formula."""
-    for action in actions:
-        out = check(graph, action, correct=correct)
-        if not out.ok:
-            return False
-        graph = out.graph
-    return formula.evaluate(graph)
+    final, outcomes = run_plan(graph, actions, correct=correct)
+    return all(o.ok for o in outcomes) and formula.evaluate(final)
 
 
 def _minimize(graph: SceneGraph, plan: list[str], formula) -> list[str]:

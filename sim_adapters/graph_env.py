@@ -50,40 +50,27 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[SceneGraph, l
     Deterministic for a given ``seed``."""
     rng = random.Random(seed)
     avoid = _destinations(goal)
-    parent = dict(graph.parent)
+    current = graph
     notes = []
     before = evaluate_goal(goal, graph).correct
     for obj in relevant_objects(graph, goal):
-        old = parent[obj]
+        old = current.parent[obj]
         if old[1] is Relation.HELD:
             continue
         holders = [n for n, node in graph.nodes.items()
                    if node.layer is not Layer.PLACE and n != obj and n != old[0] and n not in avoid
                    and (affords(node, "put_on") or affords(node, "put_inside"))
-                   and not _under(parent, n, obj)]
+                   and not current.is_ancestor(obj, n)]
         rng.shuffle(holders)
         for holder in holders:
             node = graph.nodes[holder]
             rel = Relation.INSIDE if affords(node, "put_inside") and (not affords(node, "put_on") or rng.random() < 0.5) else Relation.ONTOP
-            trial = dict(parent)
-            trial[obj] = (holder, rel)
-            g = graph.evolve(parent=trial)
-            if evaluate_goal(goal, g).correct <= before:
-                parent = trial
+            trial = current.evolve(parent={**current.parent, obj: (holder, rel)})
+            if evaluate_goal(goal, trial).correct <= before:
+                current = trial
                 notes.append(f"{obj}: {old[1].value} {old[0]} -> {rel.value} {holder}")
                 break
-    return graph.evolve(parent=parent).check(), notes
-
-
-def _under(parent: dict, name: str, ancestor: str) -> bool:
-    edge = parent.get(name)
-    while edge is not None:
-        if edge[0] == ancestor:
-            return True
-        if edge[1] in (Relation.IN_ROOM, Relation.HELD):
-            return False
-        edge = parent.get(edge[0])
-    return False
+    return current.check(), notes
 
 
 class GraphEnvironment:
