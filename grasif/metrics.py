@@ -25,6 +25,8 @@ class EpisodeRecord(BaseModel):
     gt_actions: int | None = None
     no_change: bool = False  # the task's goal equals its initial state
     wall_s: float | None = None
+    lm_calls: int | None = None  # LM calls made, if recorded
+    lm_seconds: float | None = None  # seconds spent in those calls
 
 
 class Summary(BaseModel):
@@ -35,6 +37,7 @@ class Summary(BaseModel):
     mean_actions: float | None
     mean_gt_actions: float | None
     mean_wall_s: float | None
+    lm_seconds_per_call: float | None = None  # over all recorded calls of the tasks
 
 
 def summarize(records: list[EpisodeRecord]) -> Summary:
@@ -43,6 +46,8 @@ def summarize(records: list[EpisodeRecord]) -> Summary:
     tpa = [r.tokens / r.actions for r in records if r.success and r.tokens is not None and r.actions > 0]
     gt = [r.gt_actions for r in records if r.gt_actions is not None]
     wall = [r.wall_s for r in records if r.wall_s is not None]
+    timed = [r for r in records if r.lm_calls and r.lm_seconds is not None]
+    calls = sum(r.lm_calls for r in timed)
     return Summary(
         tasks=len(records),
         sr=sum(r.success for r in records) / len(records),
@@ -51,16 +56,21 @@ def summarize(records: list[EpisodeRecord]) -> Summary:
         mean_actions=mean(r.actions for r in records),
         mean_gt_actions=mean(gt) if gt else None,
         mean_wall_s=mean(wall) if wall else None,
+        lm_seconds_per_call=round(sum(r.lm_seconds for r in timed) / calls, 3) if calls else None,
     )
 
 
 def summary_table(rows: dict[str, Summary]) -> str:
-    """A plain-text table, one row per label (split, method, ...)."""
-    head = f"{'':<16}{'tasks':>6}{'SR':>8}{'APP':>8}{'TPA':>9}{'actions':>9}{'GT act.':>9}"
+    """A plain-text table, one row per label (split, method, run ...)."""
+    width = max([16] + [len(label) + 2 for label in rows])
+    head = f"{'':<{width}}{'tasks':>6}{'SR':>8}{'APP':>8}{'TPA':>9}{'actions':>9}{'GT act.':>9}{'s/task':>8}{'s/call':>8}"
     lines = [head, "-" * len(head)]
+
+    def f(v, fmt):
+        return format(v, fmt) if v is not None else "-"
+
     for label, s in rows.items():
-        tpa = f"{s.tpa:.1f}" if s.tpa is not None else "-"
-        act = f"{s.mean_actions:.2f}" if s.mean_actions is not None else "-"
-        gt = f"{s.mean_gt_actions:.2f}" if s.mean_gt_actions is not None else "-"
-        lines.append(f"{label:<16}{s.tasks:>6}{s.sr:>8.3f}{s.app:>8.3f}{tpa:>9}{act:>9}{gt:>9}")
+        lines.append(f"{label:<{width}}{s.tasks:>6}{s.sr:>8.3f}{s.app:>8.3f}{f(s.tpa, '.1f'):>9}"
+                     f"{f(s.mean_actions, '.2f'):>9}{f(s.mean_gt_actions, '.2f'):>9}{f(s.mean_wall_s, '.1f'):>8}"
+                     f"{f(s.lm_seconds_per_call, '.1f'):>8}")
     return "\n".join(lines)

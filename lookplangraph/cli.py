@@ -258,21 +258,18 @@ def _progress_bar(total_width: int = 30):
 
 def cmd_eval(args) -> int:
     from lookplangraph.backends import LMError
-    from lookplangraph.runner import evaluate, now_stamp, summary_text, write_summary
+    from lookplangraph.runner import evaluate, now_stamp, summary_text
 
     s = _settings(args)
     tasks = _select_tasks(s, args.data_dir)
     out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
     try:
-        rows = evaluate(tasks, _lm_factory(s, out), s.planner_config(), out,
-                        dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
-                        progress=_progress_bar(), meta=s.as_dict())
+        evaluate(tasks, _lm_factory(s, out), s.planner_config(), out,
+                 dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
+                 progress=_progress_bar(), meta=s.as_dict())
     except LMError as exc:
         raise InputError(f"{exc} (finished episodes are kept in {out / 'results.jsonl'}; rerun to resume)") from None
-    keys = {(t.split, t.id) for t in tasks}
-    summary = write_summary([r for r in rows if (r["split"], r["task_id"]) in keys], out,
-                            {f"{t.split}__{t.id}": t for t in tasks})
-    print(summary_text(summary))
+    print(summary_text(json.loads((out / "summary.json").read_text())))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
     return 0
 

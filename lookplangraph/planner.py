@@ -33,6 +33,7 @@ from typing import Callable
 
 from grasif.goals import evaluate_goal
 from grasif.task import Task
+from sgs.graph import SceneGraph
 from sgs.simulator import Infeasible, check
 
 from lookplangraph.memory import MemoryGraph
@@ -92,10 +93,6 @@ class EpisodeResult:
     config: dict
     moves: list[str] = field(default_factory=list)
 
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
                 on_step: Callable[[StepRecord], None] | None = None) -> EpisodeResult:
@@ -108,37 +105,28 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     memory = MemoryGraph(task.graph, priors=cfg.priors)
     static = static_prompt()
     history: list[tuple[str, str, str]] = []
+    records: list[StepRecord] = []
     feedback: str | None = None
     unresolved = 0
-    calls = 0
-    actions: list[str] = []
-    executed: list[str] = []
-    usage = {"prompt": 0, "completion": 0, "cached": 0, "seconds": 0.0}
-    last_accepted = None
-    visited = Counter([_state_key(memory)])
+    last_accepted: str | None = None
+    visited = Counter([_state_key(memory.graph)])
     termination = "max_actions"
 
-    while len(actions) < cfg.max_actions:
+    while sum(r.accepted for r in records) < cfg.max_actions:
         if cfg.vocabulary == "typed":
             names = vocabulary(memory, cfg.graph_style)
         else:
             names = visible_names(memory, cfg.graph_style)
         dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
         reply = lm.decide(static, dynamic, names)
-        calls += 1
-        usage["prompt"] += reply.usage.prompt_tokens
-        usage["completion"] += reply.usage.completion_tokens
-        usage["cached"] += reply.usage.cached_tokens or 0
-        usage["seconds"] += reply.seconds
-        rec = StepRecord(calls, reply.reason, str(reply.action) if reply.action else None, False, reply.text,
+        rec = StepRecord(len(records) + 1, reply.reason, str(reply.action) if reply.action else None, False, reply.text,
                          prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
                          cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds)
+        records.append(rec)
         feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited)
         if rec.accepted:
-            visited[_state_key(memory)] += 1
-            actions.append(rec.proposed)
-            executed += rec.executed
-            last_accepted = (rec.proposed, memory.graph)
+            visited[_state_key(memory.graph)] += 1
+            last_accepted = rec.proposed
             history.append((reply.reason or "", rec.proposed, feedback or ""))
         if on_step:
             on_step(rec)
@@ -154,22 +142,24 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     goal = evaluate_goal(task.goal, final)
     return EpisodeResult(
         task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
-        success=goal.success, precision=goal.precision, actions=actions, executed=executed, lm_calls=calls,
-        prompt_tokens=usage["prompt"], completion_tokens=usage["completion"], cached_tokens=usage["cached"],
-        lm_seconds=round(usage["seconds"], 3), wall_s=round(time.perf_counter() - t0, 3),
+        success=goal.success, precision=goal.precision, actions=[r.proposed for r in records if r.accepted],
+        executed=[step for r in records for step in r.executed], lm_calls=len(records),
+        prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
+        cached_tokens=sum(r.cached_tokens or 0 for r in records),
+        lm_seconds=round(sum(r.seconds for r in records), 3), wall_s=round(time.perf_counter() - t0, 3),
         goal_not_met=[f"{i.label}: expected {i.expected}; found {i.actual}" for i in goal.items if not i.ok],
         config=asdict(cfg), moves=list(getattr(env, "moves", [])),
     )
 
 
-def _state_key(memory: MemoryGraph):
-    """What the memory graph says about the scene, as a hashable value (for cycle detection)."""
-    g = memory.graph
+def _state_key(g: SceneGraph):
+    """What a memory graph says about the scene, as a hashable value (for cycle detection)."""
     return (frozenset((n, v.states) for n, v in g.nodes.items()), frozenset(g.parent.items()),
             g.agent.location, g.agent.holding, g.inspected)
 
 
-def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted, visited) -> str | None:
+def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted: str | None,
+             visited: Counter) -> str | None:
     """Validate, correct and execute one reply; fill ``rec``; return feedback or ``None``."""
     action = reply.action
     if action is None:
@@ -183,11 +173,11 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
         outcome = check(memory.graph, action, correct=cfg.correction)
         fb = outcome.feedback
     if fb is None and outcome.graph == memory.graph:
-        if last_accepted is not None and last_accepted[0] == rec.proposed:
+        if last_accepted == rec.proposed:
             fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
         else:
             fb = f"{rec.proposed} changes nothing (you are already there or it is already so); choose another action"
-    if fb is None and cfg.refuse_cycles and visited[_state_key(_with_graph(memory, outcome.graph))] >= 2:
+    if fb is None and cfg.refuse_cycles and visited[_state_key(outcome.graph)] >= 2:
         fb = (f"{rec.proposed} would bring the scene back to a state it has already been in twice; "
               "you are going in circles, choose a step that moves the task forward")
     if fb is not None:
@@ -213,9 +203,3 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
     rec.accepted = bool(rec.executed)
     return rec.feedback
 
-
-def _with_graph(memory: MemoryGraph, graph) -> MemoryGraph:
-    """A shallow stand-in for ``memory`` holding ``graph`` (for :func:`_state_key` only)."""
-    view = MemoryGraph.__new__(MemoryGraph)
-    view.graph, view.unseen, view.known = graph, memory.unseen, memory.known
-    return view

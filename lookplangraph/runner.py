@@ -28,7 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from grasif.metrics import EpisodeRecord, summarize
+from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
 from grasif.task import Task
 
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_episode
@@ -68,21 +68,28 @@ def format_result(r: EpisodeResult) -> str:
     return "\n".join(lines)
 
 
-def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
-                       echo: Callable[[str], None] | None = None) -> EpisodeResult:
-    """Run one episode, writing ``trace.jsonl`` as it goes and ``result.json`` at the end."""
-    out.mkdir(parents=True, exist_ok=True)
+def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dynamic_seed: int | None = None,
+                   echo: Callable[[str], None] | None = None) -> EpisodeResult:
+    """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
+    echoing it readably when ``echo`` is given)."""
     env = make_env(task, dynamic_seed)
     if echo and env.moves:
         echo("dynamic mode moved: " + "; ".join(env.moves))
-    with open(out / "trace.jsonl", "w") as trace:
+    with open(trace_path, "w") as trace:
         def on_step(rec: StepRecord) -> None:
             trace.write(json.dumps(asdict(rec)) + "\n")
             trace.flush()
             if echo:
                 echo(format_step(rec))
 
-        result = run_episode(task, env, lm, cfg, on_step=on_step)
+        return run_episode(task, env, lm, cfg, on_step=on_step)
+
+
+def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
+                       echo: Callable[[str], None] | None = None) -> EpisodeResult:
+    """Run one episode, writing ``trace.jsonl`` as it goes and ``result.json`` at the end."""
+    out.mkdir(parents=True, exist_ok=True)
+    result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo)
     (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
     return result
 
@@ -104,18 +111,20 @@ def read_results(path: Path) -> list[dict]:
     return rows
 
 
-def to_record(row: dict, task: Task | None = None) -> EpisodeRecord:
+def to_record(row: dict) -> EpisodeRecord:
+    """The metrics' view of a results row."""
     return EpisodeRecord(
         task_id=row["task_id"], split=row["split"], success=row["success"], precision=row["precision"],
         actions=len(row["actions"]), tokens=row["prompt_tokens"] + row["completion_tokens"],
-        gt_actions=len(task.ground_truth_plan) if task else row.get("gt_actions"),
-        no_change=task.goal.is_empty() if task else row.get("no_change", False), wall_s=row["wall_s"],
+        gt_actions=row.get("gt_actions"), no_change=row.get("no_change", False), wall_s=row["wall_s"],
+        lm_calls=row["lm_calls"], lm_seconds=row["lm_seconds"],
     )
 
 
 def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
              dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None) -> list[dict]:
-    """Run every task not yet in ``out/results.jsonl``; return all result rows (module doc).
+    """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
+    their result rows (module doc).
 
     ``lm_factory`` is called once per worker thread. ``progress(done, total, row)`` is called after
     each episode (the CLI draws a bar with it)."""
@@ -136,10 +145,8 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     def one(task: Task) -> dict:
         if not hasattr(local, "lm"):
             local.lm = lm_factory()
-        env = make_env(task, dynamic_seed)
-        with open(out / "traces" / f"{_key(task.split, task.id)}.jsonl", "w") as trace:
-            result = run_episode(task, env, local.lm, cfg,
-                                 on_step=lambda rec: (trace.write(json.dumps(asdict(rec)) + "\n"), trace.flush()))
+        result = traced_episode(task, local.lm, cfg, out / "traces" / f"{_key(task.split, task.id)}.jsonl",
+                                dynamic_seed=dynamic_seed)
         row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
         with lock:
             with open(results, "a") as f:
@@ -153,8 +160,9 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
             finished += 1
             if progress:
                 progress(finished, total, row)
-    rows = read_results(results)
-    write_summary(rows, out, {_key(t.split, t.id): t for t in tasks})
+    keys = {_key(t.split, t.id) for t in tasks}
+    rows = [r for r in read_results(results) if _key(r["split"], r["task_id"]) in keys]
+    write_summary(rows, out)
     return rows
 
 
@@ -167,10 +175,9 @@ def _trim_torn_line(path: Path) -> None:
         path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
-def write_summary(rows: list[dict], out: Path, tasks: dict[str, Task] | None = None) -> dict:
+def write_summary(rows: list[dict], out: Path) -> dict:
     """``summary.json`` and ``summary.csv``: overall and per-split metrics, plus one CSV row per task."""
-    tasks = tasks or {}
-    records = [to_record(r, tasks.get(_key(r["split"], r["task_id"]))) for r in rows]
+    records = [to_record(r) for r in rows]
     groups = {"all": records}
     for r in records:
         groups.setdefault(r.split, []).append(r)
@@ -178,8 +185,6 @@ def write_summary(rows: list[dict], out: Path, tasks: dict[str, Task] | None = N
     if len(changing) != len(records):
         groups["all (changing goals)"] = changing
     summary = {label: summarize(recs).model_dump() for label, recs in groups.items()}
-    for label, recs in groups.items():
-        summary[label]["lm_seconds_per_call"] = _per_call(rows, {(r.split, r.task_id) for r in recs})
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -193,23 +198,9 @@ def write_summary(rows: list[dict], out: Path, tasks: dict[str, Task] | None = N
     return summary
 
 
-def _per_call(rows: list[dict], keys: set) -> float | None:
-    sel = [r for r in rows if (r["split"], r["task_id"]) in keys]
-    calls = sum(r["lm_calls"] for r in sel)
-    return round(sum(r["lm_seconds"] for r in sel) / calls, 3) if calls else None
-
-
 def summary_text(summary: dict) -> str:
-    width = max([22] + [len(label) + 2 for label in summary])
-    head = f"{'':<{width}}{'tasks':>6}{'SR':>7}{'APP':>7}{'TPA':>9}{'actions':>9}{'GT act.':>9}{'s/task':>8}{'s/call':>8}"
-    lines = [head, "-" * len(head)]
-    for label, s in summary.items():
-        def f(v, fmt):
-            return format(v, fmt) if v is not None else "-"
-        lines.append(f"{label:<{width}}{s['tasks']:>6}{s['sr']:>7.3f}{s['app']:>7.3f}{f(s['tpa'], '.1f'):>9}"
-                     f"{f(s['mean_actions'], '.2f'):>9}{f(s['mean_gt_actions'], '.2f'):>9}{f(s['mean_wall_s'], '.1f'):>8}"
-                     f"{f(s['lm_seconds_per_call'], '.1f'):>8}")
-    return "\n".join(lines)
+    """The table of a ``summary.json`` (label → :class:`grasif.metrics.Summary` fields)."""
+    return summary_table({label: Summary.model_validate(row) for label, row in summary.items()})
 
 
 def now_stamp() -> str:

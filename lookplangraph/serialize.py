@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 
-from sgs.graph import Layer, Relation, SceneGraph
+from sgs.graph import Layer, Relation, SceneGraph, affords
 
 from lookplangraph.memory import MemoryGraph
 
@@ -132,7 +132,6 @@ def vocabulary(memory: MemoryGraph, style: str = "text") -> dict[str, dict[str, 
     holding) those nodes; ``open``/``close``/``turn_on``/``turn_off`` nodes that afford it and are
     not already so; ``done`` always. A remembered prior may be named for moving so that the
     planner can answer "discover its holder first"; it is never a destination or toggled."""
-    from sgs.graph import affords
 
     g = memory.graph
     v = view(memory, style)
