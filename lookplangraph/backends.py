@@ -10,6 +10,14 @@ next action.
   ``function_name`` to :data:`sgs.actions.FUNCTIONS` (or the vocabulary's functions) and
   ``relation`` to ``ontop``/``inside``/null. In process, llama.cpp ties each function to its own
   names (:func:`typed_action_schema`); servers get the flat schema over all names.
+* ``excluded`` are actions (:data:`lookplangraph.decoding.ActionKey`) the decode must not produce:
+  replies already refused in the current memory state and actions that cannot be accepted in it.
+  llama.cpp in process removes them from the grammar (:func:`constrained_schema`); servers do so
+  when the structured mode is grammar-based (``json_object``, ``guided_json``,
+  ``structured_outputs``); with ``json_schema`` (OpenAI's strict mode needs an object at the
+  root, so no ``anyOf`` of variants) and ``none`` the fallback is sampling at
+  ``retry_temperature`` with a seed that changes with each exclusion, and the planner refuses a
+  reply that repeats an excluded action without trying it.
 
 Reply format (see :func:`action_schema`)::
 
@@ -36,14 +44,18 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from sgs.actions import FUNCTIONS, Action, ActionSyntaxError, parse_action
 
-from sgs.actions import FUNCTIONS, RELATIONS, Action, ActionSyntaxError, parse_action
+from lookplangraph.decoding import (  # re-exported: the reply schema belongs to the backends' interface
+    ActionKey, ActionReply, Vocabulary, action_schema, constrained_schema, flat_names, reply_format_instructions,
+    typed_action_schema,
+)
 
 __all__ = [
-    "Usage", "LMReply", "LMBackend", "LMError", "ActionReply", "action_schema", "parse_reply",
+    "Usage", "LMReply", "LMBackend", "LMError", "ActionKey", "ActionReply", "action_schema", "constrained_schema",
+    "parse_reply",
     "reply_format_instructions", "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend",
     "make_backend", "parse_spec",
 ]
@@ -96,123 +108,8 @@ class LMBackend(Protocol):
 
     name: str
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None) -> LMReply: ...
-
-
-# --------------------------------------------------------------------------------------------
-# Reply schema
-# --------------------------------------------------------------------------------------------
-
-class ActionReply(BaseModel):
-    """The reply object: the action fields of :class:`sgs.actions.Action`, then a short reason."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    function_name: str = Field(description="one of the available functions")
-    node: str | None = Field(description="the node acted on (for rearrange: the object), or null")
-    relation: str | None = Field(description="ontop or inside (only for rearrange), or null")
-    destination: str | None = Field(description="where to put the object (put_on, put_inside, rearrange), or null")
-    reason: str = Field(description="one short sentence: why this action")
-
-
-def _nullable(inner: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [inner, {"type": "null"}]}
-
-
-Vocabulary = Mapping[str, Mapping[str, Sequence[str]]]
-"""Per-function vocabulary: ``{function_name: {"node": [...], "destination": [...]}}``; a
-function missing from it cannot be chosen, a slot missing from its entry must be null."""
-
-
-def flat_names(names: "Iterable[str] | Vocabulary | None") -> list[str] | None:
-    """All names of a vocabulary (or the list itself), first occurrence order."""
-    if names is None or not isinstance(names, Mapping):
-        return None if names is None else list(names)
-    out: dict[str, None] = {}
-    for slots in names.values():
-        for values in slots.values():
-            out.update(dict.fromkeys(values))
-    return list(out)
-
-
-def typed_action_schema(vocabulary: Vocabulary, *, reason_first: bool = False,
-                        reason_max_length: int | None = None) -> dict[str, Any]:
-    """Schema whose variants tie each function to the names it may take (``anyOf`` of objects,
-    functions with the same slots grouped). Grammar-based decoders (llama.cpp, vLLM) accept it;
-    OpenAI's strict mode needs an object root, so :class:`OpenAIBackend` sends the flat schema."""
-    groups: dict[str, list[str]] = {}
-    variants: dict[str, dict[str, Any]] = {}
-    reason: dict[str, Any] = {"type": "string"}
-    if reason_max_length is not None:
-        reason["maxLength"] = int(reason_max_length)
-    for fn in FUNCTIONS:
-        if fn not in vocabulary:
-            continue
-        slots = vocabulary[fn]
-        props: dict[str, Any] = {}
-        for key in ("node", "destination"):
-            values = list(dict.fromkeys(slots.get(key, ())))
-            props[key] = {"type": "string", "enum": values} if values else {"type": "null"}
-        props["relation"] = {"type": "string", "enum": list(RELATIONS)} if fn == "rearrange" else {"type": "null"}
-        key = json.dumps(props, sort_keys=True)
-        groups.setdefault(key, []).append(fn)
-        variants[key] = props
-    order = ["function_name", "node", "relation", "destination"]
-    order = ["reason", *order] if reason_first else [*order, "reason"]
-    options = []
-    for key, fns in groups.items():
-        props = {"function_name": {"type": "string", "enum": fns}, **variants[key], "reason": reason}
-        options.append({"type": "object", "properties": {k: props[k] for k in order},
-                        "required": order, "additionalProperties": False})
-    return options[0] if len(options) == 1 else {"anyOf": options}
-
-
-def action_schema(names: "Iterable[str] | Vocabulary | None" = None, *, reason_first: bool = False,
-                  reason_max_length: int | None = None) -> dict[str, Any]:
-    """JSON schema of the reply, generated from :class:`ActionReply`.
-
-    ``function_name`` gets an ``enum`` of :data:`sgs.actions.FUNCTIONS`, ``relation`` an enum of
-    ``ontop``/``inside`` or null, ``node``/``destination`` an enum of ``names`` or null (free
-    strings when ``names`` is None). All properties are required and no others are allowed, which
-    is what OpenAI's strict structured outputs demand. Property order is the order the grammar
-    enforces: action first, ``reason`` last, unless ``reason_first``. ``reason_max_length`` adds
-    ``maxLength`` to the reason (llama.cpp and vLLM grammars honour it; OpenAI strict mode does not
-    accept it, so leave it None there).
-    """
-    names = flat_names(names)
-    schema = ActionReply.model_json_schema()
-    props: dict[str, Any] = schema["properties"]
-    for key in props:
-        props[key].pop("title", None)
-    props["function_name"] = {**props["function_name"], "type": "string", "enum": list(FUNCTIONS)}
-    props["relation"] = {"description": props["relation"]["description"],
-                         **_nullable({"type": "string", "enum": list(RELATIONS)})}
-    if names is not None:
-        enum = list(dict.fromkeys(str(n) for n in names))
-        for key in ("node", "destination"):
-            inner = {"type": "string", "enum": enum} if enum else None
-            props[key] = {"description": props[key]["description"],
-                          **(_nullable(inner) if inner else {"type": "null"})}
-    if reason_max_length is not None:
-        props["reason"]["maxLength"] = int(reason_max_length)
-    order = ["function_name", "node", "relation", "destination"]
-    order = ["reason", *order] if reason_first else [*order, "reason"]
-    return {
-        "title": "ActionReply",
-        "type": "object",
-        "properties": {k: props[k] for k in order},
-        "required": order,
-        "additionalProperties": False,
-    }
-
-
-def reply_format_instructions(reason_first: bool = False) -> str:
-    """A sentence for the system prompt that describes the reply format in the schema's order."""
-    action = '"function_name": "pick_up", "node": "apple-1", "relation": null, "destination": null'
-    reason = '"reason": "the apple is needed for the task"'
-    body = f"{reason}, {action}" if reason_first else f"{action}, {reason}"
-    return ("Answer with one JSON object and nothing else, for example: {" + body + "}. "
-            "Use null for arguments the function does not take; keep the reason to one short sentence.")
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,6 +285,9 @@ def _messages(static: str, dynamic: str) -> list[dict[str, str]]:
 # --------------------------------------------------------------------------------------------
 
 STRUCTURED_MODES = ("json_schema", "json_object", "guided_json", "structured_outputs", "none", "auto")
+#: Structured modes whose servers compile the schema to a grammar and so accept an ``anyOf`` of
+#: variants at the root: excluded actions are removed from the schema there.
+GRAMMAR_MODES = ("json_object", "guided_json", "structured_outputs")
 
 
 class OpenAIBackend:
@@ -416,7 +316,7 @@ class OpenAIBackend:
                  structured: str = "json_schema", timeout: float = 120.0, max_retries: int = 4,
                  temperature: float = 0.0, max_tokens: int = 200, seed: int | None = 0,
                  reason_first: bool = False, reason_max_length: int | None = None, backoff: float = 1.0,
-                 extra_body: dict[str, Any] | None = None):
+                 extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7):
         try:
             import openai
         except ImportError:
@@ -436,6 +336,7 @@ class OpenAIBackend:
         self.structured = structured
         self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
+        self.retry_temperature = float(retry_temperature)
         self.reason_first, self.reason_max_length = reason_first, reason_max_length
         self.extra_body = dict(extra_body or {})
         self.url = self.base_url or "https://api.openai.com/v1"
@@ -443,14 +344,20 @@ class OpenAIBackend:
         self.client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
         self._auto_fallback_done = structured != "auto"
 
-    def _request(self, static: str, dynamic: str, names: list[str] | None, mode: str) -> dict[str, Any]:
+    def _request(self, static: str, dynamic: str, names: list[str] | None, mode: str,
+                 excluded: Sequence[ActionKey] = ()) -> dict[str, Any]:
         kw: dict[str, Any] = {"model": self.model, "messages": _messages(static, dynamic),
                               "temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.seed is not None:
             kw["seed"] = self.seed
+        exact = mode in GRAMMAR_MODES  # these servers enforce an anyOf of variants
+        if excluded and not exact:  # fallback: sample, differently for each exclusion
+            kw["temperature"] = max(self.temperature, self.retry_temperature)
+            kw["seed"] = (self.seed or 0) + len(excluded)
         extra = dict(self.extra_body)
         if mode != "none":
-            schema = action_schema(names, reason_first=self.reason_first, reason_max_length=self.reason_max_length)
+            schema = constrained_schema(names, excluded if exact else (), reason_first=self.reason_first,
+                                        reason_max_length=self.reason_max_length)
             if mode in ("json_schema", "auto"):
                 kw["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "next_action", "schema": schema, "strict": True}}
@@ -481,7 +388,8 @@ class OpenAIBackend:
             pass
         return delay
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None) -> LMReply:
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
         """One chat completion; see the class docstring for retries and errors."""
         oa = self._openai
         t0 = time.perf_counter()
@@ -489,7 +397,7 @@ class OpenAIBackend:
         while True:
             mode = self.structured
             try:
-                resp = self.client.chat.completions.create(**self._request(static, dynamic, names, mode))
+                resp = self.client.chat.completions.create(**self._request(static, dynamic, names, mode, excluded))
                 break
             except (oa.APIConnectionError, oa.APIStatusError) as exc:
                 status = getattr(exc, "status_code", None)
@@ -559,7 +467,7 @@ class LlamaCppBackend:
     to a ``.gguf`` file. Decoding is greedy (``temperature=0``) and constrained by a grammar built
     from :func:`action_schema` (what ``response_format={"type": "json_object", "schema": ...}``
     does, except that a schema the converter cannot handle raises :class:`LMError` instead of
-    silently falling back to free JSON). Grammars are cached per ``names``.
+    silently falling back to free JSON). Grammars are cached per ``names`` and ``excluded``.
 
     Prompt cache: llama-cpp-python keeps the tokens of the previous call in its KV cache and only
     evaluates the part of the new prompt after the longest common token prefix. ``cached_tokens``
@@ -606,14 +514,12 @@ class LlamaCppBackend:
             raise LMError(f"llama.cpp could not load {path}: {exc}") from None
         self._grammars: dict[str | None, Any] = {}
 
-    def _grammar(self, names: list[str] | None) -> Any:
-        key = json.dumps(names, sort_keys=True) if names is not None else None
+    def _grammar(self, names: list[str] | None, excluded: Sequence[ActionKey] = ()) -> Any:
+        key = json.dumps([names, sorted(map(list, excluded), key=str)], sort_keys=True)
         g = self._grammars.get(key)
         if g is None:
-            if isinstance(names, Mapping):
-                schema = typed_action_schema(names, reason_first=self.reason_first, reason_max_length=self.reason_max_length)
-            else:
-                schema = action_schema(names, reason_first=self.reason_first, reason_max_length=self.reason_max_length)
+            schema = constrained_schema(names, excluded, reason_first=self.reason_first,
+                                        reason_max_length=self.reason_max_length)
             try:
                 g = self._llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
             except Exception as exc:
@@ -629,10 +535,11 @@ class LlamaCppBackend:
         if close is not None:
             close()
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None) -> LMReply:
-        """One constrained chat completion; raises :class:`LMError` only if the prompt does not
-        fit the context or llama.cpp fails."""
-        grammar = self._grammar(names)
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        """One constrained chat completion (``excluded`` removed from the grammar); raises
+        :class:`LMError` only if the prompt does not fit the context or llama.cpp fails."""
+        grammar = self._grammar(names, excluded)
         before = self.llm.input_ids[: self.llm.n_tokens].tolist()
         t0 = time.perf_counter()
         try:
@@ -669,11 +576,14 @@ class ScriptedBackend:
             raise ValueError("ScriptedBackend needs at least one reply")
         self.replies, self.name, self.calls = list(replies), name, 0
         self.prompts: list[tuple[str, str, list[str] | None]] = []
+        self.excluded: list[list[ActionKey]] = []  # what each call was asked not to produce (ignored)
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None) -> LMReply:
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
         text = self.replies[min(self.calls, len(self.replies) - 1)]
         self.calls += 1
         self.prompts.append((static, dynamic, names))
+        self.excluded.append(list(excluded))
         usage = Usage(prompt_tokens=(len(static) + len(dynamic)) // 4, completion_tokens=len(text) // 4, cached_tokens=None)
         return _reply(text, usage, 0.0)
 

@@ -68,13 +68,25 @@ def _print_report(report: ValidationReport, out) -> None:
     for item in goal.items:
         if not item.ok:
             print(f"  not met: {item.label}: expected {item.expected}; found {item.actual}", file=out)
-    if report.success:
-        verdict = "SUCCESS"
-    elif report.infeasible:
-        verdict = f"FAILURE: {len(report.infeasible)} infeasible step(s)" + ("" if goal.success else ", goal not reached")
+    if not goal.frame_checked:
+        print("Side effects: not checked (the goal judges only its own conditions)", file=out)
     else:
-        verdict = "FAILURE: goal not reached"
-    print(verdict, file=out)
+        print(f"Side effects: {len(goal.side_effects) or 'none'} (all else must stay as in the initial graph)", file=out)
+        for item in goal.side_effects:
+            print(f"  side effect: {item.label}: expected {item.expected}; found {item.actual}", file=out)
+    if report.success:
+        print("SUCCESS", file=out)
+        return
+    failed = []  # the success rules that fail
+    if report.infeasible:
+        failed.append(f"{len(report.infeasible)} infeasible step(s)")
+    if not goal.success_changed_only:
+        failed.append("goal not reached")
+    if goal.side_effects:
+        failed.append(f"side effects on {', '.join(i.label for i in goal.side_effects)}")
+    print(f"FAILURE: {', '.join(failed)}", file=out)
+    if report.success_changed_only:
+        print("  (changed-only verdict: success; the goal's own units are met and every step is feasible)", file=out)
 
 
 def cmd_validate(args) -> int:
@@ -153,12 +165,15 @@ def _settings(args):
     overrides = {
         "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
         "max_actions": args.max_actions, "graph_style": args.graph_style,
-        "priors": False if args.no_priors else None, "correction": False if args.no_correction else None,
+        "priors": False if args.no_priors else None,
+        "correction": "none" if args.no_correction else args.correction,
         "out": args.out, "cache": getattr(args, "cache", None),
         "tasks": getattr(args, "tasks", None) or ([args.task] if getattr(args, "task", None) else None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
         "selection": getattr(args, "selection", None), "vocabulary": args.vocabulary,
         "refuse_cycles": False if args.allow_cycles else None,
+        "exclude_refused": False if args.no_exclude_refused else None,
+        "exclude_inapplicable": False if args.no_exclude_inapplicable else None,
     }
     try:
         return load_settings(args.config, overrides)
@@ -228,7 +243,7 @@ def cmd_run(args) -> int:
     lm = _lm_factory(s, out)()
     print(f"Task {task.split}/{task.id}: {task.instruction}")
     print(f"LM {lm.name}; graph {s.graph_style}; priors {'on' if s.priors else 'off'}; "
-          f"correction {'on' if s.correction else 'off'}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}")
+          f"correction {s.correction}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}")
     try:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
                                     echo=lambda text: print(text, flush=True))
@@ -300,7 +315,8 @@ def cmd_inject(args) -> int:
         s.split = split
         tasks += _select_tasks(s, args.data_dir)
     rates = [float(r) for r in args.rates.split(",")]
-    rows = curve(tasks, rates, seeds=args.seeds, progress=_progress_bar())
+    modes = ("none",) if args.no_correction else (args.correction,) if args.correction else None
+    rows = curve(tasks, rates, seeds=args.seeds, progress=_progress_bar(), **({"modes": modes} if modes else {}))
     out = Path(s.out) if s.out else Path("runs") / "error_injection"
     write_curve(rows, out)
     print(curve_table(rows))
@@ -349,9 +365,16 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--max-actions", type=int, help="action limit (default 30)")
     common.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (ablations)")
     common.add_argument("--no-priors", action="store_true", help="ablation: the memory graph starts without objects")
-    common.add_argument("--no-correction", action="store_true", help="ablation: no rule-based SGS correction")
+    common.add_argument("--correction", choices=["rules", "feedback", "none"],
+                        help="rules (default): feedback and rule-based correction; feedback: feedback only; "
+                             "none: the paper's No-Correction ablation (execution errors go to the environment and fail the plan)")
+    common.add_argument("--no-correction", action="store_true", help="same as --correction none")
     common.add_argument("--vocabulary", choices=["flat", "typed"], help="constrained decoding: all visible names (flat, default) or names per function (typed)")
     common.add_argument("--allow-cycles", action="store_true", help="accept actions that bring the memory back to an earlier state")
+    common.add_argument("--no-exclude-refused", action="store_true",
+                        help="let the decode repeat an action already refused in the same memory state")
+    common.add_argument("--no-exclude-inapplicable", action="store_true",
+                        help="let the decode propose actions that are never accepted in the current state (go_to the current room ...)")
     common.add_argument("--out", help="output directory (default under runs/)")
 
     p = sub.add_parser("run", parents=[common], help="run one episode and print its trace")
@@ -373,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--splits", action="store_true", help="also show the per-split rows")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("inject", parents=[common], help="error-injection curve: SR against injected error rate, correction on/off")
+    p = sub.add_parser("inject", parents=[common], help="error-injection curve: SR against injected error rate in each correction mode (or the one of --correction)")
     p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0", help="comma-separated error rates")
     p.add_argument("--seeds", type=int, default=3, help="seeds per rate")
     p.add_argument("--splits", nargs="+", choices=SPLITS, help="splits (default: all three)")

@@ -116,7 +116,8 @@ class ErrorInjectionPolicy:
         self.inspected: set[str] = set()
         self.here = task.graph.agent.location
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None) -> LMReply:
+    def decide(self, static: str, dynamic: str, names: list[str] | None, excluded=()) -> LMReply:
+        """The next scripted step (``names`` and ``excluded`` are ignored: a script does not decode)."""
         failed = "Feedback on your last answer:" in dynamic
         if failed and self.current is not None and not self.queue:
             action = self.current  # retry the step as scripted

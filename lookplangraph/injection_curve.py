@@ -1,8 +1,10 @@
-"""The error-injection curve: success rate against injected error rate, SGS correction on and
-off, over many tasks (the :class:`~lookplangraph.injection.ErrorInjectionPolicy` in the loop).
+"""The error-injection curve: success rate against injected error rate in each correction mode
+(``rules``, ``feedback``, ``none``: :mod:`lookplangraph.planner`), over many tasks (the
+:class:`~lookplangraph.injection.ErrorInjectionPolicy` in the loop).
 
-Output: ``curve.csv`` (one row per rate × correction: tasks, SR, APP, mean LM calls per task,
-injected errors per task) and ``curve.png`` when matplotlib is installed.
+Output: ``curve.csv`` (one row per rate × mode: episodes, SR (strict), APP, mean LM calls per
+task, injected errors per task, infeasible plan actions per task) and ``curve.png`` when
+matplotlib is installed.
 """
 
 from __future__ import annotations
@@ -14,19 +16,20 @@ from statistics import mean
 from grasif.task import Task
 
 from lookplangraph.injection import ErrorInjectionPolicy
-from lookplangraph.planner import PlannerConfig, run_episode
+from lookplangraph.planner import CORRECTION_MODES, PlannerConfig, run_episode
 from sim_adapters.graph_env import GraphEnvironment
 
 
-def curve(tasks: list[Task], rates: list[float], seeds: int = 3, max_actions: int = 100, progress=None) -> list[dict]:
-    """One row per (rate, correction): SR and APP over ``tasks`` × ``seeds`` episodes."""
+def curve(tasks: list[Task], rates: list[float], seeds: int = 3, max_actions: int = 100, progress=None,
+          modes: tuple[str, ...] = CORRECTION_MODES) -> list[dict]:
+    """One row per (rate, correction mode): SR and APP over ``tasks`` × ``seeds`` episodes."""
     rows = []
-    total = len(rates) * 2 * seeds * len(tasks)
+    total = len(rates) * len(modes) * seeds * len(tasks)
     done = 0
     for rate in rates:
-        for correction in (True, False):
+        for correction in modes:
             cfg = PlannerConfig(max_actions=max_actions, correction=correction)
-            ok, prec, calls, injected = [], [], [], []
+            ok, prec, calls, injected, infeasible = [], [], [], [], []
             for seed in range(seeds):
                 for task in tasks:
                     policy = ErrorInjectionPolicy(task, rate, seed)
@@ -35,20 +38,24 @@ def curve(tasks: list[Task], rates: list[float], seeds: int = 3, max_actions: in
                     prec.append(r.precision)
                     calls.append(r.lm_calls)
                     injected.append(policy.injected)
+                    infeasible.append(len(r.infeasible))
                     done += 1
                     if progress and (done % 50 == 0 or done == total):
                         progress(done, total, None)
             rows.append({"rate": rate, "correction": correction, "episodes": len(ok), "sr": mean(ok),
-                         "app": mean(prec), "calls_per_task": mean(calls), "errors_per_task": mean(injected)})
+                         "app": mean(prec), "calls_per_task": mean(calls), "errors_per_task": mean(injected),
+                         "infeasible_per_task": mean(infeasible)})
     return rows
 
 
 def curve_table(rows: list[dict]) -> str:
-    head = f"{'rate':>6}{'correction':>12}{'episodes':>10}{'SR':>8}{'APP':>8}{'calls/task':>12}{'errors/task':>13}"
+    head = (f"{'rate':>6}{'correction':>12}{'episodes':>10}{'SR':>8}{'APP':>8}{'calls/task':>12}{'errors/task':>13}"
+            f"{'infeasible/task':>17}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['rate']:>6.2f}{'on' if r['correction'] else 'off':>12}{r['episodes']:>10}{r['sr']:>8.3f}"
-                     f"{r['app']:>8.3f}{r['calls_per_task']:>12.2f}{r['errors_per_task']:>13.2f}")
+        lines.append(f"{r['rate']:>6.2f}{r['correction']:>12}{r['episodes']:>10}{r['sr']:>8.3f}"
+                     f"{r['app']:>8.3f}{r['calls_per_task']:>12.2f}{r['errors_per_task']:>13.2f}"
+                     f"{r['infeasible_per_task']:>17.2f}")
     return "\n".join(lines)
 
 
@@ -66,14 +73,16 @@ def write_curve(rows: list[dict], out: Path) -> None:
     except ImportError:
         return
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for correction, style in ((True, "o-"), (False, "s--")):
-        pts = [(r["rate"], r["sr"]) for r in rows if r["correction"] is correction]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"SGS correction {'on' if correction else 'off'}")
+    labels = {"rules": "rules (feedback + correction)", "feedback": "feedback only", "none": "none (paper's ablation)"}
+    for mode, style in zip(labels, ("o-", "s--", "^:")):
+        pts = [(r["rate"], r["sr"]) for r in rows if r["correction"] == mode]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=labels[mode])
     ax.set_xlabel("injected error rate (per ground-truth step)")
     ax.set_ylabel("success rate")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(title="SGS correction")
     ax.set_title(f"Error injection over {rows[0]['episodes']} episodes per point")
     fig.tight_layout()
     fig.savefig(out / "curve.png", dpi=120)

@@ -5,16 +5,42 @@ reasons and actions and the last feedback. The action is *unresolved* (feedback 
 LM) when the reply cannot be read, when it moves an object that is only a prior, when the SGS
 rejects it on the memory graph, when it changes nothing (``go_to`` the room the agent is in,
 or a repeat of the last action), when it would bring the memory back to an earlier state
-(``refuse_cycles``), or when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
+(``refuse_cycles``), when it repeats an action already refused in the same memory state, or
+when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
 (corrections included) run in the environment one by one and the memory graph mirrors each;
 ``discover_objects`` merges the observation into memory.
 
-The episode ends on ``done``, after ``max_unresolved`` unresolved answers in a row, or after
-``max_actions`` accepted actions. It is then judged on the environment's true final graph:
-success when every goal unit holds, precision M^C/M.
+**Correction modes** (``correction``; paper section IV-C, Table V):
+
+* ``rules`` (default): hallucinations and execution errors found on the memory graph are
+  re-prompted with feedback, and feasible-but-incomplete actions are corrected by the SGS's rules
+  (inserted ``go_to``/``open``, resolved names, ``put_on(o, d)`` read as ``rearrange``);
+* ``feedback``: the same feedback, nothing corrected (``check(..., correct=False)``);
+* ``none`` (the paper's "No Correction" ablation): only *hallucinations* are re-prompted — an
+  unreadable reply, an unknown function, a missing argument, a name that is no node
+  (:func:`sgs.simulator.hallucination`). An action with an execution error is not caught: its
+  steps (:func:`sgs.simulator.expand_unchecked`) go to the environment, which refuses the first
+  infeasible one; the action stays in the plan, recorded in ``EpisodeResult.infeasible``, the
+  LM is told nothing, and the episode cannot succeed. Feasible actions are handled as in
+  ``feedback`` (an action that changes nothing or closes a cycle is still refused).
+
+**Exclusions** (constrained decoding, :mod:`lookplangraph.decoding`): with ``exclude_refused``
+every action refused in the current memory state (and, in ``none`` mode, every action the
+environment refused in it) is excluded from the next decodes until the memory state changes:
+greedy decoding of the same prompt would otherwise only repeat it. With
+``exclude_inapplicable`` the actions on visible names that cannot be accepted in any case
+(:func:`lookplangraph.serialize.inapplicable`: ``go_to`` the current room, ``discover_objects``
+of a room...) are excluded too. A backend that cannot enforce an exclusion samples instead, and
+a reply that still repeats a refused action is refused again without being tried.
+
+The episode ends on ``done``, after ``max_unresolved`` unresolved answers (or, in ``none``
+mode, infeasible actions) in a row, or after ``max_actions`` accepted actions. It is then judged
+on the environment's true final graph: success when every goal unit holds, nothing else changed
+(for goals with ``unchanged_elsewhere``) and no action of the plan was infeasible;
+``success_changed_only`` leaves out the side effects; precision M^C/M.
 
 Ablations (paper Table V) are :class:`PlannerConfig` fields: ``graph_style`` (text/json/full),
-``priors`` (False: no priors), ``correction`` (False: no rule-based correction). ``vocabulary``
+``priors`` (False: no priors), ``correction`` (above). ``vocabulary``
 says what constrained decoding may name: ``flat`` (default; every name in the view) or ``typed``
 (each function only the names it can take, :func:`lookplangraph.serialize.vocabulary`).
 ``refuse_cycles`` (default on) makes an action unresolved, with feedback, when it would bring the
@@ -34,11 +60,15 @@ from typing import Callable
 from grasif.goals import evaluate_goal
 from grasif.task import Task
 from sgs.graph import SceneGraph
-from sgs.simulator import Infeasible, check
+from sgs.simulator import Infeasible, check, expand_unchecked, hallucination
 
+from lookplangraph.decoding import ActionKey, action_key
 from lookplangraph.memory import MemoryGraph
 from lookplangraph.prompts import dynamic_prompt, static_prompt
-from lookplangraph.serialize import render, visible_names, vocabulary
+from lookplangraph.serialize import inapplicable, render, visible_names, vocabulary
+
+#: ``PlannerConfig.correction`` values (module doc).
+CORRECTION_MODES = ("rules", "feedback", "none")
 
 
 @dataclass
@@ -49,9 +79,15 @@ class PlannerConfig:
     max_unresolved: int = 3
     graph_style: str = "text"
     priors: bool = True
-    correction: bool = True
+    correction: str = "rules"  # rules | feedback | none (module doc)
     vocabulary: str = "flat"  # flat: one list of visible names; typed: names per function
     refuse_cycles: bool = True  # an action that returns the memory to an earlier state is feedback
+    exclude_refused: bool = True  # a refused action cannot be decoded again in the same memory state
+    exclude_inapplicable: bool = True  # nor can an action that is never accepted there
+
+    def __post_init__(self):
+        if self.correction not in CORRECTION_MODES:
+            raise ValueError(f"correction must be one of {', '.join(CORRECTION_MODES)}, not {self.correction!r}")
 
 
 @dataclass
@@ -71,6 +107,8 @@ class StepRecord:
     completion_tokens: int = 0
     cached_tokens: int | None = None
     seconds: float = 0.0
+    excluded: int = 0  # actions the decode was not allowed to produce
+    infeasible: str | None = None  # correction "none": the step the environment refused, and why
 
 
 @dataclass
@@ -80,6 +118,7 @@ class EpisodeResult:
     lm: str
     termination: str  # done | unresolved | max_actions
     success: bool
+    success_changed_only: bool  # goal units met, side effects not counted
     precision: float
     actions: list[str]  # accepted LM actions
     executed: list[str]  # primitive actions executed in the environment
@@ -92,6 +131,7 @@ class EpisodeResult:
     goal_not_met: list[str]
     config: dict
     moves: list[str] = field(default_factory=list)
+    infeasible: list[str] = field(default_factory=list)  # plan actions the environment refused (mode none)
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
@@ -102,6 +142,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     cfg = config or PlannerConfig()
     t0 = time.perf_counter()
     env.reset()
+    initial_true = env.true_graph()
     memory = MemoryGraph(task.graph, priors=cfg.priors)
     static = static_prompt()
     history: list[tuple[str, str, str]] = []
@@ -109,7 +150,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     feedback: str | None = None
     unresolved = 0
     last_accepted: str | None = None
-    visited = Counter([_state_key(memory.graph)])
+    state = _state_key(memory.graph)
+    visited = Counter([state])
+    refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
     termination = "max_actions"
 
     while sum(r.accepted for r in records) < cfg.max_actions:
@@ -117,39 +160,69 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             names = vocabulary(memory, cfg.graph_style)
         else:
             names = visible_names(memory, cfg.graph_style)
+        excluded = list(refused) if cfg.exclude_refused else []
+        if cfg.exclude_inapplicable:
+            excluded += [k for k in inapplicable(memory, list(_all_names(names))) if k not in refused]
         dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
-        reply = lm.decide(static, dynamic, names)
+        reply = lm.decide(static, dynamic, names, excluded)
         rec = StepRecord(len(records) + 1, reply.reason, str(reply.action) if reply.action else None, False, reply.text,
                          prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
-                         cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds)
+                         cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds, excluded=len(excluded))
         records.append(rec)
-        feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited)
+        key = action_key(reply.action) if reply.action is not None else None
+        if key is not None and key in refused and cfg.exclude_refused:
+            feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
+                                       "choose a different action")
+        else:
+            feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited)
         if rec.accepted:
             visited[_state_key(memory.graph)] += 1
             last_accepted = rec.proposed
-            history.append((reply.reason or "", rec.proposed, feedback or ""))
+            history.append((reply.reason or "", rec.proposed, feedback or _as_done(rec)))
+        new_state = _state_key(memory.graph)
+        if new_state != state:
+            state, refused = new_state, {}
+        elif key is not None and (not rec.accepted or rec.infeasible):
+            refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
         if on_step:
             on_step(rec)
         if rec.accepted and reply.action.function_name == "done":
             termination = "done"
             break
-        unresolved = 0 if feedback is None else unresolved + 1
+        unresolved = 0 if feedback is None and rec.infeasible is None else unresolved + 1
         if unresolved >= cfg.max_unresolved:
             termination = "unresolved"
             break
 
     final = env.true_graph()
-    goal = evaluate_goal(task.goal, final)
+    goal = evaluate_goal(task.goal, final, initial_true)
+    infeasible = [f"{r.proposed}: {r.infeasible}" for r in records if r.infeasible]
     return EpisodeResult(
         task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
-        success=goal.success, precision=goal.precision, actions=[r.proposed for r in records if r.accepted],
+        success=goal.success and not infeasible,
+        success_changed_only=goal.success_changed_only and not infeasible, precision=goal.precision, actions=[r.proposed for r in records if r.accepted],
         executed=[step for r in records for step in r.executed], lm_calls=len(records),
         prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
         cached_tokens=sum(r.cached_tokens or 0 for r in records),
         lm_seconds=round(sum(r.seconds for r in records), 3), wall_s=round(time.perf_counter() - t0, 3),
-        goal_not_met=[f"{i.label}: expected {i.expected}; found {i.actual}" for i in goal.items if not i.ok],
-        config=asdict(cfg), moves=list(getattr(env, "moves", [])),
+        goal_not_met=goal.not_met(),
+        config=asdict(cfg), moves=list(getattr(env, "moves", [])), infeasible=infeasible,
     )
+
+
+def _as_done(rec: StepRecord) -> str:
+    """The primitive steps of an accepted action when they are more than the action itself (the
+    LM then knows that, say, the fridge was opened on the way and is still open)."""
+    if rec.executed and rec.executed != [rec.proposed]:
+        return "done as: " + ", ".join(rec.executed)
+    return ""
+
+
+def _all_names(names) -> list[str]:
+    """Every name of a flat list or a per-function vocabulary."""
+    if isinstance(names, dict):
+        return list(dict.fromkeys(n for slots in names.values() for values in slots.values() for n in values))
+    return list(names or ())
 
 
 def _state_key(g: SceneGraph):
@@ -168,10 +241,17 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
     if action.function_name == "done":
         rec.accepted = True
         return None
-    fb = memory.unseen_feedback(action)
-    if fb is None:
-        outcome = check(memory.graph, action, correct=cfg.correction)
-        fb = outcome.feedback
+    if cfg.correction == "none":
+        fb = hallucination(memory.graph, action)
+        if fb is None:
+            outcome = check(memory.graph, action, correct=False)
+            if not outcome.ok:  # an execution error: not caught, the environment meets it
+                return _execute_unchecked(action, memory, env, rec)
+    else:
+        fb = memory.unseen_feedback(action)
+        if fb is None:
+            outcome = check(memory.graph, action, correct=cfg.correction == "rules")
+            fb = outcome.feedback
     if fb is None and outcome.graph == memory.graph:
         if last_accepted == rec.proposed:
             fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
@@ -202,4 +282,24 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
                 rec.observed.append("not found: " + ", ".join(removed))
     rec.accepted = bool(rec.executed)
     return rec.feedback
+
+
+def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord) -> None:
+    """Correction ``none``: run ``action``'s steps as written until the environment refuses one;
+    the action stays in the plan (accepted) with ``rec.infeasible`` set. No feedback for the LM."""
+    rec.accepted = True
+    for step in expand_unchecked(memory.graph, action):
+        result = env.step(step)
+        if not result.ok:
+            rec.infeasible = result.feedback or f"{step} failed"
+            return None
+        try:
+            memory.apply(step)
+        except Infeasible as exc:  # the environment did it although memory thought it could not
+            rec.infeasible = f"{step} happened, but memory could not follow: {exc}"
+            return None
+        rec.executed.append(str(step))
+        if result.observation is not None:
+            memory.discover(result.observation)
+    return None
 

@@ -1,7 +1,8 @@
 """A reply cache for exact replay of evaluations.
 
 Each decision is stored as one JSON line ``{"key", "backend", "reply"}`` in an append-only file.
-The key is the SHA-256 of ``[backend name, static, dynamic, names]``, so the same prompt to the
+The key is the SHA-256 of ``[backend name, static, dynamic, names]`` (plus the excluded actions
+when there are any), so the same prompt to the
 same backend gets the same reply back, including its text, parsed action, usage and seconds.
 The first stored reply of a key wins (the file may hold several when runs overlapped); a torn
 last line (an interrupted write) is skipped.
@@ -14,13 +15,19 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Sequence
 
-from lookplangraph.backends import LMBackend, LMError, LMReply
+from lookplangraph.backends import ActionKey, LMBackend, LMError, LMReply
 
 
-def reply_key(backend_name: str, static: str, dynamic: str, names: list[str] | None) -> str:
-    """SHA-256 hex digest of the request (names in the given order; None differs from [])."""
-    blob = json.dumps([backend_name, static, dynamic, names], ensure_ascii=False, separators=(",", ":"))
+def reply_key(backend_name: str, static: str, dynamic: str, names: list[str] | None,
+              excluded: Sequence[ActionKey] = ()) -> str:
+    """SHA-256 hex digest of the request (names in the given order; None differs from []).
+    ``excluded`` joins the key only when non-empty, so keys of requests without it are unchanged."""
+    request = [backend_name, static, dynamic, names]
+    if excluded:
+        request.append(sorted(map(list, excluded), key=str))
+    blob = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -50,8 +57,9 @@ class CachedBackend:
     def __len__(self) -> int:
         return len(self._replies)
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None) -> LMReply:
-        key = reply_key(self.name, static, dynamic, names)
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        key = reply_key(self.name, static, dynamic, names, excluded)
         stored = self._replies.get(key)
         if stored is not None:
             self.hits += 1
@@ -59,7 +67,7 @@ class CachedBackend:
         self.misses += 1
         if self.replay:
             raise LMError(f"replay: no stored reply of {self.name} for this prompt in {self.path} (key {key[:12]})")
-        reply = self.inner.decide(static, dynamic, names)  # type: ignore[union-attr]
+        reply = self.inner.decide(static, dynamic, names, excluded)  # type: ignore[union-attr]
         rec = {"key": key, "backend": self.name, "reply": reply.to_dict()}
         line = json.dumps(rec, ensure_ascii=False) + "\n"
         with self._lock:

@@ -168,3 +168,26 @@ def vocabulary(memory: MemoryGraph, style: str = "text") -> dict[str, dict[str, 
             out[fn] = {"node": nodes}
     out["done"] = {}
     return out
+
+
+def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str | None, None, None]]:
+    """Actions on ``names`` that no correction can make acceptable in the memory's current state,
+    as :data:`lookplangraph.decoding.ActionKey`: ``go_to`` the agent's own place;
+    ``discover_objects`` of a place or of an inspected node; ``pick_up`` of a place or asset;
+    ``open``/``close``/``turn_on``/``turn_off`` of a node that does not afford it or is already
+    in that state. The planner excludes them from the decode (they would only come back as
+    feedback), leaving everything else, feedback included, as the flat vocabulary has it."""
+    g = memory.graph
+    out: list[tuple[str, str | None, None, None]] = [("go_to", g.agent.location, None, None)]
+    for n in names:
+        node = g.nodes.get(n)
+        if node is None:
+            continue
+        if node.layer is Layer.PLACE or n in g.inspected:
+            out.append(("discover_objects", n, None, None))
+        if node.layer is not Layer.OBJECT:
+            out.append(("pick_up", n, None, None))
+        for fn, state in (("open", "open"), ("close", "closed"), ("turn_on", "on"), ("turn_off", "off")):
+            if node.layer is Layer.PLACE or not affords(node, fn) or node.has(state):
+                out.append((fn, n, None, None))
+    return out

@@ -15,9 +15,11 @@ Keys (all optional)::
     max_unresolved = 3
     graph_style = "text"                 # text | json | full
     priors = true
-    correction = true
+    correction = "rules"                 # rules | feedback | none (lookplangraph.planner: correction modes)
     vocabulary = "flat"                  # constrained decoding: flat (all visible names) | typed (per function)
     refuse_cycles = true                 # an action returning the memory to an earlier state is feedback
+    exclude_refused = true               # a refused action cannot be decoded again in the same memory state
+    exclude_inapplicable = true          # nor an action never accepted there (go_to the current room ...)
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -35,7 +37,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from lookplangraph.planner import PlannerConfig
+from lookplangraph.planner import CORRECTION_MODES, PlannerConfig
 
 DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b"
 
@@ -58,9 +60,11 @@ class RunSettings:
     max_unresolved: int = 3
     graph_style: str = "text"
     priors: bool = True
-    correction: bool = True
+    correction: str = "rules"
     vocabulary: str = "flat"
     refuse_cycles: bool = True
+    exclude_refused: bool = True
+    exclude_inapplicable: bool = True
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None
@@ -68,7 +72,8 @@ class RunSettings:
     def planner_config(self) -> PlannerConfig:
         return PlannerConfig(max_actions=self.max_actions, max_unresolved=self.max_unresolved,
                              graph_style=self.graph_style, priors=self.priors, correction=self.correction,
-                             vocabulary=self.vocabulary, refuse_cycles=self.refuse_cycles)
+                             vocabulary=self.vocabulary, refuse_cycles=self.refuse_cycles,
+                             exclude_refused=self.exclude_refused, exclude_inapplicable=self.exclude_inapplicable)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -93,6 +98,11 @@ def load_settings(path: str | None, overrides: dict) -> RunSettings:
         s = RunSettings(**data)
     except TypeError as exc:
         raise SettingsError(str(exc)) from None
+    if isinstance(s.correction, bool):
+        raise SettingsError(f"correction is one of rules, feedback, none (not {str(s.correction).lower()}; "
+                            "correction = false used to mean feedback, the paper's ablation is none)")
+    if s.correction not in CORRECTION_MODES:
+        raise SettingsError(f"correction must be one of {', '.join(CORRECTION_MODES)}, not {s.correction!r}")
     if s.vocabulary not in ("typed", "flat"):
         raise SettingsError(f"vocabulary must be typed or flat, not {s.vocabulary!r}")
     if s.graph_style not in ("text", "json", "full"):

@@ -219,6 +219,55 @@ def check(graph: SceneGraph, action: Action, *, correct: bool = True) -> Outcome
     return Outcome(True, tuple(steps), g, None, tuple(notes))
 
 
+def hallucination(graph: SceneGraph, action: Action) -> str | None:
+    """Feedback when ``action`` cannot even be tried in ``graph``: an unknown function, a missing
+    or malformed argument, or a name that is no node (the paper's *hallucinations*, re-prompted
+    even without correction); ``None`` when it names real things in a well-formed call."""
+    fn = action.function_name
+    if fn not in FUNCTIONS:
+        return f"{_describe(action)}: {_unknown_function(fn)}"
+    wanted = FUNCTIONS[fn]
+    if fn in ("put_on", "put_inside"):
+        wanted = ("destination",) if action.destination is not None or action.node is None else ("node",)
+    for slot in wanted:
+        value = getattr(action, slot)
+        if value is None:
+            return f"{_describe(action)}: {fn} needs its {slot}"
+        if slot == "relation":
+            if value not in RELATIONS:
+                return f"{_describe(action)}: relation must be 'ontop' or 'inside', got {value!r}"
+        elif value not in graph.nodes:
+            return f"{_describe(action)}: {unknown_node_feedback(graph, value)}"
+    if fn in ("put_on", "put_inside") and action.node is not None and action.node not in graph.nodes:
+        return f"{_describe(action)}: {unknown_node_feedback(graph, action.node)}"
+    return None
+
+
+def expand_unchecked(graph: SceneGraph, action: Action) -> list[Action]:
+    """The primitive steps ``action`` stands for as written, with no precondition checked and
+    nothing corrected (for executing an action as it is, the paper's No-Correction ablation):
+    ``rearrange(o, r, d)`` → ``[go_to] pick_up(o) [go_to] put_r(d)`` (the pick-up skipped when
+    ``o`` is held); ``put_on(d)`` written with ``node`` → ``put_on`` with ``destination``; any
+    other action unchanged. Names must exist (see :func:`hallucination`)."""
+    fn = action.function_name
+    if fn in ("put_on", "put_inside") and action.destination is None:
+        return [make(fn, None, None, action.node)]
+    if fn != "rearrange":
+        return [action]
+    here, steps = graph.agent.location, []
+    if graph.agent.holding != action.node:
+        place = graph.place_of(action.node)
+        if place != here:
+            steps.append(make("go_to", place))
+            here = place
+        steps.append(make("pick_up", action.node))
+    place = graph.place_of(action.destination)
+    if place != here:
+        steps.append(make("go_to", place))
+    steps.append(make("put_on" if action.relation == "ontop" else "put_inside", None, None, action.destination))
+    return steps
+
+
 def run_plan(graph: SceneGraph, plan, *, correct: bool = True) -> tuple[SceneGraph, list[Outcome]]:
     """Check and apply each action of ``plan`` in turn; infeasible actions leave the graph as it was."""
     outcomes = []

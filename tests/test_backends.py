@@ -285,6 +285,29 @@ def test_openai_success_usage_and_request():
 
 
 @needs_openai
+@pytest.mark.parametrize("mode", ["json_schema", "json_object", "structured_outputs"])
+def test_openai_exclusions_go_into_grammar_schemas_or_fall_back_to_sampling(mode):
+    excluded = [("open", "fridge-1", None, None)]
+    with FakeServer([(200, completion(GOOD), 0), (200, completion(GOOD), 0)]) as srv:
+        b = backend(srv.url, structured=mode, retry_temperature=0.8)
+        b.decide("S", "D", ["fridge-1", "kitchen-1"])
+        b.decide("S", "D", ["fridge-1", "kitchen-1"], excluded)
+    plain, narrowed = (body for _, body in srv.requests)
+    schema = {"json_schema": lambda body: body["response_format"]["json_schema"]["schema"],
+              "json_object": lambda body: body["response_format"]["schema"],
+              "structured_outputs": lambda body: body["structured_outputs"]["json"]}[mode]
+    assert "anyOf" not in schema(plain) and plain["temperature"] == 0
+    if mode == "json_schema":  # OpenAI's strict mode: object root, so sample instead
+        assert schema(narrowed) == schema(plain)
+        assert narrowed["temperature"] == 0.8 and narrowed["seed"] != plain["seed"]
+    else:
+        variants = schema(narrowed)["anyOf"]
+        opens = [v for v in variants if "open" in v["properties"]["function_name"]["enum"]]
+        assert len(opens) == 1 and "fridge-1" not in json.dumps(opens[0]["properties"]["node"])
+        assert narrowed["temperature"] == 0
+
+
+@needs_openai
 def test_openai_no_cached_tokens_reported_is_none():
     with FakeServer([(200, completion(GOOD, cached=None), 0)]) as srv:
         r = backend(srv.url).decide("S", "D", None)
@@ -434,6 +457,24 @@ def test_real_llamacpp_in_process(small_model_path):
     r2 = b.decide(REAL_STATIC, REAL_DYNAMIC.replace("holds nothing", "holds nothing yet"), REAL_NAMES)
     check_real_reply(r2)
     assert r2.usage.cached_tokens >= len(REAL_STATIC) // 8  # the system prompt came from the KV cache
+
+
+@pytest.mark.lm
+def test_real_llamacpp_cannot_decode_an_excluded_action(small_model_path):
+    from lookplangraph.backends import LlamaCppBackend
+    from lookplangraph.decoding import action_key
+
+    b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48, reason_max_length=80)
+    first = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
+    check_real_reply(first)
+    excluded = [action_key(first.action)]
+    second = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, excluded)  # the same prompt, greedy
+    check_real_reply(second)
+    assert action_key(second.action) not in excluded
+    excluded.append(action_key(second.action))
+    third = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, excluded)
+    check_real_reply(third)
+    assert action_key(third.action) not in excluded
 
 
 @pytest.mark.lm

@@ -51,6 +51,16 @@ def check_episode(result, out):
             assert r["proposed"].split("(")[0] in FUNCTIONS or r["feedback"]
         assert r["prompt_tokens"] > 300 and r["completion_tokens"] > 0 and r["seconds"] > 0
     assert [r["proposed"] for r in accepted] == result.actions
+    # a refused action is never proposed again before the memory changes (constrained decoding):
+    # within a run of refused replies, every proposal is new
+    run: list[str] = []
+    for r in trace:
+        if r["accepted"]:
+            run = []
+        elif r["proposed"]:
+            assert r["proposed"] not in run, f"{r['proposed']} proposed again after its refusal"
+            run.append(r["proposed"])
+        assert r["excluded"] >= 1  # go_to the current room, at least, is never decodable
     # token accounting: the totals are the sums of the per-call counts
     assert result.prompt_tokens == sum(r["prompt_tokens"] for r in trace)
     assert result.completion_tokens == sum(r["completion_tokens"] for r in trace)

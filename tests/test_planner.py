@@ -72,7 +72,7 @@ def test_unseen_prior_must_be_discovered_first():
 def test_without_correction_the_closed_box_is_feedback():
     task = kitchen_task()
     result, lm = episode(task, [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"),
-                                J("rearrange", "apple-1", "ontop", "bed-1")], correction=False)
+                                J("rearrange", "apple-1", "ontop", "bed-1")], correction="feedback")
     assert result.termination == "unresolved" and not result.success
     assert "closed" in lm.prompts[-1][1]
 

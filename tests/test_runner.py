@@ -73,7 +73,7 @@ def test_every_shipped_config_loads():
 def test_injection_script_runs_without_correction_and_policy_is_exact_at_rate_zero(office_tasks):
     for task in office_tasks:
         assert script_for(task)[-1].function_name == "done"
-        for correction in (True, False):
+        for correction in ("rules", "feedback", "none"):
             policy = ErrorInjectionPolicy(task, 0.0)
             r = run_episode(task, GraphEnvironment(task.graph, task.goal), policy, PlannerConfig(correction=correction, max_actions=80))
             assert r.success, (task.id, correction, r.goal_not_met)
@@ -82,10 +82,12 @@ def test_injection_script_runs_without_correction_and_policy_is_exact_at_rate_ze
 
 def test_injected_errors_cost_more_without_correction(office_tasks):
     rows = curve(office_tasks, [1.0], seeds=2)
-    on, off = rows
-    assert on["correction"] and not off["correction"]
-    assert on["errors_per_task"] > 1
-    assert on["sr"] > off["sr"]
+    rules, feedback, none = rows
+    assert [r["correction"] for r in rows] == ["rules", "feedback", "none"]
+    assert rules["errors_per_task"] > 1
+    assert rules["sr"] > feedback["sr"] > none["sr"]
+    # only the paper's ablation lets infeasible actions into the plan
+    assert rules["infeasible_per_task"] == feedback["infeasible_per_task"] == 0 < none["infeasible_per_task"]
 
 
 def test_cli_eval_records_and_replays_lm_replies(tmp_path, capsys):

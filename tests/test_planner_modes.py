@@ -1,0 +1,129 @@
+"""Correction modes (rules / feedback / none) and excluded actions in the planner loop. The LM is
+ScriptedBackend: SCRIPTED replies, not a real LM (it records what it was asked not to produce but
+cannot obey it, so the planner's own refusal of repeats is tested too)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grasif.goals import GoalSpec, NodeGoal
+from grasif.task import Task
+from lookplangraph.backends import ScriptedBackend
+from lookplangraph.planner import PlannerConfig, run_episode
+from sim_adapters.graph_env import GraphEnvironment
+
+from conftest import kitchen_dict
+
+
+def J(fn, node=None, relation=None, destination=None):
+    return json.dumps({"function_name": fn, "node": node, "relation": relation, "destination": destination, "reason": "scripted"})
+
+
+def kitchen_task():
+    goal = GoalSpec(node_goals=[NodeGoal(node="apple-1", relation="ontop", destination="bed-1")])
+    return Task(id="kitchen", split="test", instruction="Put the apple from the box on the bed.",
+                initial_graph=kitchen_dict(), goal=goal)
+
+
+def episode(replies, **cfg):
+    task = kitchen_task()
+    lm = ScriptedBackend(replies)  # SCRIPTED replies, not an LM
+    return run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(**cfg)), lm
+
+
+# -- correction modes ---------------------------------------------------------------------------
+def test_none_mode_lets_an_execution_error_into_the_plan_and_fails_the_task():
+    # pick_up from the closed fridge: not caught, the environment refuses it; then the model
+    # opens everything and reaches the goal, but the plan holds an infeasible action
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("pick_up", "apple-1"),
+               J("open", "fridge-1"), J("open", "box-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")]
+    result, lm = episode(replies, correction="none")
+    assert result.termination == "done"
+    assert result.goal_not_met == [] and result.precision == 1.0
+    assert not result.success
+    assert len(result.infeasible) == 1 and result.infeasible[0].startswith("pick_up(apple-1)")
+    assert "pick_up(apple-1)" in result.actions  # it stays in the plan
+    # the LM was told nothing about the failure
+    assert not any("Feedback on your last answer" in p[1] for p in lm.prompts)
+
+
+def test_none_mode_still_reprompts_hallucinations():
+    result, lm = episode([J("go_to", "garage-1"), J("teleport", "kitchen-1"), J("rearrange", "apple-1", "ontop", None)],
+                         correction="none")
+    assert result.termination == "unresolved" and result.infeasible == []
+    assert "there is no node 'garage-1'" in lm.prompts[1][1]
+    assert "unknown function 'teleport'" in lm.prompts[2][1]
+
+
+def test_none_mode_executes_rearrange_as_written_without_opening():
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")]
+    result, _ = episode(replies, correction="none")
+    assert not result.success and result.infeasible[0].startswith("rearrange(apple-1, ontop, bed-1)")
+    assert "open(fridge-1)" not in result.executed
+
+
+def test_three_infeasible_actions_in_a_row_end_the_episode_in_none_mode():
+    replies = [J("go_to", "kitchen-1"), J("pick_up", "apple-1"), J("pick_up", "box-1"), J("put_on", "table-1")]
+    result, _ = episode(replies, correction="none")
+    assert result.termination == "unresolved" and len(result.infeasible) == 3
+
+
+def test_feedback_mode_reports_and_corrects_nothing():
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("pick_up", "apple-1")]
+    result, lm = episode(replies, correction="feedback")
+    assert "closed" in lm.prompts[3][1] and result.infeasible == []
+    assert "open(fridge-1)" not in result.executed
+
+
+def test_rules_mode_corrects_and_tells_the_lm_what_was_done():
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")]
+    result, lm = episode(replies)
+    assert result.success and "open(fridge-1)" in result.executed
+    # the history shows the inserted steps, so the LM knows the fridge stands open
+    assert "done as: open(fridge-1), open(box-1), pick_up(apple-1)" in lm.prompts[3][1]
+
+
+def test_unknown_mode_is_an_error():
+    with pytest.raises(ValueError, match="rules, feedback, none"):
+        PlannerConfig(correction=False)
+
+
+# -- exclusions ----------------------------------------------------------------------------------
+def test_a_refused_action_is_excluded_until_the_memory_changes():
+    replies = [J("turn_on", "lamp-1"), J("turn_on", "lamp-1"), J("go_to", "kitchen-1"), J("done")]
+    result, lm = episode(replies, exclude_inapplicable=False)
+    assert lm.excluded[0] == [] and lm.excluded[1] == []  # turn_on(lamp-1) was accepted, not refused
+    # lamp now on: the repeat changes nothing and is refused ...
+    assert result.lm_calls == 4
+    # ... and is excluded from the next decode; go_to then changes the memory: refusals forgotten
+    assert lm.excluded[2] == [("turn_on", "lamp-1", None, None)]
+    assert lm.excluded[3] == []
+
+
+def test_a_repeat_the_backend_could_not_exclude_is_refused_without_trying_it():
+    replies = [J("go_to", "kitchen-1"), J("pick_up", "apple-1"), J("pick_up", "apple-1"), J("pick_up", "apple-1")]
+    result, lm = episode(replies, exclude_inapplicable=False)
+    assert result.termination == "unresolved"
+    assert "confirm where it is" in lm.prompts[2][1]
+    assert "pick_up(apple-1) was already refused in this situation" in lm.prompts[3][1]
+    assert lm.excluded[2] == lm.excluded[3] == [("pick_up", "apple-1", None, None)]
+
+
+def test_without_exclude_refused_nothing_is_excluded_or_refused_as_repeat():
+    replies = [J("go_to", "kitchen-1"), J("pick_up", "apple-1"), J("pick_up", "apple-1"), J("pick_up", "apple-1")]
+    result, lm = episode(replies, exclude_refused=False, exclude_inapplicable=False)
+    assert all(e == [] for e in lm.excluded)
+    assert "already refused" not in lm.prompts[3][1] and "confirm where it is" in lm.prompts[3][1]
+
+
+def test_inapplicable_actions_are_excluded_from_every_decode():
+    replies = [J("go_to", "kitchen-1"), J("done")]
+    result, lm = episode(replies)
+    first, second = (set(e) for e in lm.excluded)
+    assert ("go_to", "bedroom-1", None, None) in first and ("go_to", "kitchen-1", None, None) in second
+    assert ("discover_objects", "kitchen-1", None, None) in second  # a room is never discovered
+    assert ("turn_off", "lamp-1", None, None) in first  # already off
+    assert ("open", "fridge-1", None, None) not in second  # closed: opening it is fine
+    assert ("close", "fridge-1", None, None) in second
