@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+from sgs.actions import FUNCTIONS
 from sgs.graph import Layer, Relation, SceneGraph, affords
 
 from lookplangraph.memory import MemoryGraph
@@ -172,13 +173,17 @@ def vocabulary(memory: MemoryGraph, style: str = "text") -> dict[str, dict[str, 
 
 def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str | None, None, None]]:
     """Actions on ``names`` that no correction can make acceptable in the memory's current state,
-    as :data:`lookplangraph.decoding.ActionKey`: ``go_to`` the agent's own place;
+    as :data:`lookplangraph.decoding.ActionKey`: a call without the node it needs
+    (``turn_on(null)``; ``rearrange`` aside, whose key cannot say "any relation");
+    ``go_to`` the agent's own place;
     ``discover_objects`` of a place or of an inspected node; ``pick_up`` of a place or asset;
     ``open``/``close``/``turn_on``/``turn_off`` of a node that does not afford it or is already
     in that state. The planner excludes them from the decode (they would only come back as
     feedback), leaving everything else, feedback included, as the flat vocabulary has it."""
     g = memory.graph
-    out: list[tuple[str, str | None, None, None]] = [("go_to", g.agent.location, None, None)]
+    out: list[tuple[str, str | None, None, None]] = [
+        (fn, None, None, None) for fn, slots in FUNCTIONS.items() if slots and fn != "rearrange"]
+    out.append(("go_to", g.agent.location, None, None))
     for n in names:
         node = g.nodes.get(n)
         if node is None:

@@ -127,3 +127,4 @@ def test_inapplicable_actions_are_excluded_from_every_decode():
     assert ("turn_off", "lamp-1", None, None) in first  # already off
     assert ("open", "fridge-1", None, None) not in second  # closed: opening it is fine
     assert ("close", "fridge-1", None, None) in second
+    assert ("turn_on", None, None, None) in first and ("put_on", None, None, None) in first  # no node: never
