@@ -199,8 +199,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     infeasible = [f"{r.proposed}: {r.infeasible}" for r in records if r.infeasible]
     return EpisodeResult(
         task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
-        success=goal.success and not infeasible,
-        success_changed_only=goal.success_changed_only and not infeasible, precision=goal.precision, actions=[r.proposed for r in records if r.accepted],
+        success=goal.success and not infeasible, success_changed_only=goal.success_changed_only and not infeasible,
+        precision=goal.precision, actions=[r.proposed for r in records if r.accepted],
         executed=[step for r in records for step in r.executed], lm_calls=len(records),
         prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
         cached_tokens=sum(r.cached_tokens or 0 for r in records),
@@ -212,8 +212,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
 
 def _as_done(rec: StepRecord) -> str:
     """The primitive steps of an accepted action when they are more than the action itself (the
-    LM then knows that, say, the fridge was opened on the way and is still open)."""
-    if rec.executed and rec.executed != [rec.proposed]:
+    LM then knows that, say, the fridge was opened on the way and is still open). Nothing for an
+    infeasible action of correction ``none``: the LM is not told how far it got."""
+    if rec.executed and rec.executed != [rec.proposed] and rec.infeasible is None:
         return "done as: " + ", ".join(rec.executed)
     return ""
 
