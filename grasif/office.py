@@ -22,9 +22,12 @@ the same spirit and kept as readable source data in ``grasif/data/office/``:
 :func:`build_tasks` checks everything it reads and raises :class:`grasif.dataset.SourceError`
 naming the file and the task or node: unreadable JSON, a bad building graph, edits or goals that
 name unknown nodes, a goal part that already holds in the initial graph, or a ground-truth plan
-that does not reach its goal through the SGS (with its corrections). The ground-truth plans are
-the short LM-level plans: ``rearrange`` for moves, leaving the inserted ``go_to``/``open`` steps to
-the SGS. Containers the SGS opens on the way are not part of any goal.
+that does not succeed through the SGS (with its corrections). Every task's goal gets
+``unchanged_elsewhere`` (the paper's success: nothing outside the goal may change), so a plan
+succeeds only if it also leaves every other node as it found it. The ground-truth plans are the
+short LM-level plans: ``rearrange`` for moves, leaving the inserted ``go_to``/``open`` steps to the
+SGS, and a ``close`` for every container the SGS opens on the way (after the container's last use:
+14 tasks have such closing steps, 23 in all).
 """
 
 from __future__ import annotations
@@ -224,7 +227,7 @@ def apply_edits(building: dict[str, Any], edits: Edits) -> dict[str, Any]:
 
 def _already_met(spec: GoalSpec, graph: SceneGraph) -> list[str]:
     """Labels of goal units that hold in ``graph`` already (a goal unit must be a change)."""
-    return [item.label for item in evaluate_goal(spec, graph).items if item.ok]
+    return [item.label for item in evaluate_goal(spec, graph, graph).items if item.ok]
 
 
 def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> Task:
@@ -239,22 +242,23 @@ def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> T
         raise SourceError(f"{where}: the edited building is not a valid graph: {'; '.join(exc.problems)}") from None
     if src.goal.is_empty():
         raise SourceError(f"{where}: empty goal (every office task changes something)")
+    goal = src.goal.model_copy(update={"unchanged_elsewhere": True})  # the paper's success: no side effects
     try:
-        problems = src.goal.check_names(graph)
+        problems = goal.check_names(graph)
     except ValueError as exc:  # a formula that does not parse
         raise SourceError(f"{where}: goal: {exc}") from None
     # A class nobody has can never be counted (check_names only looks at destinations).
     classes = {node_class(n) for n in graph.nodes}
-    problems += [f"count goal: no node of class {g.cls!r}" for g in src.goal.count_goals if g.cls not in classes]
+    problems += [f"count goal: no node of class {g.cls!r}" for g in goal.count_goals if g.cls not in classes]
     if problems:
         raise SourceError(f"{where}: goal: {'; '.join(problems)}")
-    met = _already_met(src.goal, graph)
+    met = _already_met(goal, graph)
     if met:
         raise SourceError(f"{where}: goal part already holds in the initial graph: {', '.join(met)}")
-    report = validate_plan(graph, src.plan, src.goal)
+    report = validate_plan(graph, src.plan, goal)
     if not report.success:
         bad = [f"step {s.index} {s.action}: {s.feedback}" for s in report.infeasible]
-        bad += [f"{i.label}: expected {i.expected}, found {i.actual}" for i in report.goal.items if not i.ok]
+        bad += report.goal.not_met()
         raise SourceError(f"{where}: the ground-truth plan does not reach the goal: {'; '.join(bad)}")
     provenance: dict[str, Any] = {"source": PROVENANCE, "files": [f"grasif/data/office/{BUILDING_FILE}", f"grasif/data/office/{TASKS_FILE}"], "kind": src.kind}
     if not src.edits.is_empty():
@@ -264,7 +268,7 @@ def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> T
         split=SPLIT,
         instruction=src.instruction,
         initial_graph=initial,
-        goal=src.goal,
+        goal=goal,
         ground_truth_plan=list(src.plan),
         provenance=provenance,
     )

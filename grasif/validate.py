@@ -1,7 +1,10 @@
 """Plan validation: run a plan through the SGS from a task's initial graph and check its goal.
 
 A plan succeeds when every step is feasible (after the SGS's rule-based corrections, unless they
-are switched off) and the final graph satisfies the goal. Infeasible steps are reported with their
+are switched off) and the final graph satisfies the goal: every goal unit is met and, for a goal
+with ``unchanged_elsewhere``, nothing else changed (no side effect: a container left open, an
+unrelated object moved or left in the hand). ``success_changed_only`` is the lenient verdict that
+ignores side effects (still no infeasible step). Infeasible steps are reported with their
 feedback and leave the graph unchanged; validation goes on with the next step so that one report
 lists every problem of a plan.
 """
@@ -12,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from grasif.goals import GoalResult, GoalSpec, evaluate_goal
+from grasif.goals import GoalItem, GoalResult, GoalSpec, evaluate_goal
 from sgs.actions import ActionSyntaxError, parse_action
 from sgs.graph import SceneGraph
 from sgs.simulator import check
@@ -40,7 +43,17 @@ class ValidationReport(BaseModel):
 
     @property
     def success(self) -> bool:
+        """Strict: no infeasible step, every goal unit met, no side effect."""
         return not self.infeasible and self.goal.success
+
+    @property
+    def success_changed_only(self) -> bool:
+        """Lenient: no infeasible step and every goal unit met; side effects not counted."""
+        return not self.infeasible and self.goal.success_changed_only
+
+    @property
+    def side_effects(self) -> list[GoalItem]:
+        return self.goal.side_effects
 
     @property
     def precision(self) -> float:
@@ -54,11 +67,14 @@ class ValidationReport(BaseModel):
         """Plain-JSON verdict (no graph)."""
         return {
             "success": self.success,
+            "success_changed_only": self.success_changed_only,
             "precision": self.precision,
             "correct": self.goal.correct,
             "total": self.goal.total,
             "infeasible_steps": [s.model_dump() for s in self.infeasible],
             "goals": [i.model_dump() for i in self.goal.items],
+            "side_effects_checked": self.goal.frame_checked,
+            "side_effects": [i.model_dump() for i in self.goal.side_effects],
             "steps": len(self.steps),
             "primitive_actions": self.primitive_count,
         }
@@ -80,4 +96,4 @@ def validate_plan(initial: SceneGraph, plan: list[Any], goal: GoalSpec, *, corre
             corrections=list(out.corrections), feedback=out.feedback,
         ))
         graph = out.graph
-    return ValidationReport(steps=steps, goal=evaluate_goal(goal, graph), final_graph=graph)
+    return ValidationReport(steps=steps, goal=evaluate_goal(goal, graph, initial), final_graph=graph)

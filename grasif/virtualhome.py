@@ -546,7 +546,7 @@ def task_goal(initial: SceneGraph, final: SceneGraph) -> GoalSpec:
         if relation is None and not states and not absent:
             continue
         goals.append(NodeGoal(node=g.node, relation=relation, destination=destination, states=states, absent_states=absent))
-    return GoalSpec(node_goals=goals)
+    return GoalSpec(node_goals=goals, unchanged_elsewhere=True)
 
 
 #: Readable words for class names that are not plain English.

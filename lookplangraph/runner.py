@@ -59,7 +59,9 @@ def format_step(rec: StepRecord) -> str:
 
 def format_result(r: EpisodeResult) -> str:
     lines = [
-        f"{'SUCCESS' if r.success else 'FAILURE'} ({r.termination}): precision {r.precision:.3f}, "
+        f"{'SUCCESS' if r.success else 'FAILURE'} ({r.termination}"
+        f"{'; goal units met, but side effects' if r.success_changed_only and not r.success else ''}"
+        f"): precision {r.precision:.3f}, "
         f"{len(r.actions)} actions, {len(r.executed)} primitive steps, {r.lm_calls} LM calls",
         f"tokens: {r.prompt_tokens} prompt ({r.cached_tokens} cached) + {r.completion_tokens} completion; "
         f"LM {r.lm_seconds:.1f} s of {r.wall_s:.1f} s",
@@ -114,7 +116,8 @@ def read_results(path: Path) -> list[dict]:
 def to_record(row: dict) -> EpisodeRecord:
     """The metrics' view of a results row."""
     return EpisodeRecord(
-        task_id=row["task_id"], split=row["split"], success=row["success"], precision=row["precision"],
+        task_id=row["task_id"], split=row["split"], success=row["success"],
+        success_changed_only=row.get("success_changed_only"), precision=row["precision"],
         actions=len(row["actions"]), tokens=row["prompt_tokens"] + row["completion_tokens"],
         gt_actions=row.get("gt_actions"), no_change=row.get("no_change", False), wall_s=row["wall_s"],
         lm_calls=row["lm_calls"], lm_seconds=row["lm_seconds"],
@@ -188,11 +191,13 @@ def write_summary(rows: list[dict], out: Path) -> dict:
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["split", "task_id", "success", "precision", "actions", "gt_actions", "tokens", "lm_calls",
-                    "termination", "wall_s", "lm_s_per_call", "no_change"])
+        w.writerow(["split", "task_id", "success", "success_changed_only", "precision", "actions", "gt_actions",
+                    "tokens", "lm_calls", "termination", "wall_s", "lm_s_per_call", "no_change"])
         for r in sorted(rows, key=lambda r: (r["split"], r["task_id"])):
             per = r["lm_seconds"] / r["lm_calls"] if r["lm_calls"] else 0.0
-            w.writerow([r["split"], r["task_id"], int(r["success"]), f"{r['precision']:.3f}", len(r["actions"]),
+            lenient = r.get("success_changed_only")
+            w.writerow([r["split"], r["task_id"], int(r["success"]), "" if lenient is None else int(lenient),
+                        f"{r['precision']:.3f}", len(r["actions"]),
                         r.get("gt_actions"), r["prompt_tokens"] + r["completion_tokens"], r["lm_calls"],
                         r["termination"], f"{r['wall_s']:.2f}", f"{per:.2f}", int(r.get("no_change", False))])
     return summary

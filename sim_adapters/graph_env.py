@@ -52,7 +52,7 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[SceneGraph, l
     avoid = _destinations(goal)
     current = graph
     notes = []
-    before = evaluate_goal(goal, graph).correct
+    before = evaluate_goal(goal, graph, graph).correct
     for obj in relevant_objects(graph, goal):
         old = current.parent[obj]
         if old[1] is Relation.HELD:
@@ -66,7 +66,7 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[SceneGraph, l
             node = graph.nodes[holder]
             rel = Relation.INSIDE if affords(node, "put_inside") and (not affords(node, "put_on") or rng.random() < 0.5) else Relation.ONTOP
             trial = current.evolve(parent={**current.parent, obj: (holder, rel)})
-            if evaluate_goal(goal, trial).correct <= before:
+            if evaluate_goal(goal, trial, graph).correct <= before:
                 current = trial
                 notes.append(f"{obj}: {old[1].value} {old[0]} -> {rel.value} {holder}")
                 break

@@ -140,6 +140,8 @@ def test_ground_truth_plan_succeeds(task_id):
     assert report.success, report.summary()
     assert report.precision == 1.0
     assert not report.infeasible
+    # strict success: the plan also closes again every container the SGS opened on its way
+    assert task.goal.unchanged_elsewhere and report.goal.frame_checked and report.side_effects == []
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
@@ -157,14 +159,24 @@ def test_plan_without_its_last_state_changing_step_fails(task_id):
     last = max(i for i, a in enumerate(plan) if parse_action(a).function_name in STATE_CHANGING)
     report = validate_plan(task.graph, plan[:last] + plan[last + 1:], task.goal)
     assert not report.success
-    assert report.precision < 1.0
+    # a step either reaches a goal unit or closes a container the plan opened (else a side effect)
+    if report.precision == 1.0:
+        step = parse_action(plan[last])
+        assert step.function_name == "close"
+        assert [i.label for i in report.side_effects] == [step.node]
+        assert report.success_changed_only
+    # without its last step that is not such a close, a goal unit is missed
+    last = max(i for i, a in enumerate(plan) if parse_action(a).function_name in STATE_CHANGING
+               and not (parse_action(a).function_name == "close" and validate_plan(
+                   task.graph, plan[:i] + plan[i + 1:], task.goal).precision == 1.0))
+    assert validate_plan(task.graph, plan[:last] + plan[last + 1:], task.goal).precision < 1.0
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_no_goal_part_holds_in_the_initial_graph(task_id):
     task = _by_id()[task_id]
-    result = evaluate_goal(task.goal, task.graph)
-    assert not result.success
+    result = evaluate_goal(task.goal, task.graph, task.graph)
+    assert not result.success and result.side_effects == []
     assert [i.label for i in result.items if i.ok] == []
     assert result.correct == 0
 

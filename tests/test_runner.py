@@ -116,6 +116,7 @@ def test_cli_report_compares_evaluation_directories(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(tmp_path / "one"), str(tmp_path / "two")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:3] == ["tasks", "SR", "APP"]
+    assert lines[0].split()[:5] == ["tasks", "SR", "SR", "chg.", "APP"]  # strict SR, then changed-only SR
     assert [line.split()[0] for line in lines[2:]] == ["one", "two"]
+    assert [line.split()[2:4] for line in lines[2:]] == [["0.000", "0.000"]] * 2  # done at once: neither verdict
     assert main(["report", str(tmp_path / "missing")]) == 2

@@ -54,8 +54,11 @@ def _candles_in_closed_cabinet(gift_dict):
 def test_pick_from_closed_container_fails_only_without_correction(gift_dict, gift_plan, gift_goal):
     start = _candles_in_closed_cabinet(gift_dict)
     corrected = validate_plan(start, gift_plan, gift_goal)
-    assert corrected.success
     assert corrected.steps[0].primitives == ["open(cabinet-1)", "pick_up(candle-1)", "put_inside(wicker_basket-1)"]
+    # the SGS opened cabinet-1 and the plan never closes it: goal units met, but a side effect
+    assert corrected.success_changed_only and not corrected.success
+    assert [(i.label, i.expected, i.actual) for i in corrected.side_effects] == [("cabinet-1", "closed", "open")]
+    assert validate_plan(start, gift_plan + ["close(cabinet-1)"], gift_goal).success
     strict = validate_plan(start, gift_plan, gift_goal, correct=False)
     assert not strict.success
     assert [s.index for s in strict.infeasible] == [1, 5, 9, 13]  # the four candle steps
@@ -99,8 +102,8 @@ def test_state_goals_and_changed_nodes(kitchen):
     assert changed_nodes(kitchen, final) == ["fridge-1", "lamp-1"]
     spec = goal_from_graphs(kitchen, final)
     assert NodeGoal(node="lamp-1", states=["on"]) in spec.node_goals
-    assert evaluate_goal(spec, final).success
-    assert evaluate_goal(spec, kitchen).correct == 0
+    assert evaluate_goal(spec, final, kitchen).success
+    assert evaluate_goal(spec, kitchen, kitchen).correct == 0
 
 
 def test_no_change_goal_is_trivially_met(kitchen):
