@@ -13,7 +13,9 @@ A task is one JSON file::
     }
 
 Instead of ``goal`` a file may give ``goal_graph`` (a full graph in the paper's format, optionally
-with ``"goal_by_class": true``); it is turned into node (or count) goals for the changed nodes.
+with ``"goal_by_class": true``); it is turned into node (or count) goals for the changed nodes,
+with ``unchanged_elsewhere`` (a goal graph describes the whole final scene: what it keeps as in
+the initial graph must stay so; :func:`grasif.goals.goal_from_graphs`).
 """
 
 from __future__ import annotations
