@@ -49,10 +49,18 @@ def test_evaluation_resumes_without_losing_or_repeating_episodes(tmp_path, offic
 
 def test_settings_file_and_flag_override(tmp_path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('lm = "openai:gpt-4o"\nsplit = "office"\ncorrection = false\nlimit = 5\n')
+    cfg.write_text('lm = "openai:gpt-4o"\nsplit = "office"\ncorrection = "none"\nlimit = 5\n')
     s = load_settings(str(cfg), {"limit": 2, "split": None})
-    assert (s.lm, s.split, s.correction, s.limit) == ("openai:gpt-4o", "office", False, 2)
-    assert s.planner_config().correction is False
+    assert (s.lm, s.split, s.correction, s.limit) == ("openai:gpt-4o", "office", "none", 2)
+    assert s.planner_config().correction == "none"
+    assert load_settings(str(cfg), {"correction": "feedback"}).planner_config().correction == "feedback"
+    # the old boolean is refused with what it meant, never guessed
+    cfg.write_text("correction = false\n")
+    with pytest.raises(SettingsError, match="used to mean feedback"):
+        load_settings(str(cfg), {})
+    cfg.write_text('correction = "off"\n')
+    with pytest.raises(SettingsError, match="rules, feedback, none"):
+        load_settings(str(cfg), {})
     cfg.write_text("lm = 'x'\nbogus = 1\n")
     with pytest.raises(SettingsError, match="unknown key.*bogus"):
         load_settings(str(cfg), {})
