@@ -314,7 +314,8 @@ def goal_from_graphs(initial: SceneGraph, goal: SceneGraph, *, by_class: bool = 
     With ``by_class``, moved objects become count goals instead: for each (class, relation,
     destination) that receives an object, the goal graph's number of that class there.
     A goal graph describes the whole final scene, so the spec has ``unchanged_elsewhere``: what
-    the goal graph keeps as in ``initial`` must stay so. Raises ``ValueError`` if ``goal`` lacks a node of ``initial`` (goals never delete nodes).
+    the goal graph keeps as in ``initial`` must stay so. Raises ``ValueError`` if ``goal`` lacks a
+    node of ``initial`` (goals never delete nodes).
     """
     missing = [n for n in initial.nodes if n not in goal.nodes]
     if missing:
