@@ -210,6 +210,29 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     )
 
 
+#: Appended to the feedback on an action whose effect is already in place: a small model repeats
+#: the last step of a finished task instead of answering done().
+DONE_HINT = "; if the instruction is carried out now, answer done()"
+
+
+def _already_so(graph: SceneGraph, action) -> bool:
+    """Whether what ``action`` would bring about already holds in ``graph`` (a toggle already in
+    its state, an object already where ``rearrange`` or ``put`` would take it, ``go_to`` the
+    agent's own room)."""
+    fn, node = action.function_name, action.node
+    if fn == "go_to":
+        return node == graph.agent.location
+    if fn in _TARGET_STATE:
+        return node in graph.nodes and graph.nodes[node].has(_TARGET_STATE[fn])
+    if fn == "rearrange" and action.relation in ("ontop", "inside"):
+        edge = graph.parent.get(node)
+        return edge is not None and edge[0] == action.destination and edge[1].value == action.relation
+    return False
+
+
+_TARGET_STATE = {"open": "open", "close": "closed", "turn_on": "on", "turn_off": "off"}
+
+
 def _as_done(rec: StepRecord) -> str:
     """The primitive steps of an accepted action when they are more than the action itself (the
     LM then knows that, say, the fridge was opened on the way and is still open). Nothing for an
@@ -262,6 +285,8 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
         fb = (f"{rec.proposed} would bring the scene back to a state it has already been in twice; "
               "you are going in circles, choose a step that moves the task forward")
     if fb is not None:
+        if _already_so(memory.graph, action):
+            fb += DONE_HINT
         rec.feedback = fb
         return fb
     rec.corrections = list(outcome.corrections)

@@ -177,9 +177,11 @@ def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str |
     (``turn_on(null)``; ``rearrange`` aside, whose key cannot say "any relation");
     ``go_to`` the agent's own place;
     ``discover_objects`` of a place or of an inspected node; ``pick_up`` of a place or asset;
-    ``open``/``close``/``turn_on``/``turn_off`` of a node that does not afford it or is already
-    in that state. The planner excludes them from the decode (they would only come back as
-    feedback), leaving everything else, feedback included, as the flat vocabulary has it."""
+    ``open``/``close``/``turn_on``/``turn_off`` of a place or of a node that does not afford it.
+    The planner excludes them from the decode (they would only come back as feedback), leaving
+    everything else, feedback included, as the flat vocabulary has it. A toggle already in effect
+    stays decodable: a small model proposes it when it believes the task is finished, and its
+    feedback then suggests done() (excluding it made the model wander to other devices)."""
     g = memory.graph
     out: list[tuple[str, str | None, None, None]] = [
         (fn, None, None, None) for fn, slots in FUNCTIONS.items() if slots and fn != "rearrange"]
@@ -192,7 +194,7 @@ def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str |
             out.append(("discover_objects", n, None, None))
         if node.layer is not Layer.OBJECT:
             out.append(("pick_up", n, None, None))
-        for fn, state in (("open", "open"), ("close", "closed"), ("turn_on", "on"), ("turn_off", "off")):
-            if node.layer is Layer.PLACE or not affords(node, fn) or node.has(state):
+        for fn in ("open", "close", "turn_on", "turn_off"):
+            if node.layer is Layer.PLACE or not affords(node, fn):
                 out.append((fn, n, None, None))
     return out

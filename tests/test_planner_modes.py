@@ -102,6 +102,12 @@ def test_a_refused_action_is_excluded_until_the_memory_changes():
     assert lm.excluded[3] == []
 
 
+def test_an_action_already_in_effect_suggests_done():
+    result, lm = episode([J("turn_off", "lamp-1"), J("done")])
+    assert "lamp-1 is already off; if the instruction is carried out now, answer done()" in lm.prompts[1][1]
+    assert result.termination == "done"
+
+
 def test_a_repeat_the_backend_could_not_exclude_is_refused_without_trying_it():
     replies = [J("go_to", "kitchen-1"), J("pick_up", "apple-1"), J("pick_up", "apple-1"), J("pick_up", "apple-1")]
     result, lm = episode(replies, exclude_inapplicable=False)
@@ -124,7 +130,7 @@ def test_inapplicable_actions_are_excluded_from_every_decode():
     first, second = (set(e) for e in lm.excluded)
     assert ("go_to", "bedroom-1", None, None) in first and ("go_to", "kitchen-1", None, None) in second
     assert ("discover_objects", "kitchen-1", None, None) in second  # a room is never discovered
-    assert ("turn_off", "lamp-1", None, None) in first  # already off
-    assert ("open", "fridge-1", None, None) not in second  # closed: opening it is fine
-    assert ("close", "fridge-1", None, None) in second
+    assert ("turn_off", "lamp-1", None, None) not in first  # already off: decodable, answered with a hint
+    assert ("open", "lamp-1", None, None) in first  # a lamp does not open
+    assert ("open", "fridge-1", None, None) not in second
     assert ("turn_on", None, None, None) in first and ("put_on", None, None, None) in first  # no node: never
