@@ -52,6 +52,8 @@ def format_step(rec: StepRecord) -> str:
         lines.append(f"     saw: {', '.join(rec.observed)}")
     if rec.feedback:
         lines.append(f"     feedback: {rec.feedback}")
+    if rec.infeasible:
+        lines.append(f"     INFEASIBLE (not told to the LM): {rec.infeasible}")
     cached = f", {rec.cached_tokens} cached" if rec.cached_tokens else ""
     lines.append(f"     {rec.prompt_tokens} prompt + {rec.completion_tokens} completion tokens{cached}, {rec.seconds:.1f} s")
     return "\n".join(lines)
@@ -67,6 +69,7 @@ def format_result(r: EpisodeResult) -> str:
         f"LM {r.lm_seconds:.1f} s of {r.wall_s:.1f} s",
     ]
     lines += [f"  not met: {g}" for g in r.goal_not_met]
+    lines += [f"  infeasible action in the plan: {a}" for a in r.infeasible]
     return "\n".join(lines)
 
 

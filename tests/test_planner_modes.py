@@ -134,3 +134,19 @@ def test_inapplicable_actions_are_excluded_from_every_decode():
     assert ("open", "lamp-1", None, None) in first  # a lamp does not open
     assert ("open", "fridge-1", None, None) not in second
     assert ("turn_on", None, None, None) in first and ("put_on", None, None, None) in first  # no node: never
+
+
+def test_cli_run_with_correction_none_prints_the_infeasible_action(tmp_path, capsys):
+    from lookplangraph.cli import main
+
+    task = tmp_path / "task.json"
+    task.write_text(kitchen_task().model_dump_json())
+    replies = "||".join([J("go_to", "kitchen-1"), J("pick_up", "box-1"), J("done")])  # SCRIPTED
+    code = main(["run", "--task-file", str(task), "--lm", f"scripted:{replies}", "--correction", "none",
+                 "--out", str(tmp_path / "run")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "INFEASIBLE (not told to the LM): pick_up(box-1) failed" in out
+    assert "infeasible action in the plan: pick_up(box-1)" in out
+    saved = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert saved["infeasible"] and saved["config"]["correction"] == "none" and not saved["success"]
