@@ -175,7 +175,7 @@ def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str |
     """Actions on ``names`` that no correction can make acceptable in the memory's current state,
     as :data:`lookplangraph.decoding.ActionKey`: a call without the node it needs
     (``turn_on(null)``; ``rearrange`` aside, whose key cannot say "any relation");
-    ``go_to`` the agent's own place;
+    ``go_to`` the agent's own place or a node that is no place;
     ``discover_objects`` of a place or of an inspected node; ``pick_up`` of a place or asset;
     ``open``/``close``/``turn_on``/``turn_off`` of a place or of a node that does not afford it.
     The planner excludes them from the decode (they would only come back as feedback), leaving
@@ -190,6 +190,8 @@ def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str |
         node = g.nodes.get(n)
         if node is None:
             continue
+        if node.layer is not Layer.PLACE:
+            out.append(("go_to", n, None, None))
         if node.layer is Layer.PLACE or n in g.inspected:
             out.append(("discover_objects", n, None, None))
         if node.layer is not Layer.OBJECT:

@@ -130,6 +130,7 @@ def test_inapplicable_actions_are_excluded_from_every_decode():
     first, second = (set(e) for e in lm.excluded)
     assert ("go_to", "bedroom-1", None, None) in first and ("go_to", "kitchen-1", None, None) in second
     assert ("discover_objects", "kitchen-1", None, None) in second  # a room is never discovered
+    assert ("go_to", "fridge-1", None, None) in second  # go_to takes rooms only
     assert ("turn_off", "lamp-1", None, None) not in first  # already off: decodable, answered with a hint
     assert ("open", "lamp-1", None, None) in first  # a lamp does not open
     assert ("open", "fridge-1", None, None) not in second
