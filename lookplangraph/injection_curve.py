@@ -79,7 +79,7 @@ def write_curve(rows: list[dict], out: Path) -> None:
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=labels[mode])
     ax.set_xlabel("injected error rate (per ground-truth step)")
-    ax.set_ylabel("success rate")
+    ax.set_ylabel("success rate (strict)")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(title="SGS correction")
