@@ -2,7 +2,8 @@
 (``rules``, ``feedback``, ``none``: :mod:`lookplangraph.planner`), over many tasks (the
 :class:`~lookplangraph.injection.ErrorInjectionPolicy` in the loop).
 
-Output: ``curve.csv`` (one row per rate × mode: episodes, SR (strict), APP, mean LM calls per
+Output: ``curve.csv`` (one row per rate × mode: episodes, SR (strict), SR over the changed
+nodes only, APP, mean LM calls per
 task, injected errors per task, infeasible plan actions per task) and ``curve.png`` when
 matplotlib is installed.
 """
@@ -29,12 +30,13 @@ def curve(tasks: list[Task], rates: list[float], seeds: int = 3, max_actions: in
     for rate in rates:
         for correction in modes:
             cfg = PlannerConfig(max_actions=max_actions, correction=correction)
-            ok, prec, calls, injected, infeasible = [], [], [], [], []
+            ok, ok_changed, prec, calls, injected, infeasible = [], [], [], [], [], []
             for seed in range(seeds):
                 for task in tasks:
                     policy = ErrorInjectionPolicy(task, rate, seed)
                     r = run_episode(task, GraphEnvironment(task.graph, task.goal), policy, cfg)
                     ok.append(r.success)
+                    ok_changed.append(r.success_changed_only)
                     prec.append(r.precision)
                     calls.append(r.lm_calls)
                     injected.append(policy.injected)
@@ -43,18 +45,20 @@ def curve(tasks: list[Task], rates: list[float], seeds: int = 3, max_actions: in
                     if progress and (done % 50 == 0 or done == total):
                         progress(done, total, None)
             rows.append({"rate": rate, "correction": correction, "episodes": len(ok), "sr": mean(ok),
+                         "sr_changed_only": mean(ok_changed),
                          "app": mean(prec), "calls_per_task": mean(calls), "errors_per_task": mean(injected),
                          "infeasible_per_task": mean(infeasible)})
     return rows
 
 
 def curve_table(rows: list[dict]) -> str:
-    head = (f"{'rate':>6}{'correction':>12}{'episodes':>10}{'SR':>8}{'APP':>8}{'calls/task':>12}{'errors/task':>13}"
+    head = (f"{'rate':>6}{'correction':>12}{'episodes':>10}{'SR':>8}{'SR chg.':>9}{'APP':>8}{'calls/task':>12}"
+            f"{'errors/task':>13}"
             f"{'infeasible/task':>17}")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r['rate']:>6.2f}{r['correction']:>12}{r['episodes']:>10}{r['sr']:>8.3f}"
-                     f"{r['app']:>8.3f}{r['calls_per_task']:>12.2f}{r['errors_per_task']:>13.2f}"
+                     f"{r['sr_changed_only']:>9.3f}{r['app']:>8.3f}{r['calls_per_task']:>12.2f}{r['errors_per_task']:>13.2f}"
                      f"{r['infeasible_per_task']:>17.2f}")
     return "\n".join(lines)
 
