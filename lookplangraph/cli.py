@@ -174,6 +174,7 @@ def _settings(args):
         "refuse_cycles": False if args.allow_cycles else None,
         "exclude_refused": False if args.no_exclude_refused else None,
         "exclude_inapplicable": False if args.no_exclude_inapplicable else None,
+        "done_hint": False if args.no_done_hint else None,
     }
     try:
         return load_settings(args.config, overrides)
@@ -375,6 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="let the decode repeat an action already refused in the same memory state")
     common.add_argument("--no-exclude-inapplicable", action="store_true",
                         help="let the decode propose actions that are never accepted in the current state (go_to the current room ...)")
+    common.add_argument("--no-done-hint", action="store_true",
+                        help="feedback on an action already in effect does not suggest done()")
     common.add_argument("--out", help="output directory (default under runs/)")
 
     p = sub.add_parser("run", parents=[common], help="run one episode and print its trace")

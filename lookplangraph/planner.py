@@ -84,6 +84,7 @@ class PlannerConfig:
     refuse_cycles: bool = True  # an action that returns the memory to an earlier state is feedback
     exclude_refused: bool = True  # a refused action cannot be decoded again in the same memory state
     exclude_inapplicable: bool = True  # nor can an action that is never accepted there
+    done_hint: bool = True  # feedback on an action already in effect suggests done()
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:
@@ -285,7 +286,7 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
         fb = (f"{rec.proposed} would bring the scene back to a state it has already been in twice; "
               "you are going in circles, choose a step that moves the task forward")
     if fb is not None:
-        if _already_so(memory.graph, action):
+        if cfg.done_hint and _already_so(memory.graph, action):
             fb += DONE_HINT
         rec.feedback = fb
         return fb

@@ -106,6 +106,8 @@ def test_an_action_already_in_effect_suggests_done():
     result, lm = episode([J("turn_off", "lamp-1"), J("done")])
     assert "lamp-1 is already off; if the instruction is carried out now, answer done()" in lm.prompts[1][1]
     assert result.termination == "done"
+    _, lm = episode([J("turn_off", "lamp-1"), J("done")], done_hint=False)
+    assert "lamp-1 is already off" in lm.prompts[1][1] and "answer done()" not in lm.prompts[1][1]
 
 
 def test_a_repeat_the_backend_could_not_exclude_is_refused_without_trying_it():
