@@ -17,7 +17,6 @@ LM calls per task, accepted actions per task, seconds per LM decision.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from statistics import mean

@@ -44,7 +44,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from sgs.actions import FUNCTIONS, Action, ActionSyntaxError, parse_action
 
@@ -54,8 +54,8 @@ from lookplangraph.decoding import (  # re-exported: the reply schema belongs to
 )
 
 __all__ = [
-    "Usage", "LMReply", "LMBackend", "LMError", "ActionKey", "ActionReply", "action_schema", "constrained_schema",
-    "parse_reply",
+    "Usage", "LMReply", "LMBackend", "LMError", "ActionKey", "ActionReply", "Vocabulary", "action_schema",
+    "constrained_schema", "flat_names", "typed_action_schema", "parse_reply",
     "reply_format_instructions", "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend",
     "make_backend", "parse_spec",
 ]

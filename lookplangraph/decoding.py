@@ -20,7 +20,6 @@ slots it takes (``put_on(table-1)`` written with ``node`` or with ``destination`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -65,31 +64,7 @@ def typed_action_schema(vocabulary: Vocabulary, *, reason_first: bool = False,
     """Schema whose variants tie each function to the names it may take (``anyOf`` of objects,
     functions with the same slots grouped). Grammar-based decoders (llama.cpp, vLLM) accept it;
     OpenAI's strict mode needs an object root, so :class:`OpenAIBackend` sends the flat schema."""
-    groups: dict[str, list[str]] = {}
-    variants: dict[str, dict[str, Any]] = {}
-    reason: dict[str, Any] = {"type": "string"}
-    if reason_max_length is not None:
-        reason["maxLength"] = int(reason_max_length)
-    for fn in FUNCTIONS:
-        if fn not in vocabulary:
-            continue
-        slots = vocabulary[fn]
-        props: dict[str, Any] = {}
-        for key in ("node", "destination"):
-            values = list(dict.fromkeys(slots.get(key, ())))
-            props[key] = {"type": "string", "enum": values} if values else {"type": "null"}
-        props["relation"] = {"type": "string", "enum": list(RELATIONS)} if fn == "rearrange" else {"type": "null"}
-        key = json.dumps(props, sort_keys=True)
-        groups.setdefault(key, []).append(fn)
-        variants[key] = props
-    order = ["function_name", "node", "relation", "destination"]
-    order = ["reason", *order] if reason_first else [*order, "reason"]
-    options = []
-    for key, fns in groups.items():
-        props = {"function_name": {"type": "string", "enum": fns}, **variants[key], "reason": reason}
-        options.append({"type": "object", "properties": {k: props[k] for k in order},
-                        "required": order, "additionalProperties": False})
-    return options[0] if len(options) == 1 else {"anyOf": options}
+    return boxes_schema(typed_boxes(vocabulary), reason_first=reason_first, reason_max_length=reason_max_length)
 
 
 def action_schema(names: "Iterable[str] | Vocabulary | None" = None, *, reason_first: bool = False,
