@@ -84,7 +84,7 @@ class PlannerConfig:
     refuse_cycles: bool = True  # an action that returns the memory to an earlier state is feedback
     exclude_refused: bool = True  # a refused action cannot be decoded again in the same memory state
     exclude_inapplicable: bool = True  # nor can an action that is never accepted there
-    done_hint: bool = True  # feedback on an action already in effect suggests done()
+    done_hint: bool = False  # feedback on an action already in effect suggests done() (measured: worse)
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:

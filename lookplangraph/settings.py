@@ -20,7 +20,7 @@ Keys (all optional)::
     refuse_cycles = true                 # an action returning the memory to an earlier state is feedback
     exclude_refused = true               # a refused action cannot be decoded again in the same memory state
     exclude_inapplicable = true          # nor an action never accepted there (go_to the current room ...)
-    done_hint = true                     # feedback on an action already in effect suggests done()
+    done_hint = false                    # feedback on an action already in effect suggests done()
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -66,7 +66,7 @@ class RunSettings:
     refuse_cycles: bool = True
     exclude_refused: bool = True
     exclude_inapplicable: bool = True
-    done_hint: bool = True
+    done_hint: bool = False
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None

@@ -102,11 +102,11 @@ def test_a_refused_action_is_excluded_until_the_memory_changes():
     assert lm.excluded[3] == []
 
 
-def test_an_action_already_in_effect_suggests_done():
-    result, lm = episode([J("turn_off", "lamp-1"), J("done")])
+def test_an_action_already_in_effect_suggests_done_when_asked():
+    result, lm = episode([J("turn_off", "lamp-1"), J("done")], done_hint=True)
     assert "lamp-1 is already off; if the instruction is carried out now, answer done()" in lm.prompts[1][1]
     assert result.termination == "done"
-    _, lm = episode([J("turn_off", "lamp-1"), J("done")], done_hint=False)
+    _, lm = episode([J("turn_off", "lamp-1"), J("done")])
     assert "lamp-1 is already off" in lm.prompts[1][1] and "answer done()" not in lm.prompts[1][1]
 
 
