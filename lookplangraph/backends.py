@@ -1,5 +1,16 @@
-"""Language-model backends behind one interface: :class:`LMBackend.decide` turns a prompt into the
-next action.
+"""Language-model backends behind one interface.
+
+* :meth:`LMBackend.complete` is the general call: chat ``messages`` (optionally with ``images``
+  and a ``schema`` for a structured reply) give a :class:`Completion` (text, the parsed and
+  validated structure, token usage, seconds). Images go to servers as OpenAI content parts
+  (``image_url`` with a base64 data URL; :func:`image_part` checks the file first). A structured
+  reply is always validated here (:mod:`lookplangraph.structured`), whatever the server claims to
+  enforce: a reply that does not conform has ``parsed=None`` and ``error`` set, it never raises.
+* :meth:`LMBackend.decide` turns the planner's prompt into the next action; it is a thin use of
+  ``complete`` with the action schema of :mod:`lookplangraph.decoding` and tolerant parsing
+  (:func:`parse_reply`).
+
+For ``decide``:
 
 * ``static`` is the system message. Keep it byte-identical across the steps of an episode: the
   backends (llama.cpp in process, ``llama_cpp.server``, vLLM with ``--enable-prefix-caching``,
@@ -38,6 +49,7 @@ Backend specs for :func:`make_backend`: ``llamacpp:qwen2.5-coder-1.5b`` (a model
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import os
 import re
@@ -48,13 +60,15 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 from sgs.actions import FUNCTIONS, Action, ActionSyntaxError, parse_action
 
+from lookplangraph import structured
 from lookplangraph.decoding import (  # re-exported: the reply schema belongs to the backends' interface
     ActionKey, ActionReply, Vocabulary, action_schema, constrained_schema, flat_names, reply_format_instructions,
     typed_action_schema,
 )
 
 __all__ = [
-    "Usage", "LMReply", "LMBackend", "LMError", "ActionKey", "ActionReply", "Vocabulary", "action_schema",
+    "Usage", "LMReply", "Completion", "Relaxed", "LMBackend", "LMError", "ImageError", "image_part", "image_mime",
+    "with_images", "read_json", "check_reply", "ActionKey", "ActionReply", "Vocabulary", "action_schema",
     "constrained_schema", "flat_names", "typed_action_schema", "parse_reply",
     "reply_format_instructions", "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend",
     "make_backend", "parse_spec",
@@ -64,6 +78,11 @@ __all__ = [
 class LMError(RuntimeError):
     """The LM cannot be used at all (unreachable server, unknown model, bad key, missing package).
     A reply that is merely unreadable is not an LMError but :attr:`LMReply.error`."""
+
+
+class ImageError(LMError):
+    """An image given to :meth:`LMBackend.complete` cannot be sent: missing file, not an image of a
+    type servers accept, too large, or a backend without vision."""
 
 
 @dataclass
@@ -101,15 +120,120 @@ class LMReply:
                    usage=Usage(**(d.get("usage") or {})), seconds=float(d.get("seconds", 0.0)))
 
 
+@dataclass
+class Completion:
+    """One :meth:`LMBackend.complete` call. ``parsed`` is set only when a ``schema`` was given and
+    the reply conforms to it (a model instance for a pydantic schema, the decoded JSON for a dict
+    schema); otherwise ``error`` says what was wrong (no JSON, or the first failing field).
+    ``seconds``: wall time including retries."""
+
+    text: str
+    parsed: Any = None
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        parsed = self.parsed.model_dump() if hasattr(self.parsed, "model_dump") else self.parsed
+        return {"text": self.text, "parsed": parsed, "usage": asdict(self.usage), "seconds": self.seconds,
+                "error": self.error}
+
+
+@dataclass(frozen=True)
+class Relaxed:
+    """What :meth:`OpenAIBackend.complete` sends instead of ``schema`` in structured modes that do
+    not compile a schema to a grammar (``json_schema``: OpenAI's strict mode wants an object root,
+    no ``anyOf`` of variants; ``none``; ``auto`` before it falls back): a looser ``schema``,
+    sampled at ``temperature`` with ``seed``. :meth:`decide` uses it for excluded actions."""
+
+    schema: dict[str, Any] | None
+    temperature: float
+    seed: int
+
+
 @runtime_checkable
 class LMBackend(Protocol):
-    """Anything that proposes the next action. ``name`` identifies model and endpoint
-    (``llamacpp:qwen2.5-coder-0.5b``, ``openai:gpt-4o@https://...``) and keys the reply cache."""
+    """A language model. ``name`` identifies model and endpoint (``llamacpp:qwen2.5-coder-0.5b``,
+    ``openai:gpt-4o@https://...``) and keys the reply cache."""
 
     name: str
 
+    def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
+                 schema: Any = None, stop: Sequence[str] | None = None,
+                 max_tokens: int | None = None) -> Completion:
+        """One chat completion. ``messages`` are OpenAI chat messages; ``images`` (file paths) are
+        attached to the last user message; ``schema`` (pydantic model class or JSON-schema dict)
+        asks for a structured reply and is validated client-side; ``max_tokens`` None is the
+        backend's default. Raises :class:`LMError` only when the LM cannot be used (or
+        :class:`ImageError` for an image that cannot be sent), never for a bad reply."""
+
     def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply: ...
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        """The next action for the planner's prompt (see the module doc)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Images
+# --------------------------------------------------------------------------------------------
+
+#: The image types OpenAI-compatible servers take in ``image_url`` parts, by their magic bytes.
+_MAGIC: tuple[tuple[bytes, int, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"WEBP", 8, "image/webp"),  # after "RIFF" and the size
+)
+
+#: OpenAI's limit per image (20 MB); a backend's ``max_image_bytes`` changes it.
+DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024
+
+
+def image_mime(data: bytes) -> str | None:
+    """MIME type of PNG, JPEG, GIF or WebP bytes by their magic bytes, else None."""
+    for magic, offset, mime in _MAGIC:
+        if data[offset: offset + len(magic)] == magic and (mime != "image/webp" or data[:4] == b"RIFF"):
+            return mime
+    return None
+
+
+def image_part(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> dict[str, Any]:
+    """An OpenAI ``image_url`` content part with the file as a base64 data URL. Raises
+    :class:`ImageError` when the file is missing, empty, larger than ``max_bytes`` or not a PNG,
+    JPEG, GIF or WebP image (checked by its bytes, not its name)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ImageError(f"image {path}: no such file")
+    size = path.stat().st_size
+    if size == 0:
+        raise ImageError(f"image {path}: the file is empty")
+    if size > max_bytes:
+        raise ImageError(f"image {path}: {size:,} bytes is over the limit of {max_bytes:,} bytes "
+                         f"(scale it down, or raise the backend's max_image_bytes)")
+    data = path.read_bytes()
+    mime = image_mime(data)
+    if mime is None:
+        raise ImageError(f"image {path}: not a PNG, JPEG, GIF or WebP image (first bytes {data[:8]!r})")
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"}}
+
+
+def with_images(messages: list[dict[str, Any]], images: Sequence[str | os.PathLike] | None,
+                max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> list[dict[str, Any]]:
+    """A copy of ``messages`` whose last user message carries ``images`` as content parts after
+    its text (a user message is appended when there is none). Unchanged without images."""
+    if not images:
+        return list(messages)
+    parts = [image_part(p, max_bytes) for p in images]
+    out = [dict(m) for m in messages]
+    for m in reversed(out):
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            m["content"] = [*(content or []), *parts]
+            return out
+    out.append({"role": "user", "content": parts})
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -280,6 +404,49 @@ def _messages(static: str, dynamic: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": static}, {"role": "user", "content": dynamic}]
 
 
+def read_json(text: str | None) -> Any:
+    """The first JSON value in a reply, read tolerantly (code fences, prose around it, single
+    quotes, trailing commas); a reply cut off by ``max_tokens`` keeps what was complete before
+    the cut (the open brackets are closed). None when there is none."""
+    if not text or not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for cand in [m.group(1) for m in _FENCE_RE.finditer(text)] + [text]:
+        try:
+            found = _extract_json(cand)
+        except _CutOff:  # cut inside a field: keep what ends at the last closed object
+            cut = cand.rfind("}")
+            try:
+                found = _extract_json(cand[: cut + 1]) if cut > 0 else None
+            except _CutOff:
+                found = None
+        if found is not None:
+            return found[0]
+    return None
+
+
+def check_reply(text: str, schema: Any) -> tuple[Any, str | None]:
+    """``(parsed, error)`` of a reply to a request with ``schema`` (None: nothing to check). The
+    JSON is read tolerantly (:func:`read_json`), then validated strictly
+    (:func:`lookplangraph.structured.check`)."""
+    if schema is None:
+        return None, None
+    if not text or not text.strip():
+        return None, "the reply is empty"
+    value = read_json(text)
+    if value is None:
+        return None, "the reply holds no JSON"
+    return structured.check(value, schema)
+
+
+def _completion(text: str, schema: Any, usage: Usage, seconds: float) -> Completion:
+    parsed, error = check_reply(text, schema)
+    return Completion(text=text, parsed=parsed, usage=usage, seconds=seconds, error=error)
+
+
 # --------------------------------------------------------------------------------------------
 # OpenAI-compatible servers
 # --------------------------------------------------------------------------------------------
@@ -305,6 +472,12 @@ class OpenAIBackend:
     * ``auto``: ``json_schema``; if the server rejects it (HTTP 400/422/500) on the first request,
       ``json_object`` from then on.
 
+    The same modes carry the ``schema`` of :meth:`complete` (``json_schema`` sends it with
+    ``strict: true``, so there it must be an object whose properties are all required and which
+    forbids others). Images (:meth:`complete`) go as ``image_url`` parts with base64 data URLs:
+    ``vllm serve`` of a vision model and OpenAI take them; a llama.cpp server only with its
+    ``--mmproj`` projector. ``max_image_bytes`` caps each image (default 20 MB).
+
     Configuration: arguments, else ``$LOOKPLANGRAPH_LM_MODEL``, ``$OPENAI_BASE_URL``,
     ``$OPENAI_API_KEY`` (a placeholder key is used for a non-OpenAI ``base_url``). Timeouts, HTTP
     429 and 5xx and connection failures are retried ``max_retries`` times with exponential backoff
@@ -316,7 +489,8 @@ class OpenAIBackend:
                  structured: str = "json_schema", timeout: float = 120.0, max_retries: int = 4,
                  temperature: float = 0.0, max_tokens: int = 200, seed: int | None = 0,
                  reason_first: bool = False, reason_max_length: int | None = None, backoff: float = 1.0,
-                 extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7):
+                 extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7,
+                 max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES):
         try:
             import openai
         except ImportError:
@@ -339,28 +513,29 @@ class OpenAIBackend:
         self.retry_temperature = float(retry_temperature)
         self.reason_first, self.reason_max_length = reason_first, reason_max_length
         self.extra_body = dict(extra_body or {})
+        self.max_image_bytes = int(max_image_bytes)
         self.url = self.base_url or "https://api.openai.com/v1"
         self.name = f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
         self.client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
         self._auto_fallback_done = structured != "auto"
 
-    def _request(self, static: str, dynamic: str, names: list[str] | None, mode: str,
-                 excluded: Sequence[ActionKey] = ()) -> dict[str, Any]:
-        kw: dict[str, Any] = {"model": self.model, "messages": _messages(static, dynamic),
-                              "temperature": self.temperature, "max_tokens": self.max_tokens}
+    def _request(self, messages: list[dict[str, Any]], mode: str, schema: dict[str, Any] | None,
+                 relaxed: Relaxed | None, stop: Sequence[str] | None, max_tokens: int | None,
+                 schema_name: str) -> dict[str, Any]:
+        kw: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                              "max_tokens": self.max_tokens if max_tokens is None else max_tokens}
         if self.seed is not None:
             kw["seed"] = self.seed
-        exact = mode in GRAMMAR_MODES  # these servers enforce an anyOf of variants
-        if excluded and not exact:  # fallback: sample, differently for each exclusion
-            kw["temperature"] = max(self.temperature, self.retry_temperature)
-            kw["seed"] = (self.seed or 0) + len(excluded)
+        if stop:
+            kw["stop"] = list(stop)
+        if relaxed is not None and mode not in GRAMMAR_MODES:  # the schema cannot be enforced exactly here
+            schema = relaxed.schema
+            kw["temperature"], kw["seed"] = relaxed.temperature, relaxed.seed
         extra = dict(self.extra_body)
-        if mode != "none":
-            schema = constrained_schema(names, excluded if exact else (), reason_first=self.reason_first,
-                                        reason_max_length=self.reason_max_length)
+        if mode != "none" and schema is not None:
             if mode in ("json_schema", "auto"):
                 kw["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": "next_action", "schema": schema, "strict": True}}
+                                         "json_schema": {"name": schema_name, "schema": schema, "strict": True}}
             elif mode == "json_object":
                 kw["response_format"] = {"type": "json_object", "schema": schema}
             elif mode == "guided_json":
@@ -388,16 +563,22 @@ class OpenAIBackend:
             pass
         return delay
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        """One chat completion; see the class docstring for retries and errors."""
+    def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
+                 relaxed: Relaxed | None = None, schema_name: str = "reply") -> Completion:
+        """One chat completion (:meth:`LMBackend.complete`); see the class docstring for the
+        structured modes, retries and errors. ``relaxed``: what to send in modes that cannot
+        enforce ``schema`` exactly (:class:`Relaxed`); ``schema_name`` names it for ``json_schema``."""
         oa = self._openai
+        messages = with_images(messages, images, self.max_image_bytes)
+        wire_schema = structured.json_schema(schema)
         t0 = time.perf_counter()
         attempt = 0
         while True:
             mode = self.structured
             try:
-                resp = self.client.chat.completions.create(**self._request(static, dynamic, names, mode, excluded))
+                resp = self.client.chat.completions.create(
+                    **self._request(messages, mode, wire_schema, relaxed, stop, max_tokens, schema_name))
                 break
             except (oa.APIConnectionError, oa.APIStatusError) as exc:
                 status = getattr(exc, "status_code", None)
@@ -437,7 +618,21 @@ class OpenAIBackend:
             cached = getattr(details, "cached_tokens", None) if details is not None else None
         usage = Usage(prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
                       completion_tokens=getattr(u, "completion_tokens", 0) or 0, cached_tokens=cached)
-        return _reply(text, usage, time.perf_counter() - t0)
+        return _completion(text, schema, usage, time.perf_counter() - t0)
+
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        """The next action: :meth:`complete` with the action schema minus ``excluded``; where the
+        structured mode cannot enforce that (see :class:`Relaxed`), the schema without exclusions,
+        sampled at ``retry_temperature`` with a seed that changes with each exclusion."""
+        kw = {"reason_first": self.reason_first, "reason_max_length": self.reason_max_length}
+        relaxed = None
+        if excluded:
+            relaxed = Relaxed(constrained_schema(names, (), **kw), max(self.temperature, self.retry_temperature),
+                              (self.seed or 0) + len(excluded))
+        c = self.complete(_messages(static, dynamic), schema=constrained_schema(names, excluded, **kw),
+                          relaxed=relaxed, schema_name="next_action")
+        return _reply(c.text, c.usage, c.seconds)
 
 
 def _short(exc: Exception) -> str:
@@ -475,11 +670,20 @@ class LlamaCppBackend:
     ``n_threads`` (also used for prompt processing) defaults to :func:`default_threads`: the CPUs
     not already busy. llama.cpp threads spin at barriers, so on an oversubscribed machine
     asking for more threads than idle CPUs is several times slower, not faster.
+
+    :meth:`complete` compiles its ``schema`` to a grammar the same way (cached per schema).
+    Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
+    and the llama-cpp-python chat handler of that family as ``chat_handler`` (a key of
+    :data:`VISION_HANDLERS`: ``qwen2.5-vl``, ``llava-1-5``, ``llava-1-6``, ``moondream``,
+    ``nanollava``, ``llama-3-vision-alpha``, ``minicpm-v-2.6``, ``mtmd``, ``gemma4``; the names of
+    ``llama_cpp.server``'s ``--chat_format``). Without ``mmproj`` an image request raises
+    :class:`ImageError`. Image embeddings take context: use ``n_ctx`` >= 4096.
     """
 
     def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None,
                  seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, reason_first: bool = False,
-                 reason_max_length: int | None = 300, verbose: bool = False, **llama_kwargs: Any):
+                 reason_max_length: int | None = 300, verbose: bool = False, mmproj: str | os.PathLike | None = None,
+                 chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, **llama_kwargs: Any):
         try:
             import llama_cpp
         except ImportError:
@@ -507,6 +711,10 @@ class LlamaCppBackend:
         self.path, self.name = path, f"llamacpp:{label}"
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
         self.reason_first, self.reason_max_length = reason_first, reason_max_length
+        self.max_image_bytes = int(max_image_bytes)
+        self.vision = None
+        if mmproj is not None or chat_handler is not None:
+            llama_kwargs["chat_handler"] = self.vision = _vision_handler(llama_cpp, mmproj, chat_handler, verbose)
         try:
             self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
                                        verbose=verbose, **llama_kwargs)
@@ -514,16 +722,14 @@ class LlamaCppBackend:
             raise LMError(f"llama.cpp could not load {path}: {exc}") from None
         self._grammars: dict[str | None, Any] = {}
 
-    def _grammar(self, names: list[str] | None, excluded: Sequence[ActionKey] = ()) -> Any:
-        key = json.dumps([names, sorted(map(list, excluded), key=str)], sort_keys=True)
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        key = json.dumps(schema, sort_keys=True)
         g = self._grammars.get(key)
         if g is None:
-            schema = constrained_schema(names, excluded, reason_first=self.reason_first,
-                                        reason_max_length=self.reason_max_length)
             try:
                 g = self._llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
             except Exception as exc:
-                raise LMError(f"llama.cpp cannot turn the action schema into a grammar: {exc}") from None
+                raise LMError(f"llama.cpp cannot turn the reply schema into a grammar: {exc}") from None
             if len(self._grammars) > 64:
                 self._grammars.clear()
             self._grammars[key] = g
@@ -535,17 +741,24 @@ class LlamaCppBackend:
         if close is not None:
             close()
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        """One constrained chat completion (``excluded`` removed from the grammar); raises
-        :class:`LMError` only if the prompt does not fit the context or llama.cpp fails."""
-        grammar = self._grammar(names, excluded)
+    def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None) -> Completion:
+        """One chat completion (:meth:`LMBackend.complete`), constrained by the grammar of
+        ``schema``; raises :class:`LMError` only if the prompt does not fit the context or
+        llama.cpp fails, :class:`ImageError` for images without a vision model."""
+        if images and self.vision is None:
+            raise ImageError(f"{self.name} cannot see images: load a multimodal model with its projector "
+                             f"(mmproj=PATH, chat_handler=one of {', '.join(VISION_HANDLERS)})")
+        messages = with_images(messages, images, self.max_image_bytes)
+        wire_schema = structured.json_schema(schema)
+        grammar = self._grammar(wire_schema) if wire_schema is not None else None
         before = self.llm.input_ids[: self.llm.n_tokens].tolist()
         t0 = time.perf_counter()
         try:
             out = self.llm.create_chat_completion(
-                messages=_messages(static, dynamic), temperature=self.temperature, max_tokens=self.max_tokens,
-                seed=self.seed, grammar=grammar)
+                messages=messages, temperature=self.temperature,
+                max_tokens=self.max_tokens if max_tokens is None else max_tokens,
+                seed=self.seed, grammar=grammar, stop=list(stop) if stop else [])
         except ValueError as exc:  # e.g. "Requested tokens (...) exceed context window"
             raise LMError(f"{self.name}: {exc}") from None
         seconds = time.perf_counter() - t0
@@ -560,7 +773,52 @@ class LlamaCppBackend:
         cached = min(common, max(n_prompt - 1, 0))  # a fully cached prompt replays its last token
         usage = Usage(prompt_tokens=n_prompt, completion_tokens=int(u.get("completion_tokens", 0)), cached_tokens=cached)
         text = out["choices"][0]["message"].get("content") or ""
-        return _reply(text, usage, seconds)
+        return _completion(text, schema, usage, seconds)
+
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        """One constrained chat completion (``excluded`` removed from the grammar); raises
+        :class:`LMError` only if the prompt does not fit the context or llama.cpp fails."""
+        schema = constrained_schema(names, excluded, reason_first=self.reason_first,
+                                    reason_max_length=self.reason_max_length)
+        c = self.complete(_messages(static, dynamic), schema=schema)
+        return _reply(c.text, c.usage, c.seconds)
+
+
+#: ``chat_handler`` names of :class:`LlamaCppBackend` (as ``llama_cpp.server --chat_format``) and
+#: the llama-cpp-python 0.3.36 classes that put images into the prompt of each model family.
+VISION_HANDLERS = {
+    "qwen2.5-vl": "Qwen25VLChatHandler",
+    "llava-1-5": "Llava15ChatHandler",
+    "llava-1-6": "Llava16ChatHandler",
+    "moondream": "MoondreamChatHandler",
+    "nanollava": "NanoLlavaChatHandler",
+    "llama-3-vision-alpha": "Llama3VisionAlphaChatHandler",
+    "minicpm-v-2.6": "MiniCPMv26ChatHandler",
+    "mtmd": "MTMDChatHandler",
+    "gemma4": "Gemma4ChatHandler",
+}
+
+
+def _vision_handler(llama_cpp: Any, mmproj: str | os.PathLike | None, name: str | None, verbose: bool) -> Any:
+    if mmproj is None or name is None:
+        raise LMError("images in process need both mmproj=PATH (the model's projector GGUF) and chat_handler=NAME "
+                      f"(one of {', '.join(VISION_HANDLERS)})")
+    if name not in VISION_HANDLERS:
+        raise LMError(f"unknown chat_handler {name!r}; known: {', '.join(VISION_HANDLERS)}")
+    path = Path(mmproj).expanduser()
+    if not path.is_file():
+        raise LMError(f"no projector file {path} (mmproj)")
+    from llama_cpp import llama_chat_format
+
+    cls = getattr(llama_chat_format, VISION_HANDLERS[name], None)
+    if cls is None:
+        raise LMError(f"this llama-cpp-python has no {VISION_HANDLERS[name]} (chat_handler {name!r}); "
+                      "install llama-cpp-python==0.3.36")
+    try:
+        return cls(clip_model_path=str(path), verbose=verbose)
+    except Exception as exc:
+        raise LMError(f"llama.cpp could not load the projector {path} with {cls.__name__}: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -569,7 +827,9 @@ class LlamaCppBackend:
 
 class ScriptedBackend:
     """Replays fixed reply texts in order (the last one repeats); not a language model. For tests
-    of the planner loop and the parser. Usage counts are rough (characters / 4)."""
+    of the planner loop, the parser and the graph augmentation. ``decide`` and ``complete`` share
+    the replies; ``complete`` checks images (:func:`image_part`) and the schema as real backends
+    do and records each request in ``requests``. Usage counts are rough (characters / 4)."""
 
     def __init__(self, replies: list[str], name: str = "scripted"):
         if not replies:
@@ -577,11 +837,27 @@ class ScriptedBackend:
         self.replies, self.name, self.calls = list(replies), name, 0
         self.prompts: list[tuple[str, str, list[str] | None]] = []
         self.excluded: list[list[ActionKey]] = []  # what each call was asked not to produce (ignored)
+        self.requests: list[dict[str, Any]] = []  # complete(): messages (with image parts), schema, stop, max_tokens
+
+    def _next(self) -> str:
+        text = self.replies[min(self.calls, len(self.replies) - 1)]
+        self.calls += 1
+        return text
+
+    def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None) -> Completion:
+        sent = with_images(messages, images)
+        self.requests.append({"messages": sent, "schema": structured.json_schema(schema), "stop": stop,
+                              "max_tokens": max_tokens})
+        text = self._next()
+        prompt_chars = sum(len(m["content"]) if isinstance(m.get("content"), str) else
+                           sum(len(part.get("text", "")) for part in m.get("content") or ()) for m in messages)
+        usage = Usage(prompt_tokens=prompt_chars // 4, completion_tokens=len(text) // 4, cached_tokens=None)
+        return _completion(text, schema, usage, 0.0)
 
     def decide(self, static: str, dynamic: str, names: list[str] | None,
                excluded: Sequence[ActionKey] = ()) -> LMReply:
-        text = self.replies[min(self.calls, len(self.replies) - 1)]
-        self.calls += 1
+        text = self._next()
         self.prompts.append((static, dynamic, names))
         self.excluded.append(list(excluded))
         usage = Usage(prompt_tokens=(len(static) + len(dynamic)) // 4, completion_tokens=len(text) // 4, cached_tokens=None)

@@ -4,6 +4,10 @@ Each decision is stored as one JSON line ``{"key", "backend", "reply"}`` in an a
 The key is the SHA-256 of ``[backend name, static, dynamic, names]`` (plus the excluded actions
 when there are any), so the same prompt to the
 same backend gets the same reply back, including its text, parsed action, usage and seconds.
+:meth:`CachedBackend.complete` stores its calls in the same file (``"kind": "complete"``), keyed
+by the messages, the SHA-256 of each image's bytes, the JSON schema, ``stop`` and
+``max_tokens``; a replayed completion is validated against the request's schema again, so its
+``parsed`` is a fresh model instance.
 The first stored reply of a key wins (the file may hold several when runs overlapped); a torn
 last line (an interrupted write) is skipped.
 """
@@ -15,9 +19,10 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from lookplangraph.backends import ActionKey, LMBackend, LMError, LMReply
+from lookplangraph import structured
+from lookplangraph.backends import ActionKey, Completion, ImageError, LMBackend, LMError, LMReply, Usage, check_reply
 
 
 def reply_key(backend_name: str, static: str, dynamic: str, names: list[str] | None,
@@ -28,6 +33,22 @@ def reply_key(backend_name: str, static: str, dynamic: str, names: list[str] | N
     if excluded:
         request.append(sorted(map(list, excluded), key=str))
     blob = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def completion_key(backend_name: str, messages: list[dict[str, Any]], images: Sequence[str | os.PathLike] | None,
+                   schema: Any, stop: Sequence[str] | None, max_tokens: int | None) -> str:
+    """SHA-256 hex digest of a :meth:`complete` request; images count by their bytes, not their
+    paths (a missing image raises :class:`ImageError`)."""
+    digests = []
+    for path in images or ():
+        try:
+            digests.append(hashlib.sha256(Path(path).expanduser().read_bytes()).hexdigest())
+        except OSError as exc:
+            raise ImageError(f"image {path}: {exc.strerror or exc}") from None
+    request = ["complete", backend_name, messages, digests, structured.json_schema(schema),
+               list(stop) if stop else None, max_tokens]
+    blob = json.dumps(request, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -57,23 +78,47 @@ class CachedBackend:
     def __len__(self) -> int:
         return len(self._replies)
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        key = reply_key(self.name, static, dynamic, names, excluded)
+    def _lookup(self, key: str) -> dict | None:
         stored = self._replies.get(key)
         if stored is not None:
             self.hits += 1
-            return LMReply.from_dict(stored)
+            return stored
         self.misses += 1
         if self.replay:
             raise LMError(f"replay: no stored reply of {self.name} for this prompt in {self.path} (key {key[:12]})")
-        reply = self.inner.decide(static, dynamic, names, excluded)  # type: ignore[union-attr]
-        rec = {"key": key, "backend": self.name, "reply": reply.to_dict()}
+        return None
+
+    def _store(self, rec: dict) -> None:
         line = json.dumps(rec, ensure_ascii=False) + "\n"
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as f:
                 f.write(line)
                 f.flush()
-            self._replies.setdefault(key, rec["reply"])
+            self._replies.setdefault(rec["key"], rec["reply"])
+
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        key = reply_key(self.name, static, dynamic, names, excluded)
+        stored = self._lookup(key)
+        if stored is not None:
+            return LMReply.from_dict(stored)
+        reply = self.inner.decide(static, dynamic, names, excluded)  # type: ignore[union-attr]
+        self._store({"key": key, "backend": self.name, "reply": reply.to_dict()})
         return reply
+
+    def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None) -> Completion:
+        """:meth:`LMBackend.complete` through the cache (see the module doc)."""
+        key = completion_key(self.name, messages, images, schema, stop, max_tokens)
+        stored = self._lookup(key)
+        if stored is not None:
+            parsed, error = check_reply(stored["text"], schema)
+            return Completion(text=stored["text"], parsed=parsed, usage=Usage(**(stored.get("usage") or {})),
+                              seconds=float(stored.get("seconds", 0.0)), error=error)
+        complete = getattr(self.inner, "complete", None)
+        if complete is None:
+            raise LMError(f"backend {self.name} has no complete()")
+        result = complete(messages, images=images, schema=schema, stop=stop, max_tokens=max_tokens)
+        self._store({"key": key, "backend": self.name, "kind": "complete", "reply": result.to_dict()})
+        return result
