@@ -33,10 +33,13 @@ from grasif.task import Task
 
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_episode
 from sim_adapters.graph_env import GraphEnvironment
+from sim_adapters.wrappers import DynamicPerturbation
 
 
-def make_env(task: Task, dynamic_seed: int | None = None) -> GraphEnvironment:
-    return GraphEnvironment(task.graph, task.goal, dynamic_seed=dynamic_seed)
+def make_env(task: Task, dynamic_seed: int | None = None):
+    """The graph environment, wrapped for dynamic mode when ``dynamic_seed`` is set."""
+    env = GraphEnvironment(task.graph)
+    return DynamicPerturbation(env, task.goal, dynamic_seed) if dynamic_seed is not None else env
 
 
 def format_step(rec: StepRecord) -> str:
@@ -78,8 +81,9 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
     """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
     echoing it readably when ``echo`` is given)."""
     env = make_env(task, dynamic_seed)
-    if echo and env.moves:
-        echo("dynamic mode moved: " + "; ".join(env.moves))
+    moves = getattr(env, "moves", [])
+    if echo and moves:
+        echo("dynamic mode moved: " + "; ".join(moves))
     with open(trace_path, "w") as trace:
         def on_step(rec: StepRecord) -> None:
             trace.write(json.dumps(asdict(rec)) + "\n")

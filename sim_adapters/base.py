@@ -4,6 +4,10 @@ The planner only ever calls :meth:`Environment.reset`, :meth:`Environment.step` 
 actions (the SGS has already expanded and corrected them) and reads the :class:`StepResult`.
 ``discover_objects`` answers with an :class:`Observation`: what the robot saw on and inside the
 node. :meth:`Environment.true_graph` is for evaluation only; a planner must not read it.
+
+Behaviour that is not the simulator's own (dynamic perturbation, recording, a step limit) is a
+wrapper around any environment (:mod:`sim_adapters.wrappers`). An environment that can start from
+an edited graph (:class:`EditableEnvironment`) supports dynamic mode.
 """
 
 from __future__ import annotations
@@ -57,3 +61,11 @@ class Environment(Protocol):
 
     def true_graph(self) -> SceneGraph:
         """The environment's current ground truth, for evaluation only."""
+
+
+@runtime_checkable
+class EditableEnvironment(Environment, Protocol):
+    def set_initial(self, graph: SceneGraph) -> None:
+        """Start this and every later episode from ``graph``: the current initial graph with objects
+        moved (what :func:`sim_adapters.graph_env.perturb` makes). Raise ``ValueError`` naming the
+        node for a change the environment cannot make."""

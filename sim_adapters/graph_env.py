@@ -6,12 +6,14 @@ simulation with ground-truth graph augmentation).
   nothing and returns the SGS's reason as feedback.
 * ``discover_objects(node)`` returns every true object on and inside ``node``, nested objects
   included, whether or not the containers are open (ground-truth augmentation).
-* **Dynamic mode** (``dynamic_seed`` set) reproduces the changed-environment setting: before the
-  episode, each task-relevant object (:func:`relevant_objects`) is moved, with a seeded RNG, to
-  another node that could hold it — an asset or object that affords ``put_on``/``put_inside``,
-  not its current parent and not a goal destination — ``inside`` when the new holder takes things
-  inside, else ``ontop``. Moves that would already satisfy a goal part are redrawn. The memory
-  graph's priors are then stale: the planner has to search.
+* **Dynamic mode** reproduces the changed-environment setting with the wrapper
+  :class:`sim_adapters.wrappers.DynamicPerturbation`, which calls :func:`perturb` and starts the
+  environment from its graph (:meth:`GraphEnvironment.set_initial`): before the episode, each
+  task-relevant object (:func:`relevant_objects`) is moved, with a seeded RNG, to another node
+  that could hold it — an asset or object that affords ``put_on``/``put_inside``, not its current
+  parent and not a goal destination — ``inside`` when the new holder takes things inside, else
+  ``ontop``. Moves that would already satisfy a goal part are redrawn. The memory graph's priors
+  are then stale: the planner has to search.
 """
 
 from __future__ import annotations
@@ -73,19 +75,34 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[SceneGraph, l
     return current.check(), notes
 
 
-class GraphEnvironment:
-    """Environment over a true :class:`SceneGraph` (module doc). ``goal`` is needed only for
-    dynamic mode, to know which objects to move."""
+def observe(graph: SceneGraph, node: str, name: str | None = None) -> Observation:
+    """Every object of ``graph`` on and inside ``node``, nested ones included, parents before
+    children (ground-truth augmentation). ``name``: the node's name in the observation, when the
+    planner calls it differently."""
+    seen = []
+    for child in graph.descendants(node):
+        n = graph.nodes[child]
+        if n.layer is not Layer.OBJECT:
+            continue
+        par, rel = graph.parent[child]
+        seen.append(SeenObject(child, rel.value, name if name is not None and par == node else par,
+                               tuple(n.states or ()), n.affordances))
+    return Observation(name or node, tuple(seen))
 
-    def __init__(self, graph: SceneGraph, goal: GoalSpec | None = None, *, dynamic_seed: int | None = None):
+
+class GraphEnvironment:
+    """Environment over a true :class:`SceneGraph` (module doc). ``goal`` is accepted for the
+    callers that pass it; dynamic mode is the wrapper :class:`sim_adapters.wrappers.DynamicPerturbation`."""
+
+    def __init__(self, graph: SceneGraph, goal: GoalSpec | None = None):
         self.initial = graph
-        self.moves: list[str] = []
-        if dynamic_seed is not None:
-            self.initial, self.moves = perturb(graph, goal or GoalSpec(), dynamic_seed)
         self._graph = self.initial
 
     def reset(self) -> None:
         self._graph = self.initial
+
+    def set_initial(self, graph: SceneGraph) -> None:
+        self.initial = self._graph = graph
 
     def true_graph(self) -> SceneGraph:
         return self._graph
@@ -103,12 +120,4 @@ class GraphEnvironment:
 
     def observe(self, node: str) -> Observation:
         """Every true object on and inside ``node``, parents before children."""
-        g = self._graph
-        seen = []
-        for name in g.descendants(node):
-            n = g.nodes[name]
-            if n.layer is not Layer.OBJECT:
-                continue
-            par, rel = g.parent[name]
-            seen.append(SeenObject(name, rel.value, par, tuple(n.states or ()), n.affordances))
-        return Observation(node, tuple(seen))
+        return observe(self._graph, node)

@@ -16,6 +16,7 @@ from lookplangraph.planner import PlannerConfig, run_episode
 from lookplangraph.serialize import render, visible_names
 from sgs.io import graph_to_dict
 from sim_adapters.graph_env import GraphEnvironment, perturb, relevant_objects
+from sim_adapters.wrappers import DynamicPerturbation
 
 from conftest import EXAMPLES, kitchen_dict
 
@@ -170,13 +171,13 @@ def test_dynamic_mode_moves_relevant_objects_deterministically():
     assert graph_to_dict(a) == graph_to_dict(b) and notes_a == notes_b and len(notes_a) == 1
     assert a.parent["apple-1"] != task.graph.parent["apple-1"]
     assert a.parent["apple-1"][0] != "bed-1"  # never onto a goal destination
-    env = GraphEnvironment(task.graph, task.goal, dynamic_seed=3)
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3)
     assert env.moves == notes_a and env.true_graph().parent["apple-1"] == a.parent["apple-1"]
 
 
 def test_stale_priors_are_replaced_by_what_discover_finds():
     task = kitchen_task()
-    env = GraphEnvironment(task.graph, task.goal, dynamic_seed=3)
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3)
     assert env.moves == ["apple-1: inside box-1 -> inside cup-1"]
     lm = ScriptedBackend([J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("discover_objects", "table-1"),
                           J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])  # SCRIPTED, not an LM
