@@ -532,6 +532,49 @@ def _final_override(program: Program, raw_init: _Raw, naming: Naming, raw_final:
 
 
 # ---------------------------------------------------------------------------------------------
+# conversion during an episode (sim_adapters.virtualhome)
+# ---------------------------------------------------------------------------------------------
+def task_source_graph(task: Task, source: Path | None = None) -> tuple[dict, Path]:
+    """The initial VirtualHome graph a built task came from (provenance ``graphs``, read from
+    ``source``, default the installed package) and its path; :class:`SourceError` if missing."""
+    rel = task.provenance.get("graphs")
+    if task.split != SPLIT or not rel:
+        raise SourceError(f"task {task.split}/{task.id} does not come from VirtualHome (no provenance 'graphs')")
+    path = (Path(source) if source is not None else source_dir()) / rel
+    return read_graphs(path)[0], path
+
+
+def task_naming(init: dict, where: Path, expected: dict[str, int] | None = None) -> Naming:
+    """The naming of an initial VirtualHome graph; with ``expected`` (a task's provenance ``ids``)
+    a :class:`SourceError` when the graph names its nodes differently (another package version)."""
+    naming = make_naming(_Raw(init, where))
+    if expected is not None and naming.ids != expected:
+        diff = sorted(set(naming.ids.items()) ^ set(expected.items()))[:5]
+        raise SourceError(f"{where}: its node names differ from the task's provenance ids (first: {diff})")
+    return naming
+
+
+def raw_index(data: dict, where: Path) -> _Raw:
+    """An index of a VirtualHome graph (nodes by id, ON/INSIDE targets, rooms, held ids)."""
+    return _Raw(data, where)
+
+
+def convert_state(raw: _Raw, naming: Naming, last_support: dict[int, tuple[Relation, int]]) -> SceneGraph:
+    """A VirtualHome graph during an episode, in our terms (the environment's true graph).
+
+    The character holds at most one object (the adapter keeps to one hand). An object left without
+    supporting node and not held (GRAB deletes the ON/INSIDE edges of what lay on or in the grabbed
+    object, see :func:`_final_override`) goes to ``last_support[id]``, where it last was."""
+    held = _held_objects(raw, naming)
+    if len(held) > 1:
+        raise SourceError(f"{raw.where}: the character holds {len(held)} objects; one hand is modelled")
+    placed = {i: last_support[i] for i, layer in naming.layers.items()
+              if layer is Layer.OBJECT and i not in held and i in last_support
+              and _object_parent(raw, naming, i) is None}
+    return _to_graph(convert_graph(raw, naming, placed=placed, held=held[0] if held else None), raw.where)
+
+
+# ---------------------------------------------------------------------------------------------
 # goals and instructions
 # ---------------------------------------------------------------------------------------------
 def task_goal(initial: SceneGraph, final: SceneGraph) -> GoalSpec:
@@ -566,6 +609,11 @@ def _cls(name: str) -> str:
 def _label(name: str) -> str:
     cls = _cls(name)
     return _LABELS.get(cls, cls.replace("_", " "))
+
+
+def label(name: str) -> str:
+    """Readable words for a node's class (``food_food-1`` → ``food``, ``tvstand-1`` → ``TV stand``)."""
+    return _label(name)
 
 
 def _same_class(graph: SceneGraph, name: str) -> list[str]:

@@ -164,6 +164,7 @@ def _settings(args):
 
     overrides = {
         "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
+        "env": args.env,
         "max_actions": args.max_actions, "graph_style": args.graph_style,
         "priors": False if args.no_priors else None,
         "correction": "none" if args.no_correction else args.correction,
@@ -234,21 +235,32 @@ def _lm_factory(s, out: Path):
     return factory
 
 
+def _check_env(s, tasks) -> None:
+    from lookplangraph.runner import check_env
+
+    try:
+        check_env(s.env, tasks)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
 def cmd_run(args) -> int:
     from lookplangraph.backends import LMError
     from lookplangraph.runner import format_result, now_stamp, run_episode_to_dir
+    from sim_adapters.virtualhome import VirtualHomeError
 
     s = _settings(args)
     task = _select_tasks(s, args.data_dir, args.task_file)[0]
+    _check_env(s, [task])
     out = Path(s.out) if s.out else Path("runs") / f"{now_stamp()}_{task.split}_{task.id}"
     lm = _lm_factory(s, out)()
     print(f"Task {task.split}/{task.id}: {task.instruction}")
     print(f"LM {lm.name}; graph {s.graph_style}; priors {'on' if s.priors else 'off'}; "
-          f"correction {s.correction}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}")
+          f"correction {s.correction}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; environment {s.env}")
     try:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
-                                    echo=lambda text: print(text, flush=True))
-    except LMError as exc:
+                                    echo=lambda text: print(text, flush=True), env=s.env)
+    except (LMError, VirtualHomeError) as exc:
         raise InputError(str(exc)) from None
     print(format_result(result))
     print(f"trace: {out / 'trace.jsonl'}; result: {out / 'result.json'}")
@@ -275,15 +287,17 @@ def _progress_bar(total_width: int = 30):
 def cmd_eval(args) -> int:
     from lookplangraph.backends import LMError
     from lookplangraph.runner import evaluate, now_stamp, summary_text
+    from sim_adapters.virtualhome import VirtualHomeError
 
     s = _settings(args)
     tasks = _select_tasks(s, args.data_dir)
+    _check_env(s, tasks)
     out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
     try:
         evaluate(tasks, _lm_factory(s, out), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
-                 progress=_progress_bar(), meta=s.as_dict())
-    except LMError as exc:
+                 progress=_progress_bar(), meta=s.as_dict(), env=s.env)
+    except (LMError, VirtualHomeError) as exc:
         raise InputError(f"{exc} (finished episodes are kept in {out / 'results.jsonl'}; rerun to resume)") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
@@ -403,6 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--split", choices=SPLITS)
     common.add_argument("--dynamic", action="store_true", help="move task-relevant objects before the episode (seeded)")
     common.add_argument("--seed", type=int, help="dynamic-mode seed (default 0)")
+    common.add_argument("--env", help="environment: graph (default; the SGS on the true graph), virtualhome "
+                                      "(VirtualHome's evolving graph; virtualhome split only), virtualhome-unity[@URL] "
+                                      "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080)")
     common.add_argument("--max-actions", type=int, help="action limit (default 30)")
     common.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (ablations)")
     common.add_argument("--no-priors", action="store_true", help="ablation: the memory graph starts without objects")

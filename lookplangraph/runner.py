@@ -33,13 +33,41 @@ from grasif.task import Task
 
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_episode
 from sim_adapters.graph_env import GraphEnvironment
-from sim_adapters.wrappers import DynamicPerturbation
+from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
+
+#: ``--env`` kinds: the SGS on the true graph, VirtualHome's evolving graph, its Unity simulator.
+ENVIRONMENTS = ("graph", "virtualhome", "virtualhome-unity")
 
 
-def make_env(task: Task, dynamic_seed: int | None = None):
-    """The graph environment, wrapped for dynamic mode when ``dynamic_seed`` is set."""
-    env = GraphEnvironment(task.graph)
-    return DynamicPerturbation(env, task.goal, dynamic_seed) if dynamic_seed is not None else env
+def check_env(env: str, tasks: list[Task]) -> None:
+    """``ValueError`` with the reason when ``env`` (``graph``, ``virtualhome``,
+    ``virtualhome-unity[@URL]``) cannot run ``tasks``: VirtualHome runs only its own split."""
+    kind = env.partition("@")[0]
+    if kind not in ENVIRONMENTS or (kind != "virtualhome-unity" and "@" in env):
+        raise ValueError(f"unknown environment {env!r}; use graph, virtualhome or virtualhome-unity[@URL]")
+    other = sorted({t.split for t in tasks if t.split != "virtualhome"})
+    if kind != "graph" and other:
+        raise ValueError(f"--env {kind} runs only the virtualhome split (VirtualHome's scene), not {', '.join(other)}")
+
+
+def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph"):
+    """The environment of an episode: ``env`` (see :func:`check_env`), wrapped for dynamic mode."""
+    check_env(env, [task])
+    kind, _, url = env.partition("@")
+    if kind == "graph":
+        environment = GraphEnvironment(task.graph)
+    else:
+        from sim_adapters.virtualhome import VirtualHomeEnvironment
+
+        backend = None
+        if kind == "virtualhome-unity":
+            from sim_adapters.unity import DEFAULT_URL, UnityBackend
+
+            backend = UnityBackend(url or DEFAULT_URL)
+        environment = VirtualHomeEnvironment(task, backend)
+    if dynamic_seed is not None:
+        environment = DynamicPerturbation(environment, task.goal, dynamic_seed)
+    return environment
 
 
 def format_step(rec: StepRecord) -> str:
@@ -77,10 +105,14 @@ def format_result(r: EpisodeResult) -> str:
 
 
 def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dynamic_seed: int | None = None,
-                   echo: Callable[[str], None] | None = None) -> EpisodeResult:
+                   echo: Callable[[str], None] | None = None, env: str = "graph",
+                   record_dir: Path | None = None) -> EpisodeResult:
     """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
-    echoing it readably when ``echo`` is given)."""
-    env = make_env(task, dynamic_seed)
+    echoing it readably when ``echo`` is given). ``record_dir``: also record every environment
+    step there (``steps.jsonl``, ``images/``)."""
+    env = make_env(task, dynamic_seed, env)
+    if record_dir is not None:
+        env = StepRecorder(env, record_dir)
     moves = getattr(env, "moves", [])
     if echo and moves:
         echo("dynamic mode moved: " + "; ".join(moves))
@@ -95,10 +127,12 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
 
 
 def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
-                       echo: Callable[[str], None] | None = None) -> EpisodeResult:
-    """Run one episode, writing ``trace.jsonl`` as it goes and ``result.json`` at the end."""
+                       echo: Callable[[str], None] | None = None, env: str = "graph") -> EpisodeResult:
+    """Run one episode, writing ``trace.jsonl`` as it goes, ``result.json`` at the end and the
+    environment's steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
     out.mkdir(parents=True, exist_ok=True)
-    result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo)
+    result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
+                            record_dir=out)
     (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
     return result
 
@@ -132,12 +166,14 @@ def to_record(row: dict) -> EpisodeRecord:
 
 
 def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
-             dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None) -> list[dict]:
+             dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None,
+             env: str = "graph") -> list[dict]:
     """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
     their result rows (module doc).
 
-    ``lm_factory`` is called once per worker thread. ``progress(done, total, row)`` is called after
+    ``lm_factory`` is called once per worker thread; ``env`` names the environment (:func:`make_env`). ``progress(done, total, row)`` is called after
     each episode (the CLI draws a bar with it)."""
+    check_env(env, tasks)
     out.mkdir(parents=True, exist_ok=True)
     (out / "traces").mkdir(exist_ok=True)
     if meta is not None:
@@ -156,7 +192,7 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
         if not hasattr(local, "lm"):
             local.lm = lm_factory()
         result = traced_episode(task, local.lm, cfg, out / "traces" / f"{_key(task.split, task.id)}.jsonl",
-                                dynamic_seed=dynamic_seed)
+                                dynamic_seed=dynamic_seed, env=env)
         row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
         with lock:
             with open(results, "a") as f:

@@ -11,6 +11,7 @@ Keys (all optional)::
     selection = "strict"                 # only tasks tagged with this selection (virtualhome)
     dynamic = false                      # move task-relevant objects before the episode
     seed = 0                             # dynamic-mode seed
+    env = "graph"                        # graph | virtualhome | virtualhome-unity[@URL] (lookplangraph.runner.make_env)
     max_actions = 30
     max_unresolved = 3
     graph_style = "text"                 # text | json | full
@@ -57,6 +58,7 @@ class RunSettings:
     selection: str | None = None
     dynamic: bool = False
     seed: int = 0
+    env: str = "graph"
     max_actions: int = 30
     max_unresolved: int = 3
     graph_style: str = "text"
