@@ -662,7 +662,7 @@ class LlamaCppBackend:
     to a ``.gguf`` file. Decoding is greedy (``temperature=0``) and constrained by a grammar built
     from :func:`action_schema` (what ``response_format={"type": "json_object", "schema": ...}``
     does, except that a schema the converter cannot handle raises :class:`LMError` instead of
-    silently falling back to free JSON). Grammars are cached per ``names`` and ``excluded``.
+    silently falling back to free JSON). Grammars are cached per schema.
 
     Prompt cache: llama-cpp-python keeps the tokens of the previous call in its KV cache and only
     evaluates the part of the new prompt after the longest common token prefix. ``cached_tokens``

@@ -311,3 +311,25 @@ def test_gam_eval_command_ground_truth(data_dir, tmp_path, capsys):
 def test_parser_schema_compiles_to_a_llama_cpp_grammar():
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
     assert llama_cpp.LlamaGrammar.from_json_schema(json.dumps(parser_schema()), verbose=False) is not None
+
+
+def test_binding_never_raises_on_arbitrary_json():
+    from hypothesis import given, settings, strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                          max_leaves=12)
+    words = st.sampled_from(["cup-1", "cup", "table-1", "bowl-2", "Bowl 2", "", "ontop", "inside", "on top of", "x"])
+    entries = st.lists(st.fixed_dictionaries({"name": words | values, "relation": words | values,
+                                              "related_to": words | values, "states": values}), max_size=6)
+
+    @settings(max_examples=300, deadline=None)
+    @given(entries | values)
+    def check(value):
+        observation, notes = to_observation("table-1", value, names=["cup-1", "bowl-2"], priors=["cup-1"])
+        placed = {"table-1"}
+        for o in observation.objects:  # parents before children, each name once, no self edges
+            assert o.parent in placed and o.name not in placed and o.relation in ("ontop", "inside")
+            placed.add(o.name)
+
+    check()
