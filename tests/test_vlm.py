@@ -333,3 +333,15 @@ def test_binding_never_raises_on_arbitrary_json():
             placed.add(o.name)
 
     check()
+
+
+def test_an_empty_reply_cache_is_still_the_parser(tmp_path):
+    # CachedBackend has __len__ (0 when empty): the augmentation must not read it as "no backend"
+    from lookplangraph.backends import ScriptedBackend
+    from lookplangraph.replycache import CachedBackend
+    from vlm.gam import GraphAugmentation
+
+    cached = CachedBackend(ScriptedBackend(['{"objects": []}']), tmp_path / "cache.jsonl")  # SCRIPTED
+    assert len(cached) == 0
+    gam = GraphAugmentation("parser", parser=cached)
+    assert gam.parser is not None and gam.parser.lm is cached

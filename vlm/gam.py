@@ -153,7 +153,7 @@ class GraphAugmentation:
             raise ValueError(f"augmentation mode {mode} needs a parser backend")
         self.mode, self.states = mode, tuple(states)
         self.describer = Describer(describer, describer_max_tokens) if describer is not None else None
-        parser_lm = parser or describer
+        parser_lm = parser if parser is not None else describer  # a backend may be falsy (an empty reply cache)
         self.parser = Parser(parser_lm, self.states, parser_max_tokens, max_objects) if parser_lm is not None else None
 
     def augment(self, node: str, *, image: str | os.PathLike | None = None, description: str | None = None,
