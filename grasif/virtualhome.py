@@ -400,6 +400,20 @@ def _states(node: dict) -> list[str]:
     return sorted({s.lower() for s in node["states"]})
 
 
+def is_under(raw, a: int, b: int) -> bool:
+    """Whether VirtualHome's ON/INSIDE edges lead from ``a`` to ``b`` (``a`` is on or in ``b``,
+    through other objects; rooms end the search)."""
+    seen, stack = set(), [a]
+    while stack:
+        for _, t in raw.targets.get(stack.pop(), []):
+            if t == b:
+                return True
+            if t not in seen and t not in raw.rooms:
+                seen.add(t)
+                stack.append(t)
+    return False
+
+
 def _object_parent(raw: _Raw, naming: Naming, i: int) -> tuple[Relation, int] | None:
     """Most specific kept non-room ON/INSIDE target of ``i`` (see module doc), or ``None``."""
     cands: dict[int, Relation] = {}
@@ -410,19 +424,7 @@ def _object_parent(raw: _Raw, naming: Naming, i: int) -> tuple[Relation, int] | 
     if not cands:
         return None
 
-    def under(a: int, b: int) -> bool:  # a is, through ON/INSIDE edges, on or in b
-        seen, stack = set(), [a]
-        while stack:
-            n = stack.pop()
-            for _, t in raw.targets.get(n, []):
-                if t == b:
-                    return True
-                if t not in seen and t not in raw.rooms:
-                    seen.add(t)
-                    stack.append(t)
-        return False
-
-    specific = [c for c in cands if not any(o != c and under(o, c) for o in cands)] or list(cands)
+    specific = [c for c in cands if not any(o != c and is_under(raw, o, c) for o in cands)] or list(cands)
     best = min(specific, key=lambda c: (cands[c] is not Relation.ONTOP, c))
     return cands[best], best
 

@@ -432,22 +432,9 @@ def consistent_vh_graph(data: dict, graph: SceneGraph, naming, where: Path) -> t
             continue
         i, holder = ids[name], ids[par]
         targets = {naming.canonical(raw, t) for _, t in raw.targets.get(i, [])} - {None, holder}
-        if any(not _under(raw, holder, t) for t in targets) or raw.room_of.get(i) != ids[graph.place_of(name)]:
+        if any(not vh.is_under(raw, holder, t) for t in targets) or raw.room_of.get(i) != ids[graph.place_of(name)]:
             bad.append(name)
     return (_rewire(data, bad, graph, naming) if bad else data), bad
-
-
-def _under(raw, a: int, b: int) -> bool:
-    """Whether VirtualHome's ON/INSIDE edges lead from ``a`` to ``b`` (as the converter reads them)."""
-    seen, stack = set(), [a]
-    while stack:
-        for _, t in raw.targets.get(stack.pop(), []):
-            if t == b:
-                return True
-            if t not in seen and t not in raw.rooms:
-                seen.add(t)
-                stack.append(t)
-    return False
 
 
 def _ancestors(graph: SceneGraph, name: str) -> list[str]:
