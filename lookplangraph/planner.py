@@ -60,9 +60,9 @@ from typing import Callable
 from grasif.goals import evaluate_goal
 from grasif.task import Task
 from sgs.graph import SceneGraph
-from sgs.simulator import Infeasible, check, expand_unchecked, hallucination
+from sgs.simulator import TARGET_STATE, Infeasible, check, expand_unchecked, hallucination
 
-from lookplangraph.decoding import ActionKey, action_key
+from lookplangraph.decoding import ActionKey, action_key, flat_names
 from lookplangraph.memory import MemoryGraph
 from lookplangraph.prompts import dynamic_prompt, static_prompt
 from lookplangraph.serialize import inapplicable, render, visible_names, vocabulary
@@ -163,7 +163,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             names = visible_names(memory, cfg.graph_style)
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_inapplicable:
-            excluded += [k for k in inapplicable(memory, list(_all_names(names))) if k not in refused]
+            excluded += [k for k in inapplicable(memory, flat_names(names)) if k not in refused]
         dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
         reply = lm.decide(static, dynamic, names, excluded)
         rec = StepRecord(len(records) + 1, reply.reason, str(reply.action) if reply.action else None, False, reply.text,
@@ -176,11 +176,11 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
                                        "choose a different action")
         else:
             feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited)
+        new_state = _state_key(memory.graph)
         if rec.accepted:
-            visited[_state_key(memory.graph)] += 1
+            visited[new_state] += 1
             last_accepted = rec.proposed
             history.append((reply.reason or "", rec.proposed, feedback or _as_done(rec)))
-        new_state = _state_key(memory.graph)
         if new_state != state:
             state, refused = new_state, {}
         elif key is not None and (not rec.accepted or rec.infeasible):
@@ -223,15 +223,12 @@ def _already_so(graph: SceneGraph, action) -> bool:
     fn, node = action.function_name, action.node
     if fn == "go_to":
         return node == graph.agent.location
-    if fn in _TARGET_STATE:
-        return node in graph.nodes and graph.nodes[node].has(_TARGET_STATE[fn])
+    if fn in TARGET_STATE:
+        return node in graph.nodes and graph.nodes[node].has(TARGET_STATE[fn])
     if fn == "rearrange" and action.relation in ("ontop", "inside"):
         edge = graph.parent.get(node)
         return edge is not None and edge[0] == action.destination and edge[1].value == action.relation
     return False
-
-
-_TARGET_STATE = {"open": "open", "close": "closed", "turn_on": "on", "turn_off": "off"}
 
 
 def _as_done(rec: StepRecord) -> str:
@@ -241,13 +238,6 @@ def _as_done(rec: StepRecord) -> str:
     if rec.executed and rec.executed != [rec.proposed] and rec.infeasible is None:
         return "done as: " + ", ".join(rec.executed)
     return ""
-
-
-def _all_names(names) -> list[str]:
-    """Every name of a flat list or a per-function vocabulary."""
-    if isinstance(names, dict):
-        return list(dict.fromkeys(n for slots in names.values() for values in slots.values() for n in values))
-    return list(names or ())
 
 
 def _state_key(g: SceneGraph):

@@ -19,6 +19,7 @@ import json
 
 from sgs.actions import FUNCTIONS
 from sgs.graph import Layer, Relation, SceneGraph, affords
+from sgs.simulator import TARGET_STATE
 
 from lookplangraph.memory import MemoryGraph
 
@@ -196,7 +197,7 @@ def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str |
             out.append(("discover_objects", n, None, None))
         if node.layer is not Layer.OBJECT:
             out.append(("pick_up", n, None, None))
-        for fn in ("open", "close", "turn_on", "turn_off"):
+        for fn in TARGET_STATE:
             if node.layer is Layer.PLACE or not affords(node, fn):
                 out.append((fn, n, None, None))
     return out

@@ -152,7 +152,8 @@ def _put(graph: SceneGraph, a: Action) -> SceneGraph:
     return graph.evolve(parent=parent, agent=replace(graph.agent, holding=None))
 
 
-_STATE_OF = {"open": "open", "close": "closed", "turn_on": "on", "turn_off": "off"}
+#: The state each state-changing function brings about.
+TARGET_STATE = {"open": "open", "close": "closed", "turn_on": "on", "turn_off": "off"}
 
 
 def _set_state(graph: SceneGraph, a: Action) -> SceneGraph:
@@ -163,7 +164,7 @@ def _set_state(graph: SceneGraph, a: Action) -> SceneGraph:
         raise Infeasible(f"{name} is a room; {fn} acts on an asset or object")
     if not affords(node, fn):
         raise Infeasible(f"{name} cannot {fn.replace('_', ' ')} (its affordances: {', '.join(node.affordances or ()) or 'none'})")
-    target = _STATE_OF[fn]
+    target = TARGET_STATE[fn]
     if node.has(target):
         raise Infeasible(f"{name} is already {target}")
     _need_here(graph, name, fn)
