@@ -164,7 +164,7 @@ def _settings(args):
 
     overrides = {
         "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
-        "env": args.env,
+        "env": args.env, "augmentation": args.augmentation, "vlm": args.vlm, "parser_lm": args.parser_lm,
         "max_actions": args.max_actions, "graph_style": args.graph_style,
         "priors": False if args.no_priors else None,
         "correction": "none" if args.no_correction else args.correction,
@@ -235,11 +235,31 @@ def _lm_factory(s, out: Path):
     return factory
 
 
+def _augmentation_factory(s):
+    """``None`` for ground-truth augmentation, else ``factory(planner_lm) -> GraphAugmentation``:
+    the describer is ``s.vlm``; the parser ``s.parser_lm``, else the describer (vlm mode), else the
+    planner's LM (parser mode)."""
+    if s.augmentation == "ground_truth":
+        return None
+    from lookplangraph.backends import LMError, make_backend
+    from vlm.gam import GraphAugmentation
+
+    def factory(lm):
+        try:
+            describer = make_backend(s.vlm, **s.vlm_options) if s.vlm else None
+            parser = make_backend(s.parser_lm) if s.parser_lm else (describer if describer is not None else lm)
+            return GraphAugmentation(s.augmentation, describer=describer, parser=parser)
+        except (LMError, ValueError) as exc:
+            raise InputError(str(exc)) from None
+
+    return factory
+
+
 def _check_env(s, tasks) -> None:
     from lookplangraph.runner import check_env
 
     try:
-        check_env(s.env, tasks)
+        check_env(s.env, tasks, s.augmentation)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
@@ -254,13 +274,16 @@ def cmd_run(args) -> int:
     _check_env(s, [task])
     out = Path(s.out) if s.out else Path("runs") / f"{now_stamp()}_{task.split}_{task.id}"
     lm = _lm_factory(s, out)()
+    make_augmentation = _augmentation_factory(s)
+    augmentation = make_augmentation(lm) if make_augmentation else None
     print(f"Task {task.split}/{task.id}: {task.instruction}")
     print(f"LM {lm.name}; graph {s.graph_style}; priors {'on' if s.priors else 'off'}; "
-          f"correction {s.correction}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; environment {s.env}")
+          f"correction {s.correction}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; environment {s.env}; "
+          f"augmentation {s.augmentation}")
     try:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
-                                    echo=lambda text: print(text, flush=True), env=s.env)
-    except (LMError, VirtualHomeError) as exc:
+                                    echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation)
+    except (LMError, VirtualHomeError, ValueError) as exc:
         raise InputError(str(exc)) from None
     print(format_result(result))
     print(f"trace: {out / 'trace.jsonl'}; result: {out / 'result.json'}")
@@ -296,8 +319,9 @@ def cmd_eval(args) -> int:
     try:
         evaluate(tasks, _lm_factory(s, out), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
-                 progress=_progress_bar(), meta=s.as_dict(), env=s.env)
-    except (LMError, VirtualHomeError) as exc:
+                 progress=_progress_bar(), meta=s.as_dict(), env=s.env,
+                 augmentation_factory=_augmentation_factory(s))
+    except (LMError, VirtualHomeError, ValueError) as exc:
         raise InputError(f"{exc} (finished episodes are kept in {out / 'results.jsonl'}; rerun to resume)") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
@@ -340,34 +364,71 @@ def cmd_inject(args) -> int:
 
 
 def cmd_gam_eval(args) -> int:
-    """Table III on GraSIF: the graph augmentation's parser stage on written descriptions."""
+    """Table III: the graph augmentation scored against true subgraphs, on GraSIF (the parser
+    stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
     from grasif import dataset
     from lookplangraph.backends import LMError, make_backend
-    from vlm.evaluate import evaluate, sample_cases, table
+    from vlm.evaluate import bank_cases, evaluate, sample_cases, table
     from vlm.gam import GraphAugmentation
 
     root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
-    try:
-        cases = sample_cases(root, args.splits, args.n, args.seed)
-    except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
-        raise InputError(str(exc).strip("'\"")) from None
-    out = Path(args.out) if args.out else Path("runs") / f"gam_eval_{args.mode}_n{args.n}_seed{args.seed}"
-    meta = {"mode": args.mode, "lm": args.lm if args.mode == "parser" else None, "n": args.n, "seed": args.seed,
-            "splits": args.splits}
-    if args.mode == "parser":
+    if args.mode == "vlm" and not args.bank:
+        raise InputError("--mode vlm needs pictures: give --bank DIR (GraSIF has graphs, not images)")
+    if args.mode == "vlm" and not args.vlm:
+        raise InputError("--mode vlm needs --vlm SPEC: the describer, a model that sees images "
+                         "(e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1)")
+    parser_spec = args.lm or ("llamacpp:qwen2.5-coder-1.5b" if args.mode == "parser" else None)
+    if args.bank:
+        from sim_adapters.omnigibson import BankError
+
         try:
-            lm = make_backend(args.lm)
+            cases = bank_cases(args.bank, root)
+        except (BankError, dataset.SourceError, KeyError, FileNotFoundError) as exc:
+            raise InputError(str(exc).strip("'\"")) from None
+        if args.mode == "parser":
+            missing = [c.key for c in cases if not c.description]
+            if missing:
+                raise InputError(f"--mode parser reads the bank's descriptions, and {len(missing)} entries have none "
+                                 f"(first: {missing[0]}); use --mode vlm --vlm SPEC")
+        label = f"bank {args.bank}"
+    else:
+        try:
+            cases = sample_cases(root, args.splits, args.n, args.seed)
+        except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
+            raise InputError(str(exc).strip("'\"")) from None
+        label = f"{', '.join(args.splits)}, seed {args.seed}"
+    default_out = (f"gam_eval_bank_{Path(args.bank).resolve().name}_{args.mode}" if args.bank
+                   else f"gam_eval_{args.mode}_n{args.n}_seed{args.seed}")
+    out = Path(args.out) if args.out else Path("runs") / default_out
+    meta = {"mode": args.mode, "lm": parser_spec if args.mode != "ground_truth" else None, "n": args.n, "seed": args.seed,
+            "splits": args.splits}
+    if args.bank:
+        meta = {"mode": args.mode, "lm": meta["lm"], "bank": str(Path(args.bank).resolve())}
+    if args.mode == "vlm":
+        meta["vlm"] = args.vlm
+
+    def backend(spec: str, cache_name: str):
+        try:
+            lm = make_backend(spec)
         except LMError as exc:
             raise InputError(str(exc)) from None
         if args.cache:
             from lookplangraph.replycache import CachedBackend
 
-            lm = CachedBackend(lm, out / "lm_cache.jsonl" if args.cache is True else Path(args.cache))
-        gam = GraphAugmentation("parser", parser=lm)
-    else:
+            path = out / cache_name if args.cache is True else Path(args.cache)
+            if cache_name != "lm_cache.jsonl" and args.cache is not True:
+                path = path.with_name(f"{path.stem}_{Path(cache_name).stem}{path.suffix}")
+            lm = CachedBackend(lm, path)
+        return lm
+
+    if args.mode == "ground_truth":
         gam = GraphAugmentation("ground_truth")
-    print(f"GAM {args.mode}{' with ' + args.lm if args.mode == 'parser' else ''}: {len(cases)} observations "
-          f"({', '.join(args.splits)}, seed {args.seed})")
+    else:
+        describer = backend(args.vlm, "vlm_cache.jsonl") if args.mode == "vlm" else None
+        parser = backend(parser_spec, "lm_cache.jsonl") if parser_spec else describer
+        gam = GraphAugmentation(args.mode, describer=describer, parser=parser)
+    using = {"parser": f" with {parser_spec}", "vlm": f" with {args.vlm} (parser {parser_spec or args.vlm})"}
+    print(f"GAM {args.mode}{using.get(args.mode, '')}: {len(cases)} observations ({label})")
     try:
         summary = evaluate(cases, gam, out, progress=_progress_bar(), meta=meta)
     except LMError as exc:
@@ -419,7 +480,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--seed", type=int, help="dynamic-mode seed (default 0)")
     common.add_argument("--env", help="environment: graph (default; the SGS on the true graph), virtualhome "
                                       "(VirtualHome's evolving graph; virtualhome split only), virtualhome-unity[@URL] "
-                                      "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080)")
+                                      "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080), "
+                                      "omnigibson-bank@DIR (the SGS with images captured in OmniGibson; behavior split)")
+    common.add_argument("--augmentation", choices=["ground_truth", "parser", "vlm"],
+                        help="what discover_objects adds to memory: ground_truth (default; the true objects), parser "
+                             "(the environment's text description, parsed by an LM), vlm (the image, described by --vlm, then parsed)")
+    common.add_argument("--vlm", help="describer backend for --augmentation vlm, a model that sees images "
+                                      "(openai:MODEL@BASE_URL, openai:gpt-4o, llamacpp:PATH.gguf with mmproj in vlm_options)")
+    common.add_argument("--parser-lm", help="parser backend (default: --vlm in vlm mode, --lm in parser mode)")
     common.add_argument("--max-actions", type=int, help="action limit (default 30)")
     common.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (ablations)")
     common.add_argument("--no-priors", action="store_true", help="ablation: the memory graph starts without objects")
@@ -462,17 +530,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--splits", nargs="+", choices=SPLITS, help="splits (default: all three)")
     p.set_defaults(func=cmd_inject)
 
-    p = sub.add_parser("gam-eval", help="graph augmentation (Table III) on GraSIF: parser stage on written descriptions")
-    p.add_argument("--mode", choices=["parser", "ground_truth"], default="parser",
-                   help="parser (default) or ground_truth (checks the pipeline: every score 1)")
-    p.add_argument("--lm", default="llamacpp:qwen2.5-coder-1.5b", help="the parser's LM backend (as for run/eval)")
+    p = sub.add_parser("gam-eval", help="graph augmentation (Table III): parser stage on GraSIF's written descriptions, "
+                                        "or an image bank's pictures (--bank)")
+    p.add_argument("--mode", choices=["parser", "ground_truth", "vlm"], default="parser",
+                   help="parser (default; text to graph), vlm (picture to text to graph; needs --bank and --vlm) "
+                        "or ground_truth (checks the pipeline: every score 1)")
+    p.add_argument("--lm", help="the parser's LM backend (as for run/eval; default llamacpp:qwen2.5-coder-1.5b, "
+                                "in mode vlm the --vlm model)")
+    p.add_argument("--vlm", metavar="SPEC", help="the describer's backend, a model that sees images (mode vlm), "
+                                                 "e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
+    p.add_argument("--bank", metavar="DIR", help="evaluate the observations of this OmniGibson image bank "
+                                                 "(sim_adapters/omnigibson.py) instead of sampled GraSIF ones")
     p.add_argument("--n", type=int, default=200, help="observations, split evenly between the splits (default 200)")
     p.add_argument("--seed", type=int, default=0, help="sampling and description seed (default 0)")
     p.add_argument("--splits", nargs="+", choices=["virtualhome", "behavior"], default=["virtualhome", "behavior"])
     p.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
-    p.add_argument("--out", help="output directory (default runs/gam_eval_MODE_nN_seedS); rerun to resume")
+    p.add_argument("--out", help="output directory (default runs/gam_eval_MODE_nN_seedS, with --bank "
+                                 "runs/gam_eval_bank_NAME_MODE); rerun to resume")
     p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
-                   help="record LM replies in OUT/lm_cache.jsonl (or FILE) and replay identical calls")
+                   help="record LM replies in OUT/lm_cache.jsonl (or FILE; the describer's in OUT/vlm_cache.jsonl "
+                        "or FILE_vlm_cache) and replay identical calls")
     p.set_defaults(func=cmd_gam_eval)
     return parser
 

@@ -64,6 +64,7 @@ from sgs.simulator import TARGET_STATE, Infeasible, check, expand_unchecked, hal
 
 from lookplangraph.decoding import ActionKey, action_key, flat_names
 from lookplangraph.memory import MemoryGraph
+from lookplangraph.perception import Perception, PerceptionError
 from lookplangraph.prompts import dynamic_prompt, static_prompt
 from lookplangraph.serialize import inapplicable, render, visible_names, vocabulary
 
@@ -110,6 +111,7 @@ class StepRecord:
     seconds: float = 0.0
     excluded: int = 0  # actions the decode was not allowed to produce
     infeasible: str | None = None  # correction "none": the step the environment refused, and why
+    perceived: list[dict] = field(default_factory=list)  # augmentations (lookplangraph.perception.Perceived)
 
 
 @dataclass
@@ -133,14 +135,22 @@ class EpisodeResult:
     config: dict
     moves: list[str] = field(default_factory=list)
     infeasible: list[str] = field(default_factory=list)  # plan actions the environment refused (mode none)
+    augmentation: str = "ground_truth"  # how discover_objects observations became memory (perception)
+    augmentation_calls: int = 0  # tokens and seconds of augmentation LMs, not in the planner's tokens
+    augmentation_prompt_tokens: int = 0
+    augmentation_completion_tokens: int = 0
+    augmentation_seconds: float = 0.0
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
-                on_step: Callable[[StepRecord], None] | None = None) -> EpisodeResult:
+                on_step: Callable[[StepRecord], None] | None = None, augmentation=None) -> EpisodeResult:
     """Run Algorithm 1 on ``task`` with ``lm`` (anything with ``decide(static, dynamic, names)``
     and a ``name``) in ``env`` (a :class:`sim_adapters.base.Environment`); ``on_step`` sees every
-    :class:`StepRecord` as it happens."""
+    :class:`StepRecord` as it happens. ``augmentation`` (a :class:`vlm.gam.GraphAugmentation`,
+    default ground truth) turns ``discover_objects`` observations into memory
+    (:mod:`lookplangraph.perception`); its cost is reported apart from the planner's."""
     cfg = config or PlannerConfig()
+    perceive = Perception(augmentation)
     t0 = time.perf_counter()
     env.reset()
     initial_true = env.true_graph()
@@ -175,7 +185,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
         else:
-            feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited)
+            feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited, perceive)
         new_state = _state_key(memory.graph)
         if rec.accepted:
             visited[new_state] += 1
@@ -198,6 +208,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     final = env.true_graph()
     goal = evaluate_goal(task.goal, final, initial_true)
     infeasible = [f"{r.proposed}: {r.infeasible}" for r in records if r.infeasible]
+    perceived = [p for r in records for p in r.perceived]
     return EpisodeResult(
         task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
         success=goal.success and not infeasible, success_changed_only=goal.success_changed_only and not infeasible,
@@ -208,6 +219,10 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         lm_seconds=round(sum(r.seconds for r in records), 3), wall_s=round(time.perf_counter() - t0, 3),
         goal_not_met=goal.not_met(),
         config=asdict(cfg), moves=list(getattr(env, "moves", [])), infeasible=infeasible,
+        augmentation=perceive.mode, augmentation_calls=len(perceived),
+        augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
+        augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
+        augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3),
     )
 
 
@@ -247,7 +262,7 @@ def _state_key(g: SceneGraph):
 
 
 def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted: str | None,
-             visited: Counter) -> str | None:
+             visited: Counter, perceive: Perception) -> str | None:
     """Validate, correct and execute one reply; fill ``rec``; return feedback or ``None``."""
     action = reply.action
     if action is None:
@@ -261,7 +276,7 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
         if fb is None:
             outcome = check(memory.graph, action, correct=False)
             if not outcome.ok:  # an execution error: not caught, the environment meets it
-                return _execute_unchecked(action, memory, env, rec)
+                return _execute_unchecked(action, memory, env, rec, perceive)
     else:
         fb = memory.unseen_feedback(action)
         if fb is None:
@@ -293,15 +308,28 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
             break
         rec.executed.append(str(step))
         if result.observation is not None:
-            removed = memory.discover(result.observation)
-            rec.observed = [f"{o.name} {o.relation} {o.parent}" for o in result.observation.objects]
+            try:
+                observation = _perceive(perceive, result.observation, memory, env, rec)
+            except PerceptionError as exc:
+                rec.feedback = f"{step} happened, but nothing could be learnt from it: {exc}"
+                break
+            removed = memory.discover(observation)
+            rec.observed = [f"{o.name} {o.relation} {o.parent}" for o in observation.objects]
             if removed:
                 rec.observed.append("not found: " + ", ".join(removed))
     rec.accepted = bool(rec.executed)
     return rec.feedback
 
 
-def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord) -> None:
+def _perceive(perceive: Perception, observation, memory: MemoryGraph, env, rec: StepRecord):
+    """The observation for memory; the augmentation's trace entry goes to ``rec.perceived``."""
+    observation, entry = perceive(observation, memory, env)
+    if entry is not None:
+        rec.perceived.append(asdict(entry))
+    return observation
+
+
+def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord, perceive: Perception) -> None:
     """Correction ``none``: run ``action``'s steps as written until the environment refuses one;
     the action stays in the plan (accepted) with ``rec.infeasible`` set. No feedback for the LM."""
     rec.accepted = True
@@ -317,6 +345,10 @@ def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord) -> Non
             return None
         rec.executed.append(str(step))
         if result.observation is not None:
-            memory.discover(result.observation)
+            try:
+                memory.discover(_perceive(perceive, result.observation, memory, env, rec))
+            except PerceptionError as exc:
+                rec.infeasible = f"{step} happened, but nothing could be learnt from it: {exc}"
+                return None
     return None
 

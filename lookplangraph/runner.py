@@ -25,6 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -35,27 +36,43 @@ from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_
 from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
 
-#: ``--env`` kinds: the SGS on the true graph, VirtualHome's evolving graph, its Unity simulator.
-ENVIRONMENTS = ("graph", "virtualhome", "virtualhome-unity")
+#: ``--env`` kinds and the split each runs (None: any): the SGS on the true graph, VirtualHome's
+#: evolving graph, its Unity simulator, the SGS with images from an OmniGibson image bank.
+ENVIRONMENTS = {"graph": None, "virtualhome": "virtualhome", "virtualhome-unity": "virtualhome",
+                "omnigibson-bank": "behavior"}
+#: environments whose ``discover_objects`` brings an image (what ``vlm`` augmentation needs)
+WITH_IMAGES = ("virtualhome-unity", "omnigibson-bank")
 
 
-def check_env(env: str, tasks: list[Task]) -> None:
+def check_env(env: str, tasks: list[Task], augmentation: str = "ground_truth") -> None:
     """``ValueError`` with the reason when ``env`` (``graph``, ``virtualhome``,
-    ``virtualhome-unity[@URL]``) cannot run ``tasks``: VirtualHome runs only its own split."""
-    kind = env.partition("@")[0]
-    if kind not in ENVIRONMENTS or (kind != "virtualhome-unity" and "@" in env):
-        raise ValueError(f"unknown environment {env!r}; use graph, virtualhome or virtualhome-unity[@URL]")
-    other = sorted({t.split for t in tasks if t.split != "virtualhome"})
-    if kind != "graph" and other:
-        raise ValueError(f"--env {kind} runs only the virtualhome split (VirtualHome's scene), not {', '.join(other)}")
+    ``virtualhome-unity[@URL]``, ``omnigibson-bank@DIR``) cannot run ``tasks`` with
+    ``augmentation``: a simulator runs only its own split, ``vlm`` augmentation needs images."""
+    kind, at, where = env.partition("@")
+    if kind not in ENVIRONMENTS or (at and kind not in ("virtualhome-unity", "omnigibson-bank")):
+        raise ValueError(f"unknown environment {env!r}; use graph, virtualhome, virtualhome-unity[@URL] "
+                         "or omnigibson-bank@BANK_DIR")
+    if kind == "omnigibson-bank" and not where:
+        raise ValueError("--env omnigibson-bank needs the image bank: omnigibson-bank@BANK_DIR")
+    split = ENVIRONMENTS[kind]
+    other = sorted({t.split for t in tasks if split is not None and t.split != split})
+    if other:
+        raise ValueError(f"--env {kind} runs only the {split} split, not {', '.join(other)}")
+    if augmentation == "vlm" and kind not in WITH_IMAGES:
+        raise ValueError(f"--augmentation vlm needs images; --env {kind} renders none "
+                         f"(use {' or '.join(WITH_IMAGES)}, or --augmentation parser)")
 
 
 def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph"):
     """The environment of an episode: ``env`` (see :func:`check_env`), wrapped for dynamic mode."""
     check_env(env, [task])
-    kind, _, url = env.partition("@")
+    kind, _, where = env.partition("@")
     if kind == "graph":
         environment = GraphEnvironment(task.graph)
+    elif kind == "omnigibson-bank":
+        from sim_adapters.omnigibson import ImageBankEnvironment
+
+        environment = ImageBankEnvironment(task, _bank(where))
     else:
         from sim_adapters.virtualhome import VirtualHomeEnvironment
 
@@ -63,11 +80,18 @@ def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph"):
         if kind == "virtualhome-unity":
             from sim_adapters.unity import DEFAULT_URL, UnityBackend
 
-            backend = UnityBackend(url or DEFAULT_URL)
+            backend = UnityBackend(where or DEFAULT_URL)
         environment = VirtualHomeEnvironment(task, backend)
     if dynamic_seed is not None:
         environment = DynamicPerturbation(environment, task.goal, dynamic_seed)
     return environment
+
+
+@lru_cache(maxsize=4)
+def _bank(path: str):
+    from sim_adapters.omnigibson import ImageBank
+
+    return ImageBank.load(Path(path))
 
 
 def format_step(rec: StepRecord) -> str:
@@ -79,6 +103,9 @@ def format_step(rec: StepRecord) -> str:
         lines.append(f"     corrected: {'; '.join(rec.corrections)}")
     if rec.executed and (len(rec.executed) > 1 or rec.executed[0] != rec.proposed):
         lines.append(f"     executed: {', '.join(rec.executed)}")
+    for p in rec.perceived:
+        lines.append(f"     {p['mode']} augmentation of {p['node']}: {p['prompt_tokens']} + {p['completion_tokens']} "
+                     f"tokens, {p['seconds']:.1f} s" + (f"; dropped: {'; '.join(p['notes'])}" if p['notes'] else ""))
     if rec.observed:
         lines.append(f"     saw: {', '.join(rec.observed)}")
     if rec.feedback:
@@ -99,6 +126,10 @@ def format_result(r: EpisodeResult) -> str:
         f"tokens: {r.prompt_tokens} prompt ({r.cached_tokens} cached) + {r.completion_tokens} completion; "
         f"LM {r.lm_seconds:.1f} s of {r.wall_s:.1f} s",
     ]
+    if r.augmentation_calls:
+        lines.append(f"{r.augmentation} augmentation: {r.augmentation_calls} calls, {r.augmentation_prompt_tokens} "
+                     f"prompt + {r.augmentation_completion_tokens} completion tokens, {r.augmentation_seconds:.1f} s "
+                     "(not in the tokens above)")
     lines += [f"  not met: {g}" for g in r.goal_not_met]
     lines += [f"  infeasible action in the plan: {a}" for a in r.infeasible]
     return "\n".join(lines)
@@ -106,10 +137,11 @@ def format_result(r: EpisodeResult) -> str:
 
 def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dynamic_seed: int | None = None,
                    echo: Callable[[str], None] | None = None, env: str = "graph",
-                   record_dir: Path | None = None) -> EpisodeResult:
+                   record_dir: Path | None = None, augmentation=None) -> EpisodeResult:
     """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
     echoing it readably when ``echo`` is given). ``record_dir``: also record every environment
-    step there (``steps.jsonl``, ``images/``)."""
+    step there (``steps.jsonl``, ``images/``). ``augmentation``: a
+    :class:`vlm.gam.GraphAugmentation` (default ground truth)."""
     env = make_env(task, dynamic_seed, env)
     if record_dir is not None:
         env = StepRecorder(env, record_dir)
@@ -123,16 +155,17 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
             if echo:
                 echo(format_step(rec))
 
-        return run_episode(task, env, lm, cfg, on_step=on_step)
+        return run_episode(task, env, lm, cfg, on_step=on_step, augmentation=augmentation)
 
 
 def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
-                       echo: Callable[[str], None] | None = None, env: str = "graph") -> EpisodeResult:
+                       echo: Callable[[str], None] | None = None, env: str = "graph",
+                       augmentation=None) -> EpisodeResult:
     """Run one episode, writing ``trace.jsonl`` as it goes, ``result.json`` at the end and the
     environment's steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
     out.mkdir(parents=True, exist_ok=True)
     result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
-                            record_dir=out)
+                            record_dir=out, augmentation=augmentation)
     (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
     return result
 
@@ -167,12 +200,14 @@ def to_record(row: dict) -> EpisodeRecord:
 
 def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
              dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None,
-             env: str = "graph") -> list[dict]:
+             env: str = "graph", augmentation_factory: Callable[[object], object] | None = None) -> list[dict]:
     """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
     their result rows (module doc).
 
-    ``lm_factory`` is called once per worker thread; ``env`` names the environment (:func:`make_env`). ``progress(done, total, row)`` is called after
-    each episode (the CLI draws a bar with it)."""
+    ``lm_factory`` is called once per worker thread, and so is ``augmentation_factory(lm)`` (given
+    that thread's planner LM; it returns a :class:`vlm.gam.GraphAugmentation`, default ground
+    truth); ``env`` names the environment (:func:`make_env`). ``progress(done, total, row)`` is
+    called after each episode (the CLI draws a bar with it)."""
     check_env(env, tasks)
     out.mkdir(parents=True, exist_ok=True)
     (out / "traces").mkdir(exist_ok=True)
@@ -191,8 +226,9 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     def one(task: Task) -> dict:
         if not hasattr(local, "lm"):
             local.lm = lm_factory()
+            local.augmentation = augmentation_factory(local.lm) if augmentation_factory else None
         result = traced_episode(task, local.lm, cfg, out / "traces" / f"{_key(task.split, task.id)}.jsonl",
-                                dynamic_seed=dynamic_seed, env=env)
+                                dynamic_seed=dynamic_seed, env=env, augmentation=local.augmentation)
         row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
         with lock:
             with open(results, "a") as f:

@@ -11,7 +11,11 @@ Keys (all optional)::
     selection = "strict"                 # only tasks tagged with this selection (virtualhome)
     dynamic = false                      # move task-relevant objects before the episode
     seed = 0                             # dynamic-mode seed
-    env = "graph"                        # graph | virtualhome | virtualhome-unity[@URL] (lookplangraph.runner.make_env)
+    env = "graph"                        # graph | virtualhome | virtualhome-unity[@URL] | omnigibson-bank@DIR (lookplangraph.runner.make_env)
+    augmentation = "ground_truth"        # ground_truth | parser | vlm (lookplangraph.perception)
+    vlm = "openai:gpt-4o"                # describer backend for vlm augmentation (a model that sees images)
+    vlm_options = { structured = "json_schema" }
+    parser_lm = "llamacpp:qwen2.5-coder-1.5b"  # parser backend (default: vlm in vlm mode, lm in parser mode)
     max_actions = 30
     max_unresolved = 3
     graph_style = "text"                 # text | json | full
@@ -41,6 +45,9 @@ else:  # pragma: no cover
 
 from lookplangraph.planner import CORRECTION_MODES, PlannerConfig
 
+#: ``augmentation`` values (:mod:`lookplangraph.perception`, :class:`vlm.gam.GraphAugmentation`)
+AUGMENTATION_MODES = ("ground_truth", "parser", "vlm")
+
 DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b"
 
 
@@ -59,6 +66,10 @@ class RunSettings:
     dynamic: bool = False
     seed: int = 0
     env: str = "graph"
+    augmentation: str = "ground_truth"
+    vlm: str | None = None
+    vlm_options: dict = field(default_factory=dict)
+    parser_lm: str | None = None
     max_actions: int = 30
     max_unresolved: int = 3
     graph_style: str = "text"
@@ -108,6 +119,11 @@ def load_settings(path: str | None, overrides: dict) -> RunSettings:
                             "correction = false used to mean feedback, the paper's ablation is none)")
     if s.correction not in CORRECTION_MODES:
         raise SettingsError(f"correction must be one of {', '.join(CORRECTION_MODES)}, not {s.correction!r}")
+    if s.augmentation not in AUGMENTATION_MODES:
+        raise SettingsError(f"augmentation must be one of {', '.join(AUGMENTATION_MODES)}, not {s.augmentation!r}")
+    if s.augmentation == "vlm" and not s.vlm:
+        raise SettingsError("augmentation vlm needs a describer: --vlm SPEC (a model that sees images, e.g. "
+                            "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 or openai:gpt-4o)")
     if s.vocabulary not in ("typed", "flat"):
         raise SettingsError(f"vocabulary must be typed or flat, not {s.vocabulary!r}")
     if s.graph_style not in ("text", "json", "full"):

@@ -26,6 +26,7 @@ from sgs.actions import Action
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 from sgs.simulator import Infeasible, apply
 from sim_adapters.base import Observation, SeenObject, StepResult
+from sim_adapters.binding import BindingError, NameBinding
 
 
 def relevant_objects(graph: SceneGraph, goal: GoalSpec) -> list[str]:
@@ -92,32 +93,68 @@ def observe(graph: SceneGraph, node: str, name: str | None = None) -> Observatio
 
 class GraphEnvironment:
     """Environment over a true :class:`SceneGraph` (module doc). ``goal`` is accepted for the
-    callers that pass it; dynamic mode is the wrapper :class:`sim_adapters.wrappers.DynamicPerturbation`."""
+    callers that pass it; dynamic mode is the wrapper :class:`sim_adapters.wrappers.DynamicPerturbation`.
+
+    Names an augmentation made up (``mug-7`` for the true ``cup-3``) are bound to true nodes by
+    :class:`sim_adapters.binding.NameBinding` once the planner has reported where they were seen
+    (:meth:`note_seen`); feedback names the true nodes. :meth:`describe` writes what is on and
+    inside a node as text (:func:`vlm.descriptions.write_description`), for ``parser`` augmentation."""
 
     def __init__(self, graph: SceneGraph, goal: GoalSpec | None = None):
         self.initial = graph
         self._graph = self.initial
+        self.binding = NameBinding(graph.nodes)
 
     def reset(self) -> None:
         self._graph = self.initial
+        self.binding = NameBinding(self.initial.nodes)
 
     def set_initial(self, graph: SceneGraph) -> None:
         self.initial = self._graph = graph
+        self.binding = NameBinding(graph.nodes)
 
     def true_graph(self) -> SceneGraph:
         return self._graph
 
+    def note_seen(self, name: str, parent: str) -> None:
+        """An augmentation reported ``name`` on or inside ``parent`` (planner names)."""
+        self.binding.note(name, parent)
+
     def step(self, action: Action) -> StepResult:
         try:
-            new = apply(self._graph, action)
+            true_action = self._bound(action)
+        except BindingError as exc:
+            return StepResult(False, f"{action} failed: {exc}")
+        try:
+            new = apply(self._graph, true_action)
         except Infeasible as exc:
             return StepResult(False, f"{action} failed: {exc}")
         observation = None
         if action.function_name == "discover_objects":
-            observation = self.observe(action.node)
+            observation = observe(self._graph, true_action.node, action.node)
         self._graph = new
         return StepResult(True, None, observation)
 
     def observe(self, node: str) -> Observation:
         """Every true object on and inside ``node``, parents before children."""
         return observe(self._graph, node)
+
+    def describe(self, node: str, seed: int | str = 0) -> str:
+        """What is truly on and inside ``node`` (a planner name) as a describer would write it
+        (deterministic for a ``seed``); raises :class:`BindingError` for an unknown name."""
+        from vlm.descriptions import write_description  # vlm builds on sim_adapters, not the reverse
+
+        true = self.binding.bind(node, self._graph)
+        truth = observe(self._graph, true, node)
+        states = self._graph.nodes[true].states or ()
+        return write_description(truth, seed, node_states=tuple(states), names_probability=0.0)
+
+    def _bound(self, action: Action) -> Action:
+        if action.function_name == "done":
+            return action
+        changes = {}
+        for field_name in ("node", "destination"):
+            name = getattr(action, field_name, None)
+            if name is not None and self.binding.bind(name, self._graph) != name:
+                changes[field_name] = self.binding.bind(name, self._graph)
+        return action.model_copy(update=changes) if changes else action

@@ -24,7 +24,7 @@ Primitive → lines (``<class> (id)`` are VirtualHome's class name and node id):
     discover_objects(n)   [Walk] <n> (k)  [TurnTo] <n> (k)
 
 The character walks first because VirtualHome needs it close to what it acts on. Before any line
-the adapter checks what VirtualHome cannot: every name binds to a node id (:class:`NameBinding`),
+the adapter checks what VirtualHome cannot: every name binds to a node (:class:`sim_adapters.binding.NameBinding`),
 ``go_to`` takes a room and the others do not, the node is in the agent's room (VirtualHome's Walk
 would cross rooms silently; our action set has ``go_to`` for that), ``pick_up`` takes an object
 and the hand is empty (one hand, as in the SGS), a put has something in the hand. Whatever
@@ -65,6 +65,7 @@ from grasif.task import Task
 from sgs.actions import Action
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 from sim_adapters.base import Observation, StepResult
+from sim_adapters.binding import BindingError, NameBinding
 from sim_adapters.graph_env import observe
 
 
@@ -162,60 +163,6 @@ class EvolvingGraphBackend:
 
 
 # ---------------------------------------------------------------------------------------------
-# name binding
-# ---------------------------------------------------------------------------------------------
-class BindingError(ValueError):
-    """A name that binds to no simulator node; ``str(exc)`` is feedback for the planner."""
-
-
-class NameBinding:
-    """Names the planner uses → simulator node ids.
-
-    A name binds to the node of that name when there is one (the task's names, provenance
-    ``ids``). Otherwise — a name made up by a describer or parser, ``mug-7`` for the truth's
-    ``cup-3`` — it binds to a true instance of the same class under the node where the name was
-    seen (:meth:`note`), one not bound to another name yet, the lowest id first. A binding holds
-    for the rest of the episode."""
-
-    def __init__(self, ids: dict[str, int]):
-        self.ids = dict(ids)
-        self.names = {i: n for n, i in ids.items()}
-        self.bound: dict[str, int] = {}
-        self.seen: dict[str, str] = {}
-
-    def clear(self) -> None:
-        self.bound.clear()
-        self.seen.clear()
-
-    def note(self, name: str, parent: str) -> None:
-        """``name`` was seen on or inside ``parent`` (a name the planner uses)."""
-        self.seen[name] = parent
-
-    def bind(self, name: str | None, truth: SceneGraph) -> int:
-        """The node id ``name`` stands for in ``truth`` (the simulator's graph in true names)."""
-        if not name:
-            raise BindingError("the action names no node")
-        if name in self.bound:
-            return self.bound[name]
-        if name in self.ids:
-            self.bound[name] = self.ids[name]
-            return self.ids[name]
-        parent = self.seen.get(name)
-        if parent is None:
-            raise BindingError(f"{name} is not a node of this VirtualHome scene and was not seen anywhere")
-        parent_id = self.bind(parent, truth)
-        taken = set(self.bound.values())
-        cls = node_class(name)
-        candidates = [c for c in truth.children(self.names[parent_id])
-                      if node_class(c) == cls and self.ids[c] not in taken]
-        if not candidates:
-            raise BindingError(f"{name}: VirtualHome has no unbound {cls} on or inside {parent}")
-        best = min(candidates, key=lambda c: self.ids[c])
-        self.bound[name] = self.ids[best]
-        return self.ids[best]
-
-
-# ---------------------------------------------------------------------------------------------
 # the environment
 # ---------------------------------------------------------------------------------------------
 _STATE_VERBS = {"open": "Open", "close": "Close", "turn_on": "SwitchOn", "turn_off": "SwitchOff"}
@@ -242,7 +189,7 @@ class VirtualHomeEnvironment:
             raise VirtualHomeError(str(exc)) from None
         self.task_id = task.id
         self.backend = backend if backend is not None else EvolvingGraphBackend()
-        self.binding = NameBinding(self.naming.ids)
+        self.binding = NameBinding(self.naming.ids, order=self.naming.ids.get, scene="this VirtualHome scene")
         self._classes = {int(n["id"]): n["class_name"] for n in init["nodes"]}
         self._image_dir = Path(image_dir) if image_dir is not None else None
         self._init, self.rewired = consistent_vh_graph(init, task.graph, self.naming, self._where)
@@ -302,6 +249,11 @@ class VirtualHomeEnvironment:
                 observation = Observation(observation.node, observation.objects, str(self._save_image(image, action.node)))
         return StepResult(True, None, observation, info=info)
 
+    def note_seen(self, name: str, parent: str) -> None:
+        """An augmentation reported ``name`` on or inside ``parent`` (planner names): actions on
+        ``name`` bind to an unbound instance of its class there (:class:`NameBinding`)."""
+        self.binding.note(name, parent)
+
     def set_initial(self, graph: SceneGraph) -> None:
         """Start from ``graph`` (the initial graph with objects moved): the VirtualHome initial graph
         is edited to convert to it (module doc); anything else that differs raises ``ValueError``."""
@@ -323,13 +275,13 @@ class VirtualHomeEnvironment:
             if held is None:
                 raise _Refused(f"{fn} puts down the object the agent holds, but it holds nothing")
             if action.node is not None and action.destination is not None:
-                if self.naming.names[self.binding.bind(action.node, truth)] != held:
+                if self.binding.bind(action.node, truth) != held:
                     raise _Refused(f"the agent holds {held}, not {action.node}")
             target = action.destination if action.destination is not None else action.node
         else:
             target = action.node
-        node_id = self.binding.bind(target, truth)
-        name = self.naming.names[node_id]
+        name = self.binding.bind(target, truth)
+        node_id = self.naming.ids[name]
         layer = truth.nodes[name].layer
         this = self._vh(node_id)
         # a character sitting or lying (so in some initial graphs) cannot walk: it stands up first
@@ -365,7 +317,7 @@ class VirtualHomeEnvironment:
         parser augmentation): ``On the freezer: nothing. Inside the freezer: a food (clean), a food
         (clean), a food kiwi (clean).`` Raises :class:`BindingError` for an unknown name."""
         truth = self.true_graph()
-        return describe(truth, self.naming.names[self.binding.bind(node, truth)])
+        return describe(truth, self.binding.bind(node, truth))
 
     # -- helpers -------------------------------------------------------------------------------
     def _vh(self, node_id: int) -> str:
