@@ -12,6 +12,11 @@ in each task's initial graph is a candidate; identical (node, subgraph) pairs ar
 the splits. The parser gets as possible names the objects of the node's room, and the node's
 own states go into the description (the parser must not list them as objects).
 
+**Image bank** (:func:`bank_cases`): the observations of an OmniGibson image bank
+(:mod:`sim_adapters.omnigibson`), each with its picture (``vlm`` mode: describer, then parser, as
+in Table III), its recorded description if any (``parser`` mode) and its recorded true subgraph;
+the possible names are again the objects of the node's room in the task's graph.
+
 Results go to ``OUT/results.jsonl`` (one line per observation, appended as they finish, so a
 rerun resumes), ``OUT/summary.json`` and ``OUT/summary.csv`` (one row per split and ``all``:
 means over observations and micro totals).
@@ -39,14 +44,16 @@ from vlm.metrics import Score, score, summarize
 
 @dataclass(frozen=True)
 class Case:
-    """One observation to augment: the true subgraph and what the GAM is given."""
+    """One observation to augment: the true subgraph and what the GAM is given (a description,
+    an image, or both)."""
 
     split: str
     task_id: str
     node: str
     truth: Observation
     names: tuple[str, ...]
-    description: str
+    description: str | None
+    image: str | None = None
 
     @property
     def key(self) -> str:
@@ -91,6 +98,33 @@ def sample_cases(data_dir: Path, splits: Sequence[str], n: int, seed: int = 0,
     return cases
 
 
+def bank_cases(bank, data_dir: Path) -> list[Case]:
+    """One case per entry of ``bank`` (an :class:`sim_adapters.omnigibson.ImageBank` or its
+    path), in manifest order: the entry's picture, description and recorded truth; the names of
+    the node's room in the task's graph from the GraSIF build at ``data_dir``. Raises
+    :class:`sim_adapters.omnigibson.BankError` for a task or node the build does not have."""
+    from grasif.task import load_task
+    from sim_adapters.omnigibson import BankError, ImageBank
+
+    bank = bank if isinstance(bank, ImageBank) else ImageBank.load(bank)
+    where = {t: s for s, t in dataset.task_ids(Path(data_dir))}
+    cases, tasks = [], {}
+    for entry in bank.entries():
+        if entry.task not in where:
+            raise BankError(f"task {entry.task} of the image bank is not in the GraSIF build at {data_dir}")
+        if entry.task not in tasks:
+            tasks[entry.task] = load_task(Path(data_dir) / where[entry.task] / f"{entry.task}.json")
+        task = tasks[entry.task]
+        graph = task.graph
+        if entry.node not in graph.nodes:
+            raise BankError(f"the image bank pictures {entry.node}, which is not a node of task {task.id}")
+        room = graph.place_of(entry.node)
+        names = tuple(o for o in graph.names(Layer.OBJECT) if graph.place_of(o) == room)
+        cases.append(Case(task.split or where[entry.task], task.id, entry.node, entry.truth, names,
+                          entry.description, str(entry.image)))
+    return cases
+
+
 def _objects(obs: Observation) -> list[list]:
     return [[o.name, o.relation, o.parent, list(o.states)] for o in obs.objects]
 
@@ -126,11 +160,13 @@ def evaluate(cases: Sequence[Case], gam: GraphAugmentation, out: Path,
         for case in cases:
             if case.key in done:
                 continue
-            aug = gam.augment(case.node, description=case.description, names=case.names, truth=case.truth)
+            aug = gam.augment(case.node, image=case.image, description=case.description, names=case.names,
+                              truth=case.truth)
             s = score(aug.observation, case.truth, gam.states)
             usage = aug.usage
             row = {"key": case.key, "split": case.split, "task_id": case.task_id, "node": case.node,
-                   "description": case.description, "parser_text": aug.parser_text,
+                   "description": aug.description if aug.description is not None else case.description,
+                   **({"image": case.image} if case.image is not None else {}), "parser_text": aug.parser_text,
                    "predicted": _objects(aug.observation), "truth": _objects(case.truth), "notes": aug.notes,
                    **s.to_dict(), "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                    "seconds": aug.seconds}
