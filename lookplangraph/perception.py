@@ -7,7 +7,9 @@ graph augmentation mode (:class:`vlm.gam.GraphAugmentation`) to it:
 * ``ground_truth`` — the environment's objects, unchanged (GraSIF's setting);
 * ``parser`` — the environment writes what is there as text (its ``describe(node)``), the parser
   LM turns the text into objects;
-* ``vlm`` — the describer VLM describes the observation's image, the parser turns that into objects.
+* ``vlm`` — the describer VLM describes the observation's image, the parser turns that into objects;
+  an environment whose observer may type a description instead of a photo (a human operator:
+  ``typed_descriptions = True``) gets the parser alone for such an observation.
 
 The LMs see the memory's object names in the node's room and the priors remembered under the
 node, so a confirmed prior keeps its name. Every object the augmentation reports is told to the
@@ -66,7 +68,7 @@ class Perception:
             return observation, None
         node = observation.node
         description = None
-        if self.mode == "parser":
+        if self.mode == "parser" or (not observation.image and getattr(env, "typed_descriptions", False)):
             describe = getattr(env, "describe", None)
             if describe is None:
                 raise PerceptionError(f"{type(env).__name__} cannot describe {node} in text; parser augmentation needs it")
@@ -87,7 +89,8 @@ class Perception:
             for o in aug.observation.objects:
                 note(o.name, o.parent)
         usage = aug.usage
-        entry = Perceived(node, self.mode, [f"{o.name} {o.relation} {o.parent}" for o in aug.observation.objects],
+        mode = "parser" if description is not None else self.mode
+        entry = Perceived(node, mode, [f"{o.name} {o.relation} {o.parent}" for o in aug.observation.objects],
                           aug.notes, aug.description, usage.prompt_tokens, usage.completion_tokens,
                           round(aug.seconds, 3), observation.image)
         return Observation(node, aug.observation.objects, observation.image), entry

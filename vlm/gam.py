@@ -160,7 +160,8 @@ class GraphAugmentation:
                 names: Sequence[str] = (), priors: Sequence[SeenObject | str] = (),
                 truth: Observation | None = None) -> Augmentation:
         """The observation of ``node``: in ``ground_truth`` mode ``truth`` itself; in ``vlm`` mode
-        from ``image``; in ``parser`` mode from ``description``. ``names``: the object names the
+        from ``image``; in ``parser`` mode from ``description`` (in ``vlm`` mode too when a
+        description comes without an image: a person typed what they see). ``names``: the object names the
         memory knows (the LM should reuse them); ``priors``: objects remembered under ``node``.
         Raises only for a missing input or an unusable backend (:class:`LMError`); a bad reply
         gives an empty or partial observation with notes."""
@@ -171,9 +172,11 @@ class GraphAugmentation:
             return Augmentation(truth, seconds=time.perf_counter() - t0)
         stages: dict[str, Usage] = {}
         notes: list[str] = []
-        if self.mode == "vlm":
+        if self.mode == "vlm" and image is None and description is not None:
+            pass  # a typed description instead of a photo (a human operator): the parser alone
+        elif self.mode == "vlm":
             if image is None:
-                raise ValueError(f"vlm augmentation of {node} needs an image")
+                raise ValueError(f"vlm augmentation of {node} needs an image (or a description)")
             described = self.describer.describe(node, image, names, priors)  # type: ignore[union-attr]
             stages["describer"] = described.usage
             description = described.text
