@@ -60,7 +60,7 @@ from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, Tria
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_episode
 
 #: largest photo accepted (bytes); ``--max-upload-mb`` changes it
-DEFAULT_MAX_PHOTO_BYTES = 15 * 1024 * 1024
+DEFAULT_MAX_PHOTO_BYTES = 15_000_000
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 
@@ -154,8 +154,8 @@ def checklist(task: Task, final=None, initial=None) -> list[ChecklistItem]:
         ok = None
         if verdict is not None and verdict.frame_checked:
             ok = not verdict.side_effects
-        items.append(ChecklistItem("nothing else was changed: what the task does not mention is as it was at the "
-                                   "start (what was opened is closed again, devices as found, nothing left in hand)",
+        items.append(ChecklistItem("nothing else was changed (what was opened is closed again, devices as found, "
+                                   "hands empty)",
                                    weight=0, kind="frame", reported=ok))
     return items
 
