@@ -163,7 +163,7 @@ def _settings(args):
     from lookplangraph.settings import SettingsError, load_settings
 
     overrides = {
-        "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
+        "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
         "env": args.env, "augmentation": args.augmentation, "vlm": args.vlm, "parser_lm": args.parser_lm,
         "max_actions": args.max_actions, "graph_style": args.graph_style,
         "priors": False if args.no_priors else None,
@@ -277,12 +277,13 @@ def cmd_run(args) -> int:
     make_augmentation = _augmentation_factory(s)
     augmentation = make_augmentation(lm) if make_augmentation else None
     print(f"Task {task.split}/{task.id}: {task.instruction}")
-    print(f"LM {lm.name}; graph {s.graph_style}; priors {'on' if s.priors else 'off'}; "
+    print(f"planner {s.planner}; LM {lm.name}; graph {s.graph_style}; priors {'on' if s.priors else 'off'}; "
           f"correction {s.correction}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; environment {s.env}; "
           f"augmentation {s.augmentation}")
     try:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
-                                    echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation)
+                                    echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
+                                    planner=s.planner)
     except (LMError, VirtualHomeError, ValueError) as exc:
         raise InputError(str(exc)) from None
     print(format_result(result))
@@ -320,7 +321,7 @@ def cmd_eval(args) -> int:
         evaluate(tasks, _lm_factory(s, out), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
                  progress=_progress_bar(), meta=s.as_dict(), env=s.env,
-                 augmentation_factory=_augmentation_factory(s))
+                 augmentation_factory=_augmentation_factory(s), planner=s.planner)
     except (LMError, VirtualHomeError, ValueError) as exc:
         raise InputError(f"{exc} (finished episodes are kept in {out / 'results.jsonl'}; rerun to resume)") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))
@@ -329,9 +330,17 @@ def cmd_eval(args) -> int:
 
 
 def cmd_report(args) -> int:
-    """One table comparing the summaries of several evaluation directories."""
+    """One table comparing the summaries of several evaluation directories (and one of the
+    human-in-the-loop trials among them: trial directories, or directories holding them)."""
     from lookplangraph.runner import summary_text
+    from lookplangraph.trial import report_table, trial_dirs
 
+    trials = trial_dirs(args.dirs)
+    if trials:
+        print(report_table(trials))
+        args.dirs = [d for d in args.dirs if (Path(d) / "summary.json").exists() or not trial_dirs([d])]
+        if not args.dirs:
+            return 0
     rows = {}
     for d in args.dirs:
         path = Path(d) / "summary.json"
@@ -342,6 +351,82 @@ def cmd_report(args) -> int:
             if label == "all" or args.splits:
                 rows[f"{Path(d).name}" + ("" if label == "all" else f" [{label}]")] = row
     print(summary_text(rows))
+    return 0
+
+
+def cmd_trial(args) -> int:
+    """A human-in-the-loop trial (lookplangraph/trial.py): the web console or the terminal."""
+    from lookplangraph.backends import LMError
+    from lookplangraph.planner import PlannerConfig
+    from lookplangraph.settings import DEFAULT_LM
+    from lookplangraph.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
+                                     photo_file_check, task_from_graph)
+    from sim_adapters.human import Desk, TerminalOperator, TrialPaused
+
+    limit = int(args.max_upload_mb * 1_000_000)
+    try:
+        if args.resume:
+            given = [f for f in ("task_file", "graph", "instruction", "lm", "vlm", "parser_lm", "max_actions", "correction")
+                     if getattr(args, f)]
+            if given:
+                raise InputError(f"--resume continues a trial as it was set up (its trial.json); drop --{given[0].replace('_', '-')}")
+            trial = Trial(args.resume)
+        else:
+            if args.task_file:
+                try:
+                    task = load_task(args.task_file)
+                except TaskError as exc:
+                    raise InputError(str(exc)) from None
+            elif args.graph and args.instruction:
+                goal = None
+                if args.goal:
+                    try:
+                        goal = _read_goal(args.goal, load_graph(args.graph), False)
+                    except (GraphError, ValueError) as exc:
+                        raise InputError(f"{args.graph}: {exc}") from None
+                task = task_from_graph(args.graph, args.instruction, goal)
+            else:
+                raise InputError("give --task-file T.json, or --graph G.json with --instruction TEXT, or --resume DIR")
+            cfg = PlannerConfig(max_actions=args.max_actions or 30, correction=args.correction or "rules")
+            trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
+                                 vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
+        lm, augmentation = backends_for(trial)
+    except (TrialError, LMError) as exc:
+        raise InputError(str(exc)) from None
+    s = trial.settings
+    print(f"Trial {trial.dir}: {trial.task.instruction}")
+    print(f"LM {s['lm']}; photos {'described by ' + s['vlm'] if s.get('vlm') else 'kept, not read (no --vlm): type descriptions'}; "
+          f"parser {s.get('parser_lm') or s.get('vlm') or s['lm']}; {len(trial.answers())} recorded answers to replay")
+    if args.operator == "terminal":
+        operator = TerminalOperator(needs_description=trial.augmentation_mode != "vlm", check_photo=photo_file_check(limit))
+        session = TrialSession(trial, operator, lm=lm, augmentation=augmentation, max_photo_bytes=limit,
+                               echo=lambda text: print(text, flush=True))
+        try:
+            session.run()
+            if session.state == "checklist":
+                session.finish(ask_checklist(session.checklist()))
+        except (TrialPaused, KeyboardInterrupt):
+            session.state = "stopped"
+        if session.state == "error":
+            raise InputError(f"{session.error} (nothing is lost: lookplangraph trial --resume {trial.dir})")
+        if session.state == "stopped":
+            print(f"\nStopped; everything so far is in {trial.dir}. Continue with: lookplangraph trial --resume {trial.dir}")
+            return 0
+        result = trial.result()
+        print(f"\n{'SUCCESS' if result['success'] else 'FAILURE'}: precision {result['precision']:.3f}, "
+              f"{len(result['actions'])} actions, {len(result['executed'])} steps, {len(result['failed_steps'])} failed, "
+              f"operator {result['operator_seconds'] / 60:.1f} min; result: {trial.path('result.json')}")
+        return 0 if result["success"] else 1
+    from lookplangraph.console.app import serve
+
+    desk = Desk()
+    session = TrialSession(trial, desk, lm=lm, augmentation=augmentation, max_photo_bytes=limit)
+    session.start()
+    try:
+        serve(session, desk, host=args.host, port=args.port, max_upload_bytes=limit)
+    except KeyboardInterrupt:
+        pass
+    print(f"Console stopped; everything so far is in {trial.dir}. Continue with: lookplangraph trial --resume {trial.dir}")
     return 0
 
 
@@ -474,6 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", help="TOML settings file (configs/*.toml); flags override it")
     common.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
+    common.add_argument("--planner", help="lookplangraph (default) or a baseline: llm-as-p, llm+p "
+                                          "(sayplan, sayplan-lite, react: not built yet)")
     common.add_argument("--lm", help="LM backend: llamacpp:qwen2.5-coder-1.5b (default), llamacpp:PATH.gguf, openai:MODEL[@BASE_URL]")
     common.add_argument("--split", choices=SPLITS)
     common.add_argument("--dynamic", action="store_true", help="move task-relevant objects before the episode (seeded)")
@@ -519,10 +606,34 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record LM replies in OUT/lm_cache.jsonl (or FILE, e.g. another run's cache) and replay identical calls")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("report", help="compare the summaries of evaluation directories in one table")
-    p.add_argument("dirs", nargs="+", help="evaluation output directories (with summary.json)")
+    p = sub.add_parser("report", help="compare the summaries of evaluation directories in one table (and trials)")
+    p.add_argument("dirs", nargs="+", help="evaluation output directories (with summary.json), trial directories "
+                                           "or directories of trials")
     p.add_argument("--splits", action="store_true", help="also show the per-split rows")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("trial", help="a human-in-the-loop trial: a person performs each step (web console or terminal)")
+    p.add_argument("--task-file", help="a task file (instruction, graph, goal)")
+    p.add_argument("--graph", help="your own building: a scene graph in the paper's JSON format (with --instruction)")
+    p.add_argument("--instruction", help="what to do in --graph")
+    p.add_argument("--goal", help="with --graph: a goal graph or goal specification for the checklist "
+                                  "(default: the checklist asks about the instruction itself)")
+    p.add_argument("--resume", metavar="DIR", help="continue the trial in DIR (replays what is recorded, then goes on)")
+    p.add_argument("--operator", choices=["web", "terminal"], default="web",
+                   help="web (default): a console page, also on a phone; terminal: the same questions in this terminal")
+    p.add_argument("--lm", help="the planner's LM (default llamacpp:qwen2.5-coder-1.5b)")
+    p.add_argument("--vlm", metavar="SPEC", help="the describer of photos, a model that sees images, e.g. "
+                                                 "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 "
+                                                 "(without it the operator types descriptions)")
+    p.add_argument("--parser-lm", metavar="SPEC", help="the parser of descriptions (default: --vlm, else --lm)")
+    p.add_argument("--max-actions", type=int, help="action limit (default 30)")
+    p.add_argument("--correction", choices=["rules", "feedback", "none"], help="correction mode (default rules)")
+    p.add_argument("--out", help="trial directory (default runs/trial_<time>_<task>)")
+    p.add_argument("--host", default="127.0.0.1", help="console address (default 127.0.0.1, this machine only); "
+                                                       "0.0.0.0 opens it to the network with a one-time token")
+    p.add_argument("--port", type=int, default=8765, help="console port (default 8765)")
+    p.add_argument("--max-upload-mb", type=float, default=15.0, help="largest photo accepted, in MB (default 15)")
+    p.set_defaults(func=cmd_trial)
 
     p = sub.add_parser("inject", parents=[common], help="error-injection curve: SR against injected error rate in each correction mode (or the one of --correction)")
     p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0", help="comma-separated error rates")

@@ -85,10 +85,25 @@ def photo_type(data: bytes) -> str:
     return _EXT[mime]
 
 
+def megabytes(n: int) -> str:
+    return f"{n / 1e6:.3g} MB"
+
+
 def check_photo_size(size: int, limit: int) -> None:
     if size > limit:
-        raise PhotoError(f"the photo is {size / 1e6:.1f} MB, over the limit of {limit / 1e6:.0f} MB "
+        raise PhotoError(f"the photo is {megabytes(size)}, over the limit of {megabytes(limit)} "
                          "(take it at a lower resolution)")
+
+
+def photo_file_check(limit: int = DEFAULT_MAX_PHOTO_BYTES) -> Callable[[str], None]:
+    """A check of a photo file for the terminal operator: :class:`PhotoError` when it is too
+    large or not a photo."""
+    def check_file(path: str) -> None:
+        check_photo_size(Path(path).stat().st_size, limit)
+        with open(path, "rb") as f:
+            photo_type(f.read(16))
+
+    return check_file
 
 
 def _slug(text: str, n: int = 40) -> str:
@@ -596,9 +611,10 @@ def task_from_graph(graph_path: str | Path, instruction: str, goal: GoalSpec | N
 
 
 # -- the terminal --------------------------------------------------------------------------------
-def ask_checklist(items: list[ChecklistItem], read: Callable[[str], str] = input,
+def ask_checklist(items: list[ChecklistItem], read: Callable[[str], str] | None = None,
                   write: Callable[[str], None] = print) -> list[bool]:
     """The checklist in a terminal: each line ``y`` (met) or ``n`` (not met)."""
+    read = read or (lambda prompt: input(prompt))
     write("\nThe planner has stopped. Check the goal by looking: is each line true now?")
     marks = []
     for k, item in enumerate(items, 1):

@@ -221,9 +221,9 @@ class TerminalOperator:
     (failed), ``q`` (stop: the trial is resumed later). For ``discover_objects``: a photo path,
     or a typed description, or both as ``PATH | DESCRIPTION``."""
 
-    def __init__(self, read: Callable[[str], str] = input, write: Callable[[str], None] | None = None, *,
+    def __init__(self, read: Callable[[str], str] | None = None, write: Callable[[str], None] | None = None, *,
                  needs_description: bool = False, check_photo: Callable[[str], None] | None = None):
-        self.read = read
+        self.read = read or (lambda prompt: input(prompt))
         self.write = write or (lambda text: print(text, file=sys.stdout, flush=True))
         self.needs_description = needs_description  # no VLM: a photo alone cannot be read
         self.check_photo = check_photo  # raises ValueError for a file that is no usable photo

@@ -29,7 +29,8 @@ from fastapi.templating import Jinja2Templates
 
 from sgs.graph import Layer
 from sim_adapters.human import Answer, Desk, failed, seen
-from lookplangraph.trial import DEFAULT_MAX_PHOTO_BYTES, PhotoError, TrialError, TrialSession, check_photo_size
+from lookplangraph.trial import (DEFAULT_MAX_PHOTO_BYTES, PhotoError, TrialError, TrialSession, check_photo_size,
+                                 megabytes)
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "lookplangraph_token"
@@ -116,7 +117,7 @@ def create_app(session: TrialSession, desk: Desk, *, token: str | None = None,
                       mode=trial.augmentation_mode, items=items, result=result, session_error=session.error,
                       answered=len(answers), failures=[a for a in answers if not a.get("ok")],
                       operator_minutes=round(sum(a.get("seconds", 0.0) for a in answers) / 60, 1),
-                      max_mb=round(max_upload_bytes / 1e6), refresh=state in ("starting", "thinking"))
+                      max_size=megabytes(max_upload_bytes), refresh=state in ("starting", "thinking"))
 
     def stale(request: Request, rid: int) -> HTMLResponse:
         """The answer to a request that is not pending (double submit, an old tab)."""
@@ -178,8 +179,8 @@ def create_app(session: TrialSession, desk: Desk, *, token: str | None = None,
         if length > max_upload_bytes + 256 * 1024:
             async for _ in request.stream():  # read it all, so the browser gets this page, not a reset
                 pass
-            return page(request, status=413, error=f"The photo is {length / 1e6:.1f} MB, over the limit of "
-                                                   f"{max_upload_bytes / 1e6:.0f} MB: take it at a lower resolution. "
+            return page(request, status=413, error=f"The photo is {megabytes(length)}, over the limit of "
+                                                   f"{megabytes(max_upload_bytes)}: take it at a lower resolution. "
                                                    "Nothing was recorded; the step still waits.")
         try:
             form = await request.form(max_files=1, max_fields=10)
