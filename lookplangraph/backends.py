@@ -70,7 +70,7 @@ __all__ = [
     "Usage", "LMReply", "Completion", "Relaxed", "LMBackend", "LMError", "ImageError", "image_part", "image_mime",
     "with_images", "read_json", "check_reply", "ActionKey", "ActionReply", "Vocabulary", "action_schema",
     "constrained_schema", "flat_names", "typed_action_schema", "parse_reply",
-    "reply_format_instructions", "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend",
+    "reply_format_instructions", "ContextOverflow", "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend",
     "make_backend", "parse_spec",
 ]
 
@@ -78,6 +78,11 @@ __all__ = [
 class LMError(RuntimeError):
     """The LM cannot be used at all (unreachable server, unknown model, bad key, missing package).
     A reply that is merely unreadable is not an LMError but :attr:`LMReply.error`."""
+
+
+class ContextOverflow(LMError):
+    """The prompt does not fit the model's context (llama.cpp's ``n_ctx``, a server's limit): a
+    property of the prompt, so a planner may record it as the task's failure and go on."""
 
 
 class ImageError(LMError):
@@ -399,6 +404,8 @@ class OpenAIBackend:
                     raise LMError(f"{self.url} does not accept response_format json_schema (HTTP {status}); "
                                   f"use structured='json_object' (llama.cpp servers) or 'auto'") from None
                 retryable = status is None or status == 408 or status == 429 or status >= 500
+                if status == 400 and re.search(r"context|maximum.*tokens|too long", str(exc), re.I):
+                    raise ContextOverflow(f"{self.url}: the prompt does not fit the model's context: {_short(exc)}") from None
                 if not retryable:
                     hint = (f"; try structured='json_object' or 'none' instead of {mode!r}"
                             if mode != "none" and re.search(r"response_format|schema|guided|structured", str(exc)) else "")
@@ -563,7 +570,8 @@ class LlamaCppBackend:
                 max_tokens=self.max_tokens if max_tokens is None else max_tokens,
                 seed=self.seed, grammar=grammar, stop=list(stop) if stop else [])
         except ValueError as exc:  # e.g. "Requested tokens (...) exceed context window"
-            raise LMError(f"{self.name}: {exc}") from None
+            kind = ContextOverflow if "context" in str(exc).lower() else LMError
+            raise kind(f"{self.name}: {exc} (raise n_ctx in lm_options)") from None
         seconds = time.perf_counter() - t0
         u = out.get("usage") or {}
         n_prompt = int(u.get("prompt_tokens", 0))

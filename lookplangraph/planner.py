@@ -86,6 +86,10 @@ class PlannerConfig:
     exclude_refused: bool = True  # a refused action cannot be decoded again in the same memory state
     exclude_inapplicable: bool = True  # nor can an action that is never accepted there
     done_hint: bool = False  # feedback on an action already in effect suggests done() (measured: worse)
+    # baselines (lookplangraph.planners): the reply budget of a whole-plan call, Fast Downward's limits
+    plan_max_tokens: int = 1536
+    fd_time_limit_s: int = 60
+    fd_memory_limit_mb: int = 4096
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:
@@ -140,6 +144,9 @@ class EpisodeResult:
     augmentation_prompt_tokens: int = 0
     augmentation_completion_tokens: int = 0
     augmentation_seconds: float = 0.0
+    planner: str = "lookplangraph"  # lookplangraph.planners name
+    failure: str | None = None  # baselines: why no plan ran (a kind: parse_error, unsolvable, infeasible_step ...)
+    success_with_correction: bool | None = None  # static plans: the verdict had the SGS corrected them
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,

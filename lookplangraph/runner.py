@@ -32,7 +32,8 @@ from typing import Callable
 from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
 from grasif.task import Task
 
-from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_episode
+from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord
+from lookplangraph.planners import get_planner
 from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
 
@@ -130,6 +131,10 @@ def format_result(r: EpisodeResult) -> str:
         lines.append(f"{r.augmentation} augmentation: {r.augmentation_calls} calls, {r.augmentation_prompt_tokens} "
                      f"prompt + {r.augmentation_completion_tokens} completion tokens, {r.augmentation_seconds:.1f} s "
                      "(not in the tokens above)")
+    if r.failure:
+        lines.append(f"{r.planner} failure: {r.failure}")
+    if r.success_with_correction is not None:
+        lines.append(f"with the SGS's corrections the plan would {'succeed' if r.success_with_correction else 'fail too'}")
     lines += [f"  not met: {g}" for g in r.goal_not_met]
     lines += [f"  infeasible action in the plan: {a}" for a in r.infeasible]
     return "\n".join(lines)
@@ -137,11 +142,13 @@ def format_result(r: EpisodeResult) -> str:
 
 def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dynamic_seed: int | None = None,
                    echo: Callable[[str], None] | None = None, env: str = "graph",
-                   record_dir: Path | None = None, augmentation=None) -> EpisodeResult:
+                   record_dir: Path | None = None, augmentation=None, planner: str = "lookplangraph") -> EpisodeResult:
     """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
     echoing it readably when ``echo`` is given). ``record_dir``: also record every environment
     step there (``steps.jsonl``, ``images/``). ``augmentation``: a
-    :class:`vlm.gam.GraphAugmentation` (default ground truth)."""
+    :class:`vlm.gam.GraphAugmentation` (default ground truth); ``planner``: a
+    :mod:`lookplangraph.planners` name."""
+    plan = get_planner(planner)
     env = make_env(task, dynamic_seed, env)
     if record_dir is not None:
         env = StepRecorder(env, record_dir)
@@ -155,17 +162,17 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
             if echo:
                 echo(format_step(rec))
 
-        return run_episode(task, env, lm, cfg, on_step=on_step, augmentation=augmentation)
+        return plan.run(task, env, lm, cfg, on_step=on_step, augmentation=augmentation)
 
 
 def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
                        echo: Callable[[str], None] | None = None, env: str = "graph",
-                       augmentation=None) -> EpisodeResult:
+                       augmentation=None, planner: str = "lookplangraph") -> EpisodeResult:
     """Run one episode, writing ``trace.jsonl`` as it goes, ``result.json`` at the end and the
     environment's steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
     out.mkdir(parents=True, exist_ok=True)
     result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
-                            record_dir=out, augmentation=augmentation)
+                            record_dir=out, augmentation=augmentation, planner=planner)
     (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
     return result
 
@@ -200,7 +207,8 @@ def to_record(row: dict) -> EpisodeRecord:
 
 def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
              dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None,
-             env: str = "graph", augmentation_factory: Callable[[object], object] | None = None) -> list[dict]:
+             env: str = "graph", augmentation_factory: Callable[[object], object] | None = None,
+             planner: str = "lookplangraph") -> list[dict]:
     """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
     their result rows (module doc).
 
@@ -209,6 +217,7 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     truth); ``env`` names the environment (:func:`make_env`). ``progress(done, total, row)`` is
     called after each episode (the CLI draws a bar with it)."""
     check_env(env, tasks)
+    get_planner(planner)  # an unknown planner fails before any episode
     out.mkdir(parents=True, exist_ok=True)
     (out / "traces").mkdir(exist_ok=True)
     if meta is not None:
@@ -228,7 +237,7 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
             local.lm = lm_factory()
             local.augmentation = augmentation_factory(local.lm) if augmentation_factory else None
         result = traced_episode(task, local.lm, cfg, out / "traces" / f"{_key(task.split, task.id)}.jsonl",
-                                dynamic_seed=dynamic_seed, env=env, augmentation=local.augmentation)
+                                dynamic_seed=dynamic_seed, env=env, augmentation=local.augmentation, planner=planner)
         row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
         with lock:
             with open(results, "a") as f:

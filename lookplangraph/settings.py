@@ -3,6 +3,7 @@ file (``configs/*.toml``) and overridden by command-line flags.
 
 Keys (all optional)::
 
+    planner = "lookplangraph"            # lookplangraph | llm-as-p | llm+p (lookplangraph.planners)
     lm = "llamacpp:qwen2.5-coder-1.5b"   # backend spec, see lookplangraph.backends.make_backend
     lm_options = { n_ctx = 4096 }        # passed to the backend
     split = "office"                     # virtualhome | behavior | office
@@ -26,6 +27,9 @@ Keys (all optional)::
     exclude_refused = true               # a refused action cannot be decoded again in the same memory state
     exclude_inapplicable = true          # nor an action never accepted there (go_to the current room ...)
     done_hint = false                    # feedback on an action already in effect suggests done()
+    plan_max_tokens = 1536               # static baselines: the reply budget of the whole-plan call
+    fd_time_limit_s = 60                 # llm+p: Fast Downward's overall time and memory limits
+    fd_memory_limit_mb = 4096
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -57,6 +61,7 @@ class SettingsError(ValueError):
 
 @dataclass
 class RunSettings:
+    planner: str = "lookplangraph"
     lm: str = DEFAULT_LM
     lm_options: dict = field(default_factory=dict)
     split: str | None = None
@@ -80,6 +85,9 @@ class RunSettings:
     exclude_refused: bool = True
     exclude_inapplicable: bool = True
     done_hint: bool = False
+    plan_max_tokens: int = 1536
+    fd_time_limit_s: int = 60
+    fd_memory_limit_mb: int = 4096
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None
@@ -89,7 +97,8 @@ class RunSettings:
                              graph_style=self.graph_style, priors=self.priors, correction=self.correction,
                              vocabulary=self.vocabulary, refuse_cycles=self.refuse_cycles,
                              exclude_refused=self.exclude_refused, exclude_inapplicable=self.exclude_inapplicable,
-                             done_hint=self.done_hint)
+                             done_hint=self.done_hint, plan_max_tokens=self.plan_max_tokens,
+                             fd_time_limit_s=self.fd_time_limit_s, fd_memory_limit_mb=self.fd_memory_limit_mb)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -119,6 +128,10 @@ def load_settings(path: str | None, overrides: dict) -> RunSettings:
                             "correction = false used to mean feedback, the paper's ablation is none)")
     if s.correction not in CORRECTION_MODES:
         raise SettingsError(f"correction must be one of {', '.join(CORRECTION_MODES)}, not {s.correction!r}")
+    from lookplangraph.planners import PLANNER_NAMES
+
+    if s.planner not in PLANNER_NAMES:
+        raise SettingsError(f"planner must be one of {', '.join(PLANNER_NAMES)}, not {s.planner!r}")
     if s.augmentation not in AUGMENTATION_MODES:
         raise SettingsError(f"augmentation must be one of {', '.join(AUGMENTATION_MODES)}, not {s.augmentation!r}")
     if s.augmentation == "vlm" and not s.vlm:

@@ -63,15 +63,19 @@ _EXIT_KINDS = {0: "solved", 1: "solved", 2: "solved", 3: "solved",
                20: "out_of_memory", 22: "out_of_memory", 24: "out_of_memory",
                21: "timeout", 23: "timeout",
                30: "parse_error", 31: "parse_error", 33: "parse_error"}
-_UNDEFINED = re.compile(r"undefined|unknown (?:predicate|object|type|constant)|not (?:declared|defined)", re.I)
+#: the translator's words for a name the domain or problem does not declare
+_UNDEFINED = re.compile(r"Undefined (?:object|type|constant|predicate)|Expected logical operator or predicate name"
+                        r"|unknown (?:predicate|object|type)", re.I)
+_NOISE = ("INFO", "translate exit code", "search exit code", "Driver aborting", "Parsing", "->", "Traceback", "File ")
 
 
 def _reason(log: str, code: int) -> str:
-    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    for pattern in ("Error", "error:", "Undefined", "undefined", "Could not", "Unsolvable", "unsolvable"):
-        for ln in lines:
-            if pattern in ln and not ln.startswith(("INFO", "translate exit code", "search exit code")):
-                return ln[:300]
+    """The translator's complaint (``Undefined object Got: pear-1``), else the exit code."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip() and not ln.strip().startswith(_NOISE)]
+    for i, ln in enumerate(lines):
+        if re.search(r"error|undefined|expected|does not match|unsolvable|could not|mismatch", ln, re.I):
+            got = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].startswith("Got:") else ""
+            return f"{ln} {got}".strip()[:300]
     return f"Fast Downward exit code {code}"
 
 
@@ -94,6 +98,8 @@ def solve(domain: str, problem: str, *, time_limit_s: int = 60, memory_limit_mb:
                             message=f"no answer within {time_limit_s + 30} s")
         log = run.stdout + run.stderr
         kind = _EXIT_KINDS.get(run.returncode, "planner_error")
+        if kind == "planner_error" and re.search(r"exit code: -24\b", log):  # SIGXCPU: the time limit
+            kind = "timeout"
         if kind == "parse_error" and _UNDEFINED.search(log):
             kind = "undefined"
         steps: list[str] = []

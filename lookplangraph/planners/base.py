@@ -1,0 +1,55 @@
+"""One protocol for every planner, and the registry of ``--planner`` names.
+
+A planner runs one task in one environment with one LM and returns the same
+:class:`~lookplangraph.planner.EpisodeResult` LookPlanGraph does, judged on the environment's
+final graph by the same goal evaluation, so one results file, summary and report covers them all.
+Every LM call is a :class:`~lookplangraph.planner.StepRecord` handed to ``on_step`` as it happens
+(the runner writes them to the trace).
+
+Names: ``lookplangraph`` (:mod:`lookplangraph.planner`), ``llm-as-p`` (:mod:`.llm_as_p`),
+``llm+p`` (:mod:`.llm_plus_p`); the other baselines of the paper (``sayplan``, ``sayplan-lite``,
+``react``) are listed so that the command line names them, and :func:`get_planner` says they are
+not built yet.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Callable, Protocol, runtime_checkable
+
+from grasif.task import Task
+
+from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord
+
+#: ``--planner`` names → module and class; None: named by the paper, not built yet
+_REGISTRY: dict[str, tuple[str, str] | None] = {
+    "lookplangraph": ("lookplangraph.planners.lookplangraph", "LookPlanGraph"),
+    "llm-as-p": ("lookplangraph.planners.llm_as_p", "LLMAsPlanner"),
+    "llm+p": ("lookplangraph.planners.llm_plus_p", "LLMPlusP"),
+    "sayplan": None,
+    "sayplan-lite": None,
+    "react": None,
+}
+PLANNER_NAMES = tuple(_REGISTRY)
+
+
+@runtime_checkable
+class Planner(Protocol):
+    name: str
+
+    def run(self, task: Task, env, lm, config: PlannerConfig, *,
+            on_step: Callable[[StepRecord], None] | None = None, augmentation=None) -> EpisodeResult:
+        """Plan and act on ``task`` in ``env`` (a :class:`sim_adapters.base.Environment`) with
+        ``lm``; ``augmentation`` is for planners that call ``discover_objects``."""
+
+
+def get_planner(name: str) -> Planner:
+    """The planner called ``name``; ``ValueError`` for an unknown or not yet built one."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown planner {name!r}; one of {', '.join(PLANNER_NAMES)}")
+    where = _REGISTRY[name]
+    if where is None:
+        built = ", ".join(n for n, w in _REGISTRY.items() if w is not None)
+        raise ValueError(f"planner {name} is not built yet (issue 10); built: {built}")
+    module, cls = where
+    return getattr(import_module(module), cls)()

@@ -1,0 +1,84 @@
+"""LLM+P (paper VI-A, appendix D and F2): the LM writes a PDDL problem, Fast Downward plans.
+
+The prompt (``prompts/llm_plus_p.txt``) gives the appendix-D domain (``pddl/domain.pddl``), an
+example problem in that domain's own vocabulary (the paper's example uses another domain's
+predicates, which would teach the LM to write problems that cannot parse), the instruction and
+the task's map as compact JSON. The problem is cut from the reply (from ``(define`` to its
+closing parenthesis; code fences ignored); Fast Downward (``lama-first``, the config's time and
+memory limits) solves it as a separate program; the plan's lower-case names map back to the
+scene's names and the actions run as written (:func:`lookplangraph.planners.static.execute`).
+
+Failure kinds, each its own value of ``EpisodeResult.failure`` (SR 0, precision from the
+graph as it ends): ``context_overflow``, ``no_problem`` (no ``(define ...)`` in the reply),
+Fast Downward's ``parse_error`` / ``undefined`` (a predicate, object or type the domain or
+problem does not declare) / ``unsolvable`` / ``timeout`` / ``out_of_memory`` / ``planner_error``,
+``plan_unmappable`` (a plan names something not in the scene), then ``infeasible_step``.
+The trace's ``text`` is the LM's reply; the record's ``feedback`` says what Fast Downward said.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from lookplangraph.backends import ContextOverflow
+from lookplangraph.planner import StepRecord
+from lookplangraph.planners.pddl.fast_downward import solve
+from lookplangraph.planners.pddl.problem import PddlNames, PlanError, domain, plan_actions
+from lookplangraph.planners.static import call_record, execute, scene_json
+from lookplangraph.prompts import template
+
+
+def extract_problem(text: str) -> str | None:
+    """The first balanced ``(define ...)`` form in ``text``, or None."""
+    start = text.find("(define")
+    if start < 0:
+        return None
+    depth = 0
+    for i, ch in enumerate(text[start:], start):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return None  # cut off before the end
+
+
+class LLMPlusP:
+    name = "llm+p"
+
+    def prompt(self, task) -> str:
+        text = "\n".join(line for line in domain().splitlines() if not line.startswith(";"))
+        return template("llm_plus_p").format(domain=text.strip(), instruction=task.instruction,
+                                             scene=scene_json(task.graph))
+
+    def run(self, task, env, lm, config, *, on_step=None, augmentation=None):
+        t0 = time.perf_counter()
+        messages = [{"role": "user", "content": self.prompt(task)}]
+        try:
+            c = lm.complete(messages, max_tokens=config.plan_max_tokens)
+        except ContextOverflow as exc:
+            rec = StepRecord(1, None, None, False, "", feedback=str(exc))
+            if on_step:
+                on_step(rec)
+            return execute(task, env, self.name, lm, config, [rec], None, "context_overflow", t0)
+        plan, failure, feedback = None, None, None
+        problem = extract_problem(re.sub(r"```[a-z]*", "", c.text))
+        if problem is None:
+            failure, feedback = "no_problem", "the reply holds no complete (define (problem ...)) form"
+        else:
+            sol = solve(domain(), problem, time_limit_s=config.fd_time_limit_s, memory_limit_mb=config.fd_memory_limit_mb)
+            if not sol.solved:
+                failure, feedback = sol.kind, f"Fast Downward: {sol.kind}: {sol.message}"
+            else:
+                try:
+                    plan = plan_actions(sol.plan, PddlNames(task.graph.nodes))
+                    feedback = f"Fast Downward found {len(plan)} actions in {sol.seconds:.1f} s"
+                except PlanError as exc:
+                    failure, feedback = "plan_unmappable", str(exc)
+        rec = call_record(1, c, f"plan of {len(plan)} actions" if plan is not None else None, plan is not None, feedback)
+        result = execute(task, env, self.name, lm, config, [rec], plan, failure, t0)
+        if on_step:
+            on_step(rec)
+        return result
