@@ -90,6 +90,11 @@ class PlannerConfig:
     plan_max_tokens: int = 1536
     fd_time_limit_s: int = 60
     fd_memory_limit_mb: int = 4096
+    # dynamic baselines (the paper names no values): ReAct's LM calls per episode (thoughts and
+    # refused commands included), SayPlan's search commands and plan resubmissions after the first
+    react_max_steps: int = 50
+    sayplan_search_steps: int = 50
+    sayplan_replans: int = 4
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:

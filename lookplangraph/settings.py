@@ -3,7 +3,7 @@ file (``configs/*.toml``) and overridden by command-line flags.
 
 Keys (all optional)::
 
-    planner = "lookplangraph"            # lookplangraph | llm-as-p | llm+p (lookplangraph.planners)
+    planner = "lookplangraph"            # lookplangraph | llm-as-p | llm+p | sayplan | sayplan-lite | react (lookplangraph.planners)
     lm = "llamacpp:qwen2.5-coder-1.5b"   # backend spec, see lookplangraph.backends.make_backend
     lm_options = { n_ctx = 4096 }        # passed to the backend
     split = "office"                     # virtualhome | behavior | office
@@ -30,6 +30,9 @@ Keys (all optional)::
     plan_max_tokens = 1536               # static baselines: the reply budget of the whole-plan call
     fd_time_limit_s = 60                 # llm+p: Fast Downward's overall time and memory limits
     fd_memory_limit_mb = 4096
+    react_max_steps = 50                 # react: LM calls per episode (thoughts, refused commands included)
+    sayplan_search_steps = 50            # sayplan, sayplan-lite: expand/contract commands
+    sayplan_replans = 4                  # sayplan, sayplan-lite: plan resubmissions after a failed check
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -88,6 +91,9 @@ class RunSettings:
     plan_max_tokens: int = 1536
     fd_time_limit_s: int = 60
     fd_memory_limit_mb: int = 4096
+    react_max_steps: int = 50
+    sayplan_search_steps: int = 50
+    sayplan_replans: int = 4
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None
@@ -98,7 +104,9 @@ class RunSettings:
                              vocabulary=self.vocabulary, refuse_cycles=self.refuse_cycles,
                              exclude_refused=self.exclude_refused, exclude_inapplicable=self.exclude_inapplicable,
                              done_hint=self.done_hint, plan_max_tokens=self.plan_max_tokens,
-                             fd_time_limit_s=self.fd_time_limit_s, fd_memory_limit_mb=self.fd_memory_limit_mb)
+                             fd_time_limit_s=self.fd_time_limit_s, fd_memory_limit_mb=self.fd_memory_limit_mb,
+                             react_max_steps=self.react_max_steps, sayplan_search_steps=self.sayplan_search_steps,
+                             sayplan_replans=self.sayplan_replans)
 
     def as_dict(self) -> dict:
         return asdict(self)

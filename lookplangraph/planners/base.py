@@ -7,9 +7,8 @@ Every LM call is a :class:`~lookplangraph.planner.StepRecord` handed to ``on_ste
 (the runner writes them to the trace).
 
 Names: ``lookplangraph`` (:mod:`lookplangraph.planner`), ``llm-as-p`` (:mod:`.llm_as_p`),
-``llm+p`` (:mod:`.llm_plus_p`); the other baselines of the paper (``sayplan``, ``sayplan-lite``,
-``react``) are listed so that the command line names them, and :func:`get_planner` says they are
-not built yet.
+``llm+p`` (:mod:`.llm_plus_p`), ``sayplan`` and ``sayplan-lite`` (:mod:`.sayplan`), ``react``
+(:mod:`.react`). A name mapped to None would be listed but not built (:func:`get_planner` says so).
 """
 
 from __future__ import annotations
@@ -26,9 +25,9 @@ _REGISTRY: dict[str, tuple[str, str] | None] = {
     "lookplangraph": ("lookplangraph.planners.lookplangraph", "LookPlanGraph"),
     "llm-as-p": ("lookplangraph.planners.llm_as_p", "LLMAsPlanner"),
     "llm+p": ("lookplangraph.planners.llm_plus_p", "LLMPlusP"),
-    "sayplan": None,
-    "sayplan-lite": None,
-    "react": None,
+    "sayplan": ("lookplangraph.planners.sayplan", "SayPlan"),
+    "sayplan-lite": ("lookplangraph.planners.sayplan", "SayPlanLite"),
+    "react": ("lookplangraph.planners.react", "ReAct"),
 }
 PLANNER_NAMES = tuple(_REGISTRY)
 

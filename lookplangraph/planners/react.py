@@ -1,0 +1,307 @@
+"""ReAct (paper VI-A, appendix D and F5): the LM acts in an ALFWorld-style text environment laid
+over the planner's environment, keeping the whole transcript.
+
+**The text environment** (:class:`TextWorld`). The agent is told the places, the room it starts
+in and the task; it knows nothing else until the environment tells it. Its belief is a
+:class:`~lookplangraph.memory.MemoryGraph` of the task's map *without priors*: rooms and assets
+(they do not move), no objects; objects enter it only through ``discover_objects`` observations,
+which go through :class:`lookplangraph.perception.Perception` exactly as in LookPlanGraph (so
+``--augmentation`` works: ground truth is the paper's ReActGT, the GAM its ReAct; no priors are
+given to the augmentation, as ReAct keeps no memory of objects). Commands, one per reply line:
+
+=================================  ===============================================================
+``think: ...``                     "OK."
+``go to <room>``                   ``go_to``; "You arrive at R. Looking quickly around you, you see
+                                   <the room's assets>."
+``go to <asset or seen object>``   ``go_to`` its room if needed, then ``discover_objects`` the first
+                                   time: "On the table-1, you see cup-1, tray-1." / "The fridge-1 is
+                                   closed." (what is inside a closed node is not told)
+``open X`` / ``close X``           ``open`` (then ``discover_objects`` if X was never looked at):
+                                   "You open the X. The X is open. In it, you see ..."
+``take X from Y`` (``pick up X``)  ``pick_up``; X must be a seen object, Y (if given) its holder
+``put X in/on Y``                  ``put_inside`` / ``put_on``; the literal ``in/on`` (ALFWorld's
+                                   form) chooses by Y's affordances like SayPlan's ``release``
+``turn on X`` / ``turn off X``     ``turn_on`` / ``turn_off``
+``look`` / ``inventory``           the room again / what the hand holds (no step)
+``done``                           ends the episode
+=================================  ===============================================================
+
+Being "at" a node means being in its room, as in the SGS. A command that cannot be read, names
+something the agent has not seen, or that the SGS refuses on the belief or the environment
+refuses, is answered "Nothing happens." (nothing changes). Each LM call gets the whole
+transcript as a chat (the task, then one assistant turn per command and one user turn per
+answer), ``stop=["\\n"]``.
+
+The episode ends on ``done``, after ``react_max_steps`` LM calls (``step_limit``), after
+``max_actions`` commands that acted (``max_actions``), or when the transcript no longer fits the
+model's context (``context_overflow``); ``failure`` is that kind unless it ended on ``done``. It
+is judged on the environment's final graph like every planner. ``actions`` are the commands that
+acted (``done`` included, thoughts and refused commands not), ``executed`` their primitive steps;
+tokens are every call's, refused commands and thoughts included.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict
+
+from grasif.goals import evaluate_goal
+from sgs.actions import Action, make
+from sgs.graph import Layer, Relation
+from sgs.simulator import Infeasible, apply
+
+from lookplangraph.backends import ContextOverflow
+from lookplangraph.memory import MemoryGraph
+from lookplangraph.perception import Perception, PerceptionError
+from lookplangraph.planner import EpisodeResult, StepRecord
+from lookplangraph.planners.sayplan import release_relation
+from lookplangraph.prompts import template
+
+NOTHING = "Nothing happens."
+STEP_MAX_TOKENS = 96  # one command or thought per reply
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name.lower())
+
+
+class TextWorld:
+    """The ALFWorld-style text environment over ``env`` (module doc)."""
+
+    def __init__(self, graph, env, perceive: Perception):
+        self.env, self.perceive = env, perceive
+        self.memory = MemoryGraph(graph, priors=False)
+        self.executed: list[str] = []  # this command's primitive steps
+        self.observed: list[str] = []
+        self.perceived: list[dict] = []
+
+    # -- what the agent is told ------------------------------------------------------------------
+    def intro(self, instruction: str) -> str:
+        g = self.memory.graph
+        return template("react").format(places=", ".join(g.places), instruction=instruction,
+                                        start=f"You are in the middle of {g.agent.location}. {self._around()}")
+
+    def _around(self) -> str:
+        g = self.memory.graph
+        assets = [c for c in g.children(g.agent.location) if g.nodes[c].layer is Layer.ASSET]
+        return f"Looking quickly around you, you see {', '.join(assets) or 'nothing'}."
+
+    def describe(self, node: str) -> str:
+        g = self.memory.graph
+        n = g.nodes[node]
+        on = [c for c in g.children(node) if g.parent[c][1] is Relation.ONTOP]
+        inside = [c for c in g.children(node) if g.parent[c][1] is Relation.INSIDE]
+        parts = []
+        if on or "put_on" in (n.affordances or ()):
+            parts.append(f"On the {node}, you see {', '.join(on) or 'nothing'}.")
+        if n.has("closed"):
+            parts.append(f"The {node} is closed.")
+        elif inside or "put_inside" in (n.affordances or ()):
+            opened = f"The {node} is open. " if n.has("open") else ""
+            parts.append(f"{opened}In it, you see {', '.join(inside) or 'nothing'}.")
+        for state in ("on", "off"):
+            if n.has(state):
+                parts.append(f"The {node} is {state}.")
+        return " ".join(parts) or f"You see nothing on or in the {node}."
+
+    # -- commands --------------------------------------------------------------------------------
+    def name(self, text: str) -> str | None:
+        """The node the agent knows by ``text`` (case, spaces, ``_``/``-`` ignored), or None."""
+        text = text.strip().strip(".'\"")
+        g = self.memory.graph
+        if text in g.nodes:
+            return text
+        matches = [n for n in g.nodes if _key(n) == _key(text)]
+        return matches[0] if len(matches) == 1 else None
+
+    def step(self, command: str) -> tuple[str, str, str]:
+        """Carry out one command: ``(answer, kind, canonical command)``, kind ``think``,
+        ``done``, ``acted``, ``looked`` (no step) or ``nothing``."""
+        self.executed, self.observed, self.perceived = [], [], []
+        c = command.strip().rstrip(".").strip()
+        low = c.lower()
+        if re.match(r"^think\b", low):
+            return "OK.", "think", c
+        if low in ("done", "done()", "stop", "finish"):
+            return "", "done", "done"
+        if low in ("look", "look around"):
+            g = self.memory.graph
+            return f"You are in the middle of {g.agent.location}. {self._around()}", "looked", "look"
+        if low in ("inventory", "i"):
+            held = self.memory.graph.agent.holding
+            return (f"You are carrying: {held}." if held else "You are not carrying anything."), "looked", "inventory"
+        for pattern, handler in self._PATTERNS:
+            m = re.match(pattern, low)
+            if m:
+                spans = [c[m.start(i):m.end(i)] if m.group(i) is not None else None for i in range(1, m.re.groups + 1)]
+                return handler(self, *spans)
+        return NOTHING, "nothing", c
+
+    def _go(self, target: str):
+        node = self.name(target)
+        g = self.memory.graph
+        if node is None or node == g.agent.holding:
+            return NOTHING, "nothing", f"go to {target}"
+        if g.nodes[node].layer is Layer.PLACE:
+            if node == g.agent.location:
+                return f"You are in the middle of {node}. {self._around()}", "looked", f"go to {node}"
+            return self._act([make("go_to", node)], f"go to {node}",
+                             lambda: f"You arrive at {node}. {self._around()}")
+        if g.enclosing_closed(node):  # out of sight inside something closed
+            return NOTHING, "nothing", f"go to {node}"
+        steps = []
+        room = g.place_of(node)
+        if room != g.agent.location:
+            steps.append(make("go_to", room))
+        if node not in g.inspected:
+            steps.append(make("discover_objects", node))
+        if not steps:
+            return self.describe(node), "looked", f"go to {node}"
+        return self._act(steps, f"go to {node}", lambda: self.describe(node))
+
+    def _toggle(self, fn: str, target: str):
+        node = self.name(target)
+        words = fn.replace("_", " ")
+        if node is None:
+            return NOTHING, "nothing", f"{words} {target}"
+        steps = [make(fn, node)]
+        if fn == "open" and node not in self.memory.graph.inspected:
+            steps.append(make("discover_objects", node))
+
+        def answer():
+            if fn == "open":
+                return f"You open the {node}. {self.describe(node)}"
+            return f"You {words} the {node}."
+        return self._act(steps, f"{words} {node}", answer)
+
+    def _take(self, obj: str, holder: str | None):
+        node = self.name(obj)
+        g = self.memory.graph
+        written = f"take {obj}" + (f" from {holder}" if holder else "")
+        if node is None or g.nodes[node].layer is not Layer.OBJECT:
+            return NOTHING, "nothing", written
+        parent = g.parent[node][0]
+        if holder is not None and self.name(holder) != parent:
+            return NOTHING, "nothing", written
+        return self._act([make("pick_up", node)], f"take {node} from {parent}",
+                         lambda: f"You pick up the {node} from the {parent}.")
+
+    def _put(self, obj: str | None, relation: str, dest: str):
+        node = self.name(dest)
+        g = self.memory.graph
+        held = g.agent.holding
+        written = f"put {obj + ' ' if obj else ''}{relation} {dest}"
+        if node is None or held is None or (obj is not None and self.name(obj) != held):
+            return NOTHING, "nothing", written
+        if relation == "in/on":
+            fn = release_relation(g, node)
+        else:
+            fn = "put_on" if relation in ("on", "onto", "on top of") else "put_inside"
+        word = "on" if fn == "put_on" else "in"
+        return self._act([make(fn, None, None, node)], f"put {held} {word} {node}",
+                         lambda: f"You put the {held} {word} the {node}.")
+
+    _PATTERNS = (
+        (r"^go\s*to\s+(.+)$", _go),
+        (r"^open\s+(.+)$", lambda self, x: self._toggle("open", x)),
+        (r"^close\s+(.+)$", lambda self, x: self._toggle("close", x)),
+        (r"^(?:turn|switch)\s+on\s+(.+)$", lambda self, x: self._toggle("turn_on", x)),
+        (r"^(?:turn|switch)\s+off\s+(.+)$", lambda self, x: self._toggle("turn_off", x)),
+        (r"^(?:take|pick\s*up|grab)\s+(.+?)(?:\s+from\s+(.+))?$", _take),
+        (r"^put\s+(in/on|inside|into|in|onto|on)\s+(\S+)$", lambda self, rel, d: self._put(None, rel, d)),
+        (r"^put\s+(.+?)\s+(in/on|inside of|inside|into|in|on top of|onto|on)\s+(.+)$", _put),
+    )
+
+    def _act(self, steps: list[Action], canonical: str, answer):
+        """Run ``steps`` if the belief allows them all, then in the environment; ``answer()``
+        after success, "Nothing happens." otherwise."""
+        g = self.memory.graph
+        try:
+            for s in steps:
+                g = apply(g, s)
+        except Infeasible:
+            return NOTHING, "nothing", canonical
+        for s in steps:
+            result = self.env.step(s)
+            if not result.ok:
+                return NOTHING, "nothing", canonical
+            try:
+                self.memory.apply(s)
+            except Infeasible:
+                return NOTHING, "nothing", canonical
+            self.executed.append(str(s))
+            if result.observation is not None:
+                try:
+                    observation, entry = self.perceive(result.observation, self.memory, self.env)
+                except PerceptionError:
+                    return f"You cannot make out what is on or in the {s.node}.", "acted", canonical
+                if entry is not None:
+                    self.perceived.append(asdict(entry))
+                self.memory.discover(observation)
+                self.observed = [f"{o.name} {o.relation} {o.parent}" for o in observation.objects]
+        return answer(), "acted", canonical
+
+
+class ReAct:
+    """ALFWorld-style ReAct over any environment (module doc)."""
+
+    name = "react"
+
+    def run(self, task, env, lm, config, *, on_step=None, augmentation=None):
+        t0 = time.perf_counter()
+        perceive = Perception(augmentation)
+        env.reset()
+        initial = env.true_graph()
+        world = TextWorld(task.graph, env, perceive)
+        messages = [{"role": "user", "content": world.intro(task.instruction)}]
+        records: list[StepRecord] = []
+        actions: list[str] = []
+        termination = "step_limit"
+        for call in range(1, config.react_max_steps + 1):
+            if len(actions) >= config.max_actions:
+                termination = "max_actions"
+                break
+            try:
+                c = lm.complete(messages, stop=["\n"], max_tokens=STEP_MAX_TOKENS)
+            except ContextOverflow as exc:
+                rec = StepRecord(call, None, None, False, "", feedback=f"prompt refused: {exc}")
+                records.append(rec)
+                if on_step:
+                    on_step(rec)
+                termination = "context_overflow"
+                break
+            lines = [ln for ln in c.text.strip().splitlines() if ln.strip()]
+            line = lines[0].strip() if lines else ""
+            answer, kind, canonical = world.step(line.lstrip(">").strip())
+            rec = StepRecord(call, line[6:].strip() if kind == "think" else None,
+                             canonical if line else None, kind != "nothing", c.text,
+                             executed=list(world.executed), feedback=answer or None, observed=list(world.observed),
+                             prompt_tokens=c.usage.prompt_tokens, completion_tokens=c.usage.completion_tokens,
+                             cached_tokens=c.usage.cached_tokens, seconds=c.seconds, perceived=list(world.perceived))
+            records.append(rec)
+            if kind in ("acted", "done"):
+                actions.append(canonical)
+            if on_step:
+                on_step(rec)
+            if kind == "done":
+                termination = "done"
+                break
+            messages.append({"role": "assistant", "content": line or "(empty)"})
+            messages.append({"role": "user", "content": answer})
+        final = env.true_graph()
+        goal = evaluate_goal(task.goal, final, initial)
+        perceived = [p for r in records for p in r.perceived]
+        return EpisodeResult(
+            task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
+            success=goal.success, success_changed_only=goal.success_changed_only, precision=goal.precision,
+            actions=actions, executed=[s for r in records for s in r.executed], lm_calls=len(records),
+            prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
+            cached_tokens=sum(r.cached_tokens or 0 for r in records), lm_seconds=round(sum(r.seconds for r in records), 3),
+            wall_s=round(time.perf_counter() - t0, 3), goal_not_met=goal.not_met(), config=asdict(config),
+            moves=list(getattr(env, "moves", [])), augmentation=perceive.mode, augmentation_calls=len(perceived),
+            augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
+            augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
+            augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3),
+            planner=self.name, failure=None if termination == "done" else termination,
+        )
