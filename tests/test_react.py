@@ -50,12 +50,19 @@ def test_react_solves_a_task_with_the_whole_transcript():
     assert steps[0].reason == "The apple is in the fridge, in the kitchen." and steps[0].executed == []
     # every call sees the whole transcript so far, one command per line
     first, last = lm.requests[0], lm.requests[-1]
-    assert first["stop"] == ["\n"] and len(first["messages"]) == 1
-    intro = first["messages"][0]["content"]
-    assert "places: kitchen-1, bedroom-1." in intro and "You are in the middle of bedroom-1" in intro
-    assert "Your task is: Put the apple from the fridge on the bed." in intro and "apple-1" not in intro.split("Now your task")[1]
-    assert len(last["messages"]) == 21 and last["messages"][1] == {"role": "assistant", "content": SOLVE[0]}
-    assert last["messages"][2] == {"role": "user", "content": "OK."}
+    assert first["stop"] == ["\n"]
+    # the worked example is a chat of its own: commands are assistant turns, answers user turns
+    example = first["messages"][:-1]
+    assert [m["role"] for m in example] == ["user"] + ["assistant", "user"] * ((len(example) - 1) // 2) + ["assistant"]
+    assert example[1] == {"role": "assistant", "content": "think: The box may be on the shelf here; the fridge will be in the kitchen."}
+    assert example[2] == {"role": "user", "content": "OK."} and example[-1] == {"role": "assistant", "content": "done"}
+    task = first["messages"][-1]["content"]
+    assert task.startswith("Now your task.") and "places: kitchen-1, bedroom-1." in task
+    assert "You are in the middle of bedroom-1" in task and "apple-1" not in task
+    assert "Your task is: Put the apple from the fridge on the bed." in task
+    n = len(first["messages"])
+    assert len(last["messages"]) == n + 20 and last["messages"][n] == {"role": "assistant", "content": SOLVE[0]}
+    assert last["messages"][n + 1] == {"role": "user", "content": "OK."}
 
 
 @pytest.mark.parametrize("commands, answer", [

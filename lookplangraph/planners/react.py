@@ -29,8 +29,10 @@ given to the augmentation, as ReAct keeps no memory of objects). Commands, one p
 Being "at" a node means being in its room, as in the SGS. A command that cannot be read, names
 something the agent has not seen, or that the SGS refuses on the belief or the environment
 refuses, is answered "Nothing happens." (nothing changes). Each LM call gets the whole
-transcript as a chat (the task, then one assistant turn per command and one user turn per
-answer), ``stop=["\\n"]``.
+transcript as a chat, ``stop=["\\n"]``: the worked example of ``prompts/react.txt`` is split into
+turns (``> command`` lines become assistant turns; a small model given the example as one block
+answered "OK." instead of a command), then the task, one assistant turn per command and one user
+turn per answer.
 
 The episode ends on ``done``, after ``react_max_steps`` LM calls (``step_limit``), after
 ``max_actions`` commands that acted (``max_actions``), or when the transcript no longer fits the
@@ -60,6 +62,21 @@ from lookplangraph.prompts import template
 
 NOTHING = "Nothing happens."
 STEP_MAX_TOKENS = 96  # one command or thought per reply
+
+
+def as_chat(text: str) -> list[dict]:
+    """A transcript as chat messages: each ``> command`` line an assistant turn (without the
+    ``> ``), the lines between them user turns."""
+    messages, user = [], []
+    for line in text.splitlines():
+        if line.startswith("> "):
+            messages.append({"role": "user", "content": "\n".join(user).strip()})
+            messages.append({"role": "assistant", "content": line[2:]})
+            user = []
+        else:
+            user.append(line)
+    messages.append({"role": "user", "content": "\n".join(user).strip()})
+    return messages
 
 
 def _key(name: str) -> str:
@@ -254,7 +271,7 @@ class ReAct:
         env.reset()
         initial = env.true_graph()
         world = TextWorld(task.graph, env, perceive)
-        messages = [{"role": "user", "content": world.intro(task.instruction)}]
+        messages = as_chat(world.intro(task.instruction))
         records: list[StepRecord] = []
         actions: list[str] = []
         termination = "step_limit"
