@@ -426,6 +426,7 @@ def cmd_trial(args) -> int:
         serve(session, desk, host=args.host, port=args.port, max_upload_bytes=limit)
     except KeyboardInterrupt:
         pass
+    session.join(timeout=5)  # the planner's thread records that it stopped
     print(f"Console stopped; everything so far is in {trial.dir}. Continue with: lookplangraph trial --resume {trial.dir}")
     return 0
 

@@ -350,6 +350,11 @@ class TrialSession:
         self._thread.start()
         return self._thread
 
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for :meth:`start`'s thread (after the desk was closed, it stops at once)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def _asked(self, request: Request) -> None:
         self.pending = request
 

@@ -167,3 +167,15 @@ def test_a_restarted_server_resumes_the_trial_at_its_step(tmp_path):
         assert [a["request"] for a in c2.trial.answers()] == [1, 2]
     finally:
         c2.stop()
+
+
+def test_the_operator_can_say_a_node_cannot_be_looked_at(console):
+    body, ctype = multipart({"request": 1, "outcome": "failed", "reason": ""})
+    status, page = post(console.url + "/observe", body, ctype)
+    assert status == 400 and "Say why you cannot look" in page
+    body, ctype = multipart({"request": 1, "outcome": "failed", "reason": "the cupboard is locked"})
+    assert post(console.url + "/observe", body, ctype)[0] == 303
+    [a] = console.trial.answers()
+    assert not a["ok"] and a["reason"] == "the cupboard is locked"
+    status, page, _ = get(console.url + "/")
+    assert "the operator reports: the cupboard is locked" in page

@@ -315,3 +315,22 @@ def test_report_lists_unfinished_trials_apart(tmp_path):
     session_for(trial, ScriptedOperator([seen(description="a cup"), "stop"]))[0].run()
     table = report_table([trial.dir])
     assert "unfinished" in table and "1 operator answers so far" in table and "finished trial(s)" not in table
+
+
+def test_an_unusable_lm_stops_the_session_with_the_error_and_the_trial_resumes(tmp_path):
+    from lookplangraph.backends import LMError
+
+    class Broken:
+        name = "scripted"
+
+        def decide(self, *args, **kwargs):
+            raise LMError("the server at http://gpu:8000/v1 does not answer")
+
+    trial = new_trial(tmp_path)
+    session = TrialSession(trial, ScriptedOperator([]), lm=Broken(),
+                           augmentation=GraphAugmentation("parser", parser=ScriptedBackend([CUP])))
+    assert session.run() is None and session.state == "error" and "does not answer" in session.error
+    assert json.loads(trial.path("events.jsonl").read_text().splitlines()[-1])["event"] == "error"
+    op = ScriptedOperator([seen(description="a cup"), "stop"])
+    session_for(Trial(trial.dir), op)[0].run()
+    assert [r.id for r in op.requests] == [1, 2]
