@@ -19,7 +19,9 @@ session's token (``?token=...`` once: it is then kept in a cookie); :func:`serve
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -128,8 +130,15 @@ def create_app(session: TrialSession, desk: Desk, *, token: str | None = None,
                                                       "Nothing more was recorded. This is the step now:")
         return page(request, status=409, notice=f"Step {rid} is not waiting for an answer; nothing was recorded.")
 
-    def after_answer(rid: int) -> RedirectResponse:
-        desk.wait_pending(answer_wait, after=rid)
+    async def after_answer(rid: int) -> RedirectResponse:
+        """Redirect to the page once the planner has asked its next question or stopped (at
+        most ``answer_wait`` s later), without blocking the server meanwhile."""
+        deadline = time.monotonic() + answer_wait
+        while time.monotonic() < deadline:
+            p = desk.pending
+            if (p is not None and p.id > rid) or session.state in ("checklist", "finished", "error", "stopped"):
+                break
+            await asyncio.sleep(0.05)
         return RedirectResponse(f"/?answered={rid}", status_code=303)
 
     @app.get("/", response_class=HTMLResponse)
@@ -171,7 +180,7 @@ def create_app(session: TrialSession, desk: Desk, *, token: str | None = None,
             return message(request, "Bad form", "Unknown answer; reload the page.", 400)
         if not desk.answer(rid, Answer(True) if outcome == "done" else failed(reason)):
             return stale(request, rid)
-        return after_answer(rid)
+        return await after_answer(rid)
 
     @app.post("/observe")
     async def observe(request: Request):
@@ -202,7 +211,7 @@ def create_app(session: TrialSession, desk: Desk, *, token: str | None = None,
                 return page(request, status=400, error="Say why you cannot look (the planner is told the reason). "
                                                        "Nothing was recorded; the step still waits.")
             ok = desk.answer(rid, failed(reason))
-            return after_answer(rid) if ok else stale(request, rid)
+            return await after_answer(rid) if ok else stale(request, rid)
         description = await _field(form, "description")
         upload = form.get("photo")
         data, size = b"", 0
@@ -226,7 +235,7 @@ def create_app(session: TrialSession, desk: Desk, *, token: str | None = None,
                             error=f"{str(exc)[0].upper()}{str(exc)[1:]}. Nothing was recorded; the step still waits.")
         if not desk.answer(rid, seen(photo, description)):
             return stale(request, rid)
-        return after_answer(rid)
+        return await after_answer(rid)
 
     @app.post("/checklist")
     async def submit_checklist(request: Request):
