@@ -117,6 +117,16 @@ def test_an_observation_comes_from_the_environment_not_the_map():
     assert w.step("take apple-1 from book-1")[0] == "You pick up the apple-1 from the book-1."
 
 
+def test_the_agent_knows_what_it_holds_at_the_start():
+    task = apple_task()
+    g = task.graph
+    holding = g.evolve(parent={**g.parent, "book-1": (g.agent.name, Relation.HELD)},
+                       agent=type(g.agent)(g.agent.name, g.agent.location, "book-1")).check()
+    w = TextWorld(holding, GraphEnvironment(holding), Perception(None))
+    assert "You are carrying book-1." in w.intro("x")
+    assert w.step("put book-1 on bed-1")[0] == "You put the book-1 on the bed-1."
+
+
 @pytest.mark.parametrize("replies, cfg, termination, calls", [
     (["think: hmm"], {"react_max_steps": 4}, "step_limit", 4),
     (["go to kitchen-1", "go to bedroom-1", "go to kitchen-1"], {"max_actions": 3}, "max_actions", 3),

@@ -89,6 +89,12 @@ class TextWorld:
     def __init__(self, graph, env, perceive: Perception):
         self.env, self.perceive = env, perceive
         self.memory = MemoryGraph(graph, priors=False)
+        held = graph.agent.holding
+        if held is not None:  # the agent knows what is in its hand
+            g = self.memory.graph
+            self.memory.graph = g.evolve(nodes={**g.nodes, held: graph.nodes[held]},
+                                         parent={**g.parent, held: graph.parent[held]}, agent=graph.agent)
+            self.memory.known.add(held)
         self.executed: list[str] = []  # this command's primitive steps
         self.observed: list[str] = []
         self.perceived: list[dict] = []
@@ -96,8 +102,9 @@ class TextWorld:
     # -- what the agent is told ------------------------------------------------------------------
     def intro(self, instruction: str) -> str:
         g = self.memory.graph
+        carrying = f" You are carrying {g.agent.holding}." if g.agent.holding else ""
         return template("react").format(places=", ".join(g.places), instruction=instruction,
-                                        start=f"You are in the middle of {g.agent.location}. {self._around()}")
+                                        start=f"You are in the middle of {g.agent.location}. {self._around()}{carrying}")
 
     def _around(self) -> str:
         g = self.memory.graph
@@ -291,7 +298,8 @@ class ReAct:
             lines = [ln for ln in c.text.strip().splitlines() if ln.strip()]
             line = lines[0].strip() if lines else ""
             answer, kind, canonical = world.step(line.lstrip(">").strip())
-            rec = StepRecord(call, line[6:].strip() if kind == "think" else None,
+            thought = re.sub(r"^>?\s*think\s*:?\s*", "", line, flags=re.I) if kind == "think" else None
+            rec = StepRecord(call, thought,
                              canonical if line else None, kind != "nothing", c.text,
                              executed=list(world.executed), feedback=answer or None, observed=list(world.observed),
                              prompt_tokens=c.usage.prompt_tokens, completion_tokens=c.usage.completion_tokens,
