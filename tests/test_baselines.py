@@ -246,3 +246,16 @@ def test_cli_runs_llm_plus_p(tmp_path, capsys):
     assert result["planner"] == "llm+p" and result["success_with_correction"] is True
     assert main(["run", "--planner", "gpt-planner", "--task-file", str(task_file), "--lm", "scripted:x"]) == 2
     assert "gpt-planner" in capsys.readouterr().err
+
+
+def test_every_config_file_loads_and_every_planner_has_table_configs():
+    from pathlib import Path
+
+    from lookplangraph.settings import load_settings
+
+    configs = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))
+    planners = {load_settings(str(c), {}).planner: c for c in configs}
+    assert set(planners) == set(PLANNER_NAMES)
+    for name in PLANNER_NAMES:
+        dynamic = {load_settings(str(c), {}).dynamic for c in configs if load_settings(str(c), {}).planner == name}
+        assert dynamic == {False, True}, name  # a Table IV (static) and a Table II (dynamic) config
