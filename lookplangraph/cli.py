@@ -277,9 +277,10 @@ def cmd_run(args) -> int:
     make_augmentation = _augmentation_factory(s)
     augmentation = make_augmentation(lm) if make_augmentation else None
     print(f"Task {task.split}/{task.id}: {task.instruction}")
-    print(f"planner {s.planner}; LM {lm.name}; graph {s.graph_style}; priors {'on' if s.priors else 'off'}; "
-          f"correction {s.correction}; dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; environment {s.env}; "
-          f"augmentation {s.augmentation}")
+    loop = (f"graph {s.graph_style}; priors {'on' if s.priors else 'off'}; correction {s.correction}; "
+            if s.planner == "lookplangraph" else "")  # the LookPlanGraph loop's own switches
+    print(f"planner {s.planner}; LM {lm.name}; {loop}dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; "
+          f"environment {s.env}; augmentation {s.augmentation}")
     try:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
                                     echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
