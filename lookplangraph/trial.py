@@ -43,11 +43,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 

@@ -108,6 +108,8 @@ def create_app(session: TrialSession, desk: Desk, *, token: str | None = None,
             state = "waiting"
         if session.paused_since is not None and state in ("waiting", "thinking"):
             state = "paused"
+        if state == "waiting" and pending is None:  # the question is on its way to the desk
+            state = "thinking"
         result = trial.result()
         if result is not None:
             state = "finished"
