@@ -57,6 +57,7 @@ from sim_adapters.base import Observation
 from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, TrialPaused
 
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, run_episode
+from lookplangraph.runner import read_results
 
 #: largest photo accepted (bytes); ``--max-upload-mb`` changes it
 DEFAULT_MAX_PHOTO_BYTES = 15_000_000
@@ -236,7 +237,7 @@ class Trial:
 
     def answers(self) -> list[dict]:
         """The recorded operator answers (a torn last line is skipped)."""
-        return _read_jsonl(self.path("operator.jsonl"))
+        return read_results(self.path("operator.jsonl"))
 
     def result(self) -> dict | None:
         p = self.path("result.json")
@@ -257,18 +258,6 @@ class Trial:
         tmp.write_bytes(data)
         tmp.replace(path)
         return path
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
 
 
 # -- a session: the planner running over an operator -------------------------------------------
