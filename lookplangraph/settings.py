@@ -99,14 +99,8 @@ class RunSettings:
     out: str | None = None
 
     def planner_config(self) -> PlannerConfig:
-        return PlannerConfig(max_actions=self.max_actions, max_unresolved=self.max_unresolved,
-                             graph_style=self.graph_style, priors=self.priors, correction=self.correction,
-                             vocabulary=self.vocabulary, refuse_cycles=self.refuse_cycles,
-                             exclude_refused=self.exclude_refused, exclude_inapplicable=self.exclude_inapplicable,
-                             done_hint=self.done_hint, plan_max_tokens=self.plan_max_tokens,
-                             fd_time_limit_s=self.fd_time_limit_s, fd_memory_limit_mb=self.fd_memory_limit_mb,
-                             react_max_steps=self.react_max_steps, sayplan_search_steps=self.sayplan_search_steps,
-                             sayplan_replans=self.sayplan_replans)
+        """The planner's fields of these settings (every :class:`PlannerConfig` field is one here)."""
+        return PlannerConfig(**{f.name: getattr(self, f.name) for f in fields(PlannerConfig)})
 
     def as_dict(self) -> dict:
         return asdict(self)

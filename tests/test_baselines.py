@@ -259,3 +259,13 @@ def test_every_config_file_loads_and_every_planner_has_table_configs():
     for name in PLANNER_NAMES:
         dynamic = {load_settings(str(c), {}).dynamic for c in configs if load_settings(str(c), {}).planner == name}
         assert dynamic == {False, True}, name  # a Table IV (static) and a Table II (dynamic) config
+
+
+def test_run_settings_carry_every_planner_field():
+    from dataclasses import fields
+
+    from lookplangraph.settings import RunSettings, load_settings
+
+    assert {f.name for f in fields(PlannerConfig)} <= {f.name for f in fields(RunSettings)}
+    cfg = load_settings(None, {"fd_time_limit_s": 7, "react_max_steps": 3, "correction": "none"}).planner_config()
+    assert (cfg.fd_time_limit_s, cfg.react_max_steps, cfg.correction) == (7, 3, "none")
