@@ -333,7 +333,9 @@ def cmd_eval(args) -> int:
 def cmd_report(args) -> int:
     """One table comparing the summaries of several evaluation directories (and one of the
     human-in-the-loop trials among them: trial directories, or directories holding them)."""
-    from lookplangraph.runner import summary_text
+    from collections import Counter
+
+    from lookplangraph.runner import read_results, summary_text
     from lookplangraph.trial import report_table, trial_dirs
 
     trials = trial_dirs(args.dirs)
@@ -352,6 +354,12 @@ def cmd_report(args) -> int:
             if label == "all" or args.splits:
                 rows[f"{Path(d).name}" + ("" if label == "all" else f" [{label}]")] = row
     print(summary_text(rows))
+    for d in args.dirs:  # baselines: why plans failed, one count per failure kind
+        results = read_results(Path(d) / "results.jsonl")
+        kinds = Counter(r["failure"] for r in results if r.get("failure"))
+        planners = sorted({r.get("planner", "lookplangraph") for r in results})
+        if kinds:
+            print(f"{Path(d).name} ({', '.join(planners)}): " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
     return 0
 
 

@@ -269,3 +269,14 @@ def test_run_settings_carry_every_planner_field():
     assert {f.name for f in fields(PlannerConfig)} <= {f.name for f in fields(RunSettings)}
     cfg = load_settings(None, {"fd_time_limit_s": 7, "react_max_steps": 3, "correction": "none"}).planner_config()
     assert (cfg.fd_time_limit_s, cfg.react_max_steps, cfg.correction) == (7, 3, "none")
+
+
+def test_report_counts_failure_kinds(tmp_path, capsys):
+    from lookplangraph.runner import evaluate
+
+    plan = json.dumps({"plan": ["go_to(kitchen-1)", "pick_up(apple-1)"]})  # SCRIPTED: a closed box in a closed fridge
+    out = tmp_path / "eval"
+    evaluate([apple_task()], lambda: ScriptedBackend([plan]), PlannerConfig(), out, planner="llm-as-p")
+    assert main(["report", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "eval (llm-as-p): infeasible_step 1" in printed
