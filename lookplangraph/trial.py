@@ -52,6 +52,7 @@ from typing import Any, Callable
 
 from grasif.goals import GoalSpec, evaluate_goal
 from grasif.task import Task, load_task, save_task
+from sgs.io import graph_to_dict, load_graph
 from sgs.simulator import check, expand_unchecked, hallucination
 from sim_adapters.base import Observation
 from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, TrialPaused
@@ -585,17 +586,13 @@ def task_from_graph(graph_path: str | Path, instruction: str, goal: GoalSpec | N
     instruction (and a goal, when given; else the checklist asks about the instruction itself)."""
     path = Path(graph_path)
     try:
-        data = json.loads(path.read_text())
+        graph = load_graph(path)  # errors name the file
     except FileNotFoundError:
         raise TrialError(f"{path}: no such graph file") from None
-    except json.JSONDecodeError as exc:
-        raise TrialError(f"{path}: not valid JSON ({exc})") from None
-    try:
-        task = Task(id=task_id or _slug(instruction), split="trial", instruction=instruction, initial_graph=data,
-                    goal=goal or GoalSpec(), provenance={"source": str(path)})
-        task.graph  # noqa: B018 - parse now, so a bad graph is reported here
-    except ValueError as exc:
-        raise TrialError(f"{path}: {exc}") from None
+    except ValueError as exc:  # bad JSON, or a GraphError
+        raise TrialError(str(exc)) from None
+    task = Task(id=task_id or _slug(instruction), split="trial", instruction=instruction,
+                initial_graph=graph_to_dict(graph), goal=goal or GoalSpec(), provenance={"source": str(path)})
     if goal is not None:
         problems = goal.check_names(task.graph)
         if problems:

@@ -155,6 +155,7 @@ class GraphEnvironment:
         changes = {}
         for field_name in ("node", "destination"):
             name = getattr(action, field_name, None)
-            if name is not None and self.binding.bind(name, self._graph) != name:
-                changes[field_name] = self.binding.bind(name, self._graph)
+            true = self.binding.bind(name, self._graph) if name is not None else None
+            if true != name:
+                changes[field_name] = true
         return action.model_copy(update=changes) if changes else action
