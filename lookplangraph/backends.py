@@ -55,7 +55,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, ContextManager, Protocol, Sequence, runtime_checkable
 
 from sgs.actions import Action
 
@@ -70,7 +70,7 @@ __all__ = [
     "Usage", "LMReply", "Completion", "Relaxed", "LMBackend", "LMError", "ImageError", "image_part", "image_mime",
     "with_images", "read_json", "check_reply", "ActionKey", "ActionReply", "Vocabulary", "action_schema",
     "constrained_schema", "flat_names", "typed_action_schema", "parse_reply",
-    "reply_format_instructions", "ContextOverflow", "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend",
+    "reply_format_instructions", "ContextOverflow", "LMUnavailable", "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend",
     "make_backend", "parse_spec",
 ]
 
@@ -83,6 +83,18 @@ class LMError(RuntimeError):
 class ContextOverflow(LMError):
     """The prompt does not fit the model's context (llama.cpp's ``n_ctx``, a server's limit): a
     property of the prompt, so a planner may record it as the task's failure and go on."""
+
+
+class LMUnavailable(LMError):
+    """A server did not serve a request after all its retries: unreachable, timed out, or HTTP 408,
+    429 or 5xx each time. Unlike other LM errors, it says nothing against the request
+    itself, so the same request may succeed at another endpoint (:mod:`lookplangraph.endpoints`).
+    ``refused``: every attempt failed to connect (the server is gone rather than slow);
+    ``status``: the last HTTP status, None for connection failures and timeouts."""
+
+    def __init__(self, message: str, *, refused: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.refused, self.status = refused, status
 
 
 class ImageError(LMError):
@@ -289,8 +301,14 @@ class OpenAIBackend:
     Configuration: arguments, else ``$LOOKPLANGRAPH_LM_MODEL``, ``$OPENAI_BASE_URL``,
     ``$OPENAI_API_KEY`` (a placeholder key is used for a non-OpenAI ``base_url``). Timeouts, HTTP
     429 and 5xx and connection failures are retried ``max_retries`` times with exponential backoff
-    (``backoff * 2**attempt`` seconds, capped at 30 s, or the server's Retry-After); then, and for
-    404 (unknown model; the server's models are listed), 401 and 400, :class:`LMError` is raised.
+    (``backoff * 2**attempt`` seconds, capped at 30 s, or the server's Retry-After); then
+    :class:`LMUnavailable` is raised, and :class:`LMError` for 404 (unknown model; the server's
+    models are listed), 401 and 400.
+
+    Hooks for an endpoint pool (:mod:`lookplangraph.endpoints`): ``gate`` (a callable returning a
+    context manager) is entered around every HTTP attempt, retries included (per-endpoint
+    concurrency and rate limits); ``give_up`` is asked before each retry and, when it returns
+    True (the endpoint was taken out meanwhile), the retries stop with :class:`LMUnavailable`.
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
@@ -298,7 +316,8 @@ class OpenAIBackend:
                  temperature: float = 0.0, max_tokens: int = 200, seed: int | None = 0,
                  reason_first: bool = False, reason_max_length: int | None = None, backoff: float = 1.0,
                  extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7,
-                 max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES):
+                 max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, gate: Callable[[], ContextManager[Any]] | None = None,
+                 give_up: Callable[[], bool] | None = None):
         try:
             import openai
         except ImportError:
@@ -326,6 +345,7 @@ class OpenAIBackend:
         self.name = f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
         self.client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
         self._auto_fallback_done = structured != "auto"
+        self._gate, self._give_up = gate, give_up
 
     def _request(self, messages: list[dict[str, Any]], mode: str, schema: dict[str, Any] | None,
                  relaxed: Relaxed | None, stop: Sequence[str] | None, max_tokens: int | None,
@@ -382,11 +402,16 @@ class OpenAIBackend:
         wire_schema = structured.json_schema(schema)
         t0 = time.perf_counter()
         attempt = 0
+        refused = True  # every attempt so far failed to connect
         while True:
             mode = self.structured
             try:
-                resp = self.client.chat.completions.create(
-                    **self._request(messages, mode, wire_schema, relaxed, stop, max_tokens, schema_name))
+                request = self._request(messages, mode, wire_schema, relaxed, stop, max_tokens, schema_name)
+                if self._gate is None:
+                    resp = self.client.chat.completions.create(**request)
+                else:
+                    with self._gate():
+                        resp = self.client.chat.completions.create(**request)
                 break
             except (oa.APIConnectionError, oa.APIStatusError) as exc:
                 status = getattr(exc, "status_code", None)
@@ -410,14 +435,19 @@ class OpenAIBackend:
                     hint = (f"; try structured='json_object' or 'none' instead of {mode!r}"
                             if mode != "none" and re.search(r"response_format|schema|guided|structured", str(exc)) else "")
                     raise LMError(f"{self.url} rejected the request (HTTP {status}): {_short(exc)}{hint}") from None
-                if attempt >= self.max_retries:
-                    if isinstance(exc, oa.APITimeoutError):
+                timed_out = isinstance(exc, oa.APITimeoutError)
+                refused = refused and status is None and not timed_out
+                given_up = self._give_up is not None and self._give_up()
+                if attempt >= self.max_retries or given_up:
+                    if timed_out:
                         what = f"did not answer within {self.timeout:g} s"
                     elif status is None:
                         what = "is unreachable"
                     else:
                         what = f"answered HTTP {status}"
-                    raise LMError(f"the LM server at {self.url} {what} after {attempt + 1} attempts: {_short(exc)}") from None
+                    raise LMUnavailable(f"the LM server at {self.url} {what} after {attempt + 1} attempts"
+                                        f"{' (given up: the endpoint was taken out)' if given_up else ''}: {_short(exc)}",
+                                        refused=refused, status=status) from None
                 time.sleep(self._delay(attempt, exc))
                 attempt += 1
         text = (resp.choices[0].message.content or "") if resp.choices else ""

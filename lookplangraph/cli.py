@@ -218,12 +218,25 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
     return tasks
 
 
-def _lm_factory(s, out: Path):
+def _lm_factory(s, out: Path, args=None):
+    """One LM per call (per worker); with ``--endpoints`` (or ``lm_options.endpoints``) each is a
+    client of one shared endpoint pool (:mod:`lookplangraph.endpoints`)."""
     from lookplangraph.backends import LMError, make_backend
+
+    endpoints = getattr(args, "endpoints", None) or s.lm_options.get("endpoints")
+    pooled = None
+    if endpoints:
+        from lookplangraph.endpoints import pool_factory
+
+        try:
+            pooled = pool_factory(s.lm, endpoints, s.lm_options, concurrency=getattr(args, "endpoint_concurrency", None),
+                                  rate=getattr(args, "endpoint_rate", None))
+        except (ValueError, LMError) as exc:
+            raise InputError(str(exc)) from None
 
     def factory():
         try:
-            lm = make_backend(s.lm, **s.lm_options)
+            lm = pooled() if pooled else make_backend(s.lm, **s.lm_options)
         except LMError as exc:
             raise InputError(str(exc)) from None
         if s.cache:
@@ -319,9 +332,10 @@ def cmd_eval(args) -> int:
     _check_env(s, tasks)
     out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
     try:
-        evaluate(tasks, _lm_factory(s, out), s.planner_config(), out,
+        evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
-                 progress=_progress_bar(), meta=s.as_dict(), env=s.env,
+                 progress=_progress_bar(), meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
+                 env=s.env,
                  augmentation_factory=_augmentation_factory(s), planner=s.planner)
     except (LMError, VirtualHomeError, ValueError) as exc:
         raise InputError(f"{exc} (finished episodes are kept in {out / 'results.jsonl'}; rerun to resume)") from None
@@ -612,6 +626,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
     p.add_argument("--concurrency", type=int, help="episodes in parallel (default 1)")
+    p.add_argument("--endpoints", metavar="URL,URL", help="with --lm openai:MODEL: servers of that model used round-robin "
+                                                         "by the workers (a failed one is taken out, its episodes rerun elsewhere)")
+    p.add_argument("--endpoint-concurrency", type=int, metavar="N", help="with --endpoints: requests in flight per endpoint")
+    p.add_argument("--endpoint-rate", type=float, metavar="R", help="with --endpoints: request starts per second per endpoint")
     p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
                    help="record LM replies in OUT/lm_cache.jsonl (or FILE, e.g. another run's cache) and replay identical calls")
     p.set_defaults(func=cmd_eval)

@@ -13,17 +13,21 @@ A batch evaluation (:func:`evaluate`) writes into ``OUT/``::
     summary.json, summary.csv   # SR, APP, TPA, mean actions, wall time per task
 
 Resuming: rerunning with the same ``OUT`` skips every (split, task) already in ``results.jsonl``;
-a line cut short by an interruption is ignored and that episode runs again. Nothing finished is
-lost or run twice.
+a line cut short by an interruption is dropped and that episode runs again. Nothing finished is
+lost or run twice. A row is appended only when its episode has ended, by one writer; the trace
+of an episode under way is ``traces/<split>__<task>.jsonl.partial`` until then (an interrupted
+or failed attempt's partial trace is replaced, never appended to).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import queue
+import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +36,7 @@ from typing import Callable
 from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
 from grasif.task import Task
 
+from lookplangraph.backends import LMError
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord
 from lookplangraph.planners import get_planner
 from sim_adapters.graph_env import GraphEnvironment
@@ -208,53 +213,140 @@ def to_record(row: dict) -> EpisodeRecord:
 def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
              dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None,
              env: str = "graph", augmentation_factory: Callable[[object], object] | None = None,
-             planner: str = "lookplangraph") -> list[dict]:
+             planner: str = "lookplangraph", episode_attempts: int = 3,
+             log: Callable[[str], None] | None = None) -> list[dict]:
     """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
     their result rows (module doc).
 
-    ``lm_factory`` is called once per worker thread, and so is ``augmentation_factory(lm)`` (given
-    that thread's planner LM; it returns a :class:`vlm.gam.GraphAugmentation`, default ground
-    truth); ``env`` names the environment (:func:`make_env`). ``progress(done, total, row)`` is
-    called after each episode (the CLI draws a bar with it)."""
+    ``concurrency`` workers (threads) take tasks from a bounded queue. ``lm_factory`` is called
+    once per worker, and so is ``augmentation_factory(lm)`` (given that worker's planner LM; it
+    returns a :class:`vlm.gam.GraphAugmentation`, default ground truth); ``env`` names the
+    environment (:func:`make_env`). ``progress(done, total, row)`` is called after each episode
+    (the CLI draws a bar with it).
+
+    An episode whose LM endpoint fails (:class:`lookplangraph.endpoints.EndpointDown`) runs again
+    from the start, up to ``episode_attempts`` times in all (``log`` gets a line each time;
+    default stderr): its trace is written to ``traces/KEY.jsonl.partial`` and renamed to
+    ``KEY.jsonl`` only when the episode ends, and its row is appended only then, so a failed
+    attempt leaves nothing behind. Any other exception, or an episode out of attempts, stops the
+    evaluation: no new episode starts, those under way finish and are written, then the exception
+    is raised. Rows already written stay; rerunning resumes."""
+    from lookplangraph.endpoints import EndpointDown
+
     check_env(env, tasks)
     get_planner(planner)  # an unknown planner fails before any episode
+    if episode_attempts < 1:
+        raise ValueError(f"episode_attempts must be at least 1, not {episode_attempts}")
+    log = log or (lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "traces").mkdir(exist_ok=True)
+    traces = out / "traces"
+    traces.mkdir(exist_ok=True)
+    for stale in traces.glob("*.partial"):  # attempts cut short by an earlier interruption
+        stale.unlink()
     if meta is not None:
         (out / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     results = out / "results.jsonl"
     _trim_torn_line(results)
     done = {_key(r["split"], r["task_id"]) for r in read_results(results)}
     todo = [t for t in tasks if _key(t.split, t.id) not in done]
-    lock = threading.Lock()
-    local = threading.local()
     total, finished = len(tasks), len(tasks) - len(todo)
     if progress:
         progress(finished, total, None)
+    workers = max(1, min(concurrency, len(todo)))
+    work: queue.Queue = queue.Queue(maxsize=2 * workers)  # bounded: tasks are handed out as workers free up
+    finished_q: queue.Queue = queue.Queue()
+    stop = threading.Event()
 
-    def one(task: Task) -> dict:
-        if not hasattr(local, "lm"):
-            local.lm = lm_factory()
-            local.augmentation = augmentation_factory(local.lm) if augmentation_factory else None
-        result = traced_episode(task, local.lm, cfg, out / "traces" / f"{_key(task.split, task.id)}.jsonl",
-                                dynamic_seed=dynamic_seed, env=env, augmentation=local.augmentation, planner=planner)
-        row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
-        with lock:
-            with open(results, "a") as f:
-                f.write(json.dumps(row) + "\n")
-        return row
+    def episode(task: Task, lm, augmentation) -> dict:
+        key = _key(task.split, task.id)
+        partial, final = traces / f"{key}.jsonl.partial", traces / f"{key}.jsonl"
+        for attempt in range(1, episode_attempts + 1):
+            try:
+                result = traced_episode(task, lm, cfg, partial, dynamic_seed=dynamic_seed, env=env,
+                                        augmentation=augmentation, planner=planner)
+            except EndpointDown as exc:
+                if attempt == episode_attempts:
+                    raise EpisodeFailed(f"episode {key} lost its LM endpoint {attempt} times; the last: {exc}") from exc
+                log(f"episode {key}: {exc}; running it again from the start (attempt {attempt + 1} "
+                    f"of {episode_attempts})")
+                continue
+            os.replace(partial, final)
+            row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
+            if attempt > 1:
+                row["attempts"] = attempt
+            return row
+        raise AssertionError("unreachable")
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = [pool.submit(one, t) for t in todo]
-        for fut in as_completed(futures):
-            row = fut.result()
-            finished += 1
-            if progress:
-                progress(finished, total, row)
+    def worker() -> None:
+        lm = augmentation = None
+        try:
+            while not stop.is_set():
+                try:
+                    task = work.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if task is None or stop.is_set():
+                    return
+                if lm is None:
+                    lm = lm_factory()
+                    augmentation = augmentation_factory(lm) if augmentation_factory else None
+                finished_q.put(("row", episode(task, lm, augmentation)))
+        except BaseException as exc:  # handed to the main thread, which stops the evaluation
+            stop.set()
+            finished_q.put(("error", exc))
+        finally:
+            finished_q.put(("exit", None))
+
+    def feed() -> None:
+        for task in todo:
+            while not stop.is_set():
+                try:
+                    work.put(task, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
+        for _ in range(workers):
+            while True:  # one end mark per worker (a stopped worker may no longer take it)
+                try:
+                    work.put(None, timeout=0.2)
+                    break
+                except queue.Full:
+                    if stop.is_set():
+                        return
+
+    threads = [threading.Thread(target=worker, name=f"eval-worker-{i}", daemon=True) for i in range(workers)]
+    threads.append(threading.Thread(target=feed, name="eval-feeder", daemon=True))
+    error: BaseException | None = None
+    running = workers if todo else 0
+    try:
+        if todo:
+            for t in threads:
+                t.start()
+        with open(results, "a") as f:  # the one writer of results.jsonl
+            while running:
+                kind, value = finished_q.get()
+                if kind == "exit":
+                    running -= 1
+                elif kind == "error":
+                    error = error or value
+                else:
+                    f.write(json.dumps(value) + "\n")
+                    f.flush()
+                    finished += 1
+                    if progress:
+                        progress(finished, total, value)
+    finally:
+        stop.set()
+    if error is not None:
+        raise error
     keys = {_key(t.split, t.id) for t in tasks}
     rows = [r for r in read_results(results) if _key(r["split"], r["task_id"]) in keys]
     write_summary(rows, out)
     return rows
+
+
+class EpisodeFailed(LMError):
+    """An episode could not be run to its end (its LM endpoint failed on every attempt)."""
 
 
 def _trim_torn_line(path: Path) -> None:
