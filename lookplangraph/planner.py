@@ -70,6 +70,8 @@ from lookplangraph.serialize import inapplicable, render, visible_names, vocabul
 
 #: ``PlannerConfig.correction`` values (module doc).
 CORRECTION_MODES = ("rules", "feedback", "none")
+#: ``PlannerConfig.sgrwr_mode`` values (:mod:`lookplangraph.planners.sgrwr`)
+SGRWR_MODES = ("static", "step")
 
 
 @dataclass
@@ -95,10 +97,26 @@ class PlannerConfig:
     react_max_steps: int = 50
     sayplan_search_steps: int = 50
     sayplan_replans: int = 4
+    # SG-RwR (lookplangraph.planners.sgrwr; the paper leaves these open): static (a whole plan, run
+    # as written) or step (one action at a time); Reasoner replies per episode; re-prompts after a
+    # failed or refused code run before the code is given up; Retriever replies per query; limits of
+    # one sandboxed code run (CPU seconds, memory, bytes of output kept); the reply budget of one
+    # LM call; refuse to run LM code when the sandbox offers only weak isolation
+    sgrwr_mode: str = "static"
+    sgrwr_max_rounds: int = 20
+    sgrwr_debug_attempts: int = 3
+    sgrwr_retriever_turns: int = 6
+    sgrwr_code_seconds: float = 5.0
+    sgrwr_code_memory_mb: int = 512
+    sgrwr_output_bytes: int = 4000
+    sgrwr_reply_tokens: int = 768
+    sgrwr_require_strong: bool = True
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:
             raise ValueError(f"correction must be one of {', '.join(CORRECTION_MODES)}, not {self.correction!r}")
+        if self.sgrwr_mode not in SGRWR_MODES:
+            raise ValueError(f"sgrwr_mode must be one of {', '.join(SGRWR_MODES)}, not {self.sgrwr_mode!r}")
 
 
 @dataclass
@@ -121,6 +139,12 @@ class StepRecord:
     excluded: int = 0  # actions the decode was not allowed to produce
     infeasible: str | None = None  # correction "none": the step the environment refused, and why
     perceived: list[dict] = field(default_factory=list)  # augmentations (lookplangraph.perception.Perceived)
+    # two-agent planners (SG-RwR): which agent made the call, the form of its reply, the code it
+    # wrote and what the sandbox made of it (ok, kind, isolation, seconds, error)
+    agent: str | None = None
+    form: str | None = None
+    code: str | None = None
+    sandbox: dict | None = None
 
 
 @dataclass
@@ -152,6 +176,15 @@ class EpisodeResult:
     planner: str = "lookplangraph"  # lookplangraph.planners name
     failure: str | None = None  # baselines: why no plan ran (a kind: parse_error, unsolvable, infeasible_step ...)
     success_with_correction: bool | None = None  # static plans: the verdict had the SGS corrected them
+    # planners that run LM-written code (SG-RwR): sandbox runs, those that failed (error, timeout,
+    # limit, policy), their seconds, the isolation levels they ran under; LM calls per agent; code
+    # sent back by the assume-guard without running
+    sandbox_runs: int = 0
+    sandbox_failures: int = 0
+    sandbox_seconds: float = 0.0
+    sandbox_isolation: str | None = None
+    agent_calls: dict = field(default_factory=dict)
+    guard_refusals: int = 0
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,

@@ -3,7 +3,7 @@ file (``configs/*.toml``) and overridden by command-line flags.
 
 Keys (all optional)::
 
-    planner = "lookplangraph"            # lookplangraph | llm-as-p | llm+p | sayplan | sayplan-lite | react (lookplangraph.planners)
+    planner = "lookplangraph"            # lookplangraph | llm-as-p | llm+p | sayplan | sayplan-lite | react | sg-rwr (lookplangraph.planners)
     lm = "llamacpp:qwen2.5-coder-1.5b"   # backend spec, see lookplangraph.backends.make_backend
     lm_options = { n_ctx = 4096 }        # passed to the backend
     split = "office"                     # virtualhome | behavior | office
@@ -33,6 +33,15 @@ Keys (all optional)::
     react_max_steps = 50                 # react: LM calls per episode (thoughts, refused commands included)
     sayplan_search_steps = 50            # sayplan, sayplan-lite: expand/contract commands
     sayplan_replans = 4                  # sayplan, sayplan-lite: plan resubmissions after a failed check
+    sgrwr_mode = "static"                # sg-rwr: static (a whole plan, run as written) | step (one action at a time)
+    sgrwr_max_rounds = 20                # sg-rwr: Reasoner replies per episode
+    sgrwr_debug_attempts = 3             # sg-rwr: re-prompts after failed or refused code before it is given up
+    sgrwr_retriever_turns = 6            # sg-rwr: Retriever replies per query
+    sgrwr_code_seconds = 5.0             # sg-rwr: CPU seconds of one sandboxed code run
+    sgrwr_code_memory_mb = 512           # sg-rwr: memory of one sandboxed code run
+    sgrwr_output_bytes = 4000            # sg-rwr: bytes of a run's output shown to the LM
+    sgrwr_reply_tokens = 768             # sg-rwr: reply budget of one LM call
+    sgrwr_require_strong = true          # sg-rwr: refuse to run LM code when only weak isolation is available
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -50,7 +59,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from lookplangraph.planner import CORRECTION_MODES, PlannerConfig
+from lookplangraph.planner import CORRECTION_MODES, SGRWR_MODES, PlannerConfig
 
 #: ``augmentation`` values (:mod:`lookplangraph.perception`, :class:`vlm.gam.GraphAugmentation`)
 AUGMENTATION_MODES = ("ground_truth", "parser", "vlm")
@@ -94,6 +103,15 @@ class RunSettings:
     react_max_steps: int = 50
     sayplan_search_steps: int = 50
     sayplan_replans: int = 4
+    sgrwr_mode: str = "static"
+    sgrwr_max_rounds: int = 20
+    sgrwr_debug_attempts: int = 3
+    sgrwr_retriever_turns: int = 6
+    sgrwr_code_seconds: float = 5.0
+    sgrwr_code_memory_mb: int = 512
+    sgrwr_output_bytes: int = 4000
+    sgrwr_reply_tokens: int = 768
+    sgrwr_require_strong: bool = True
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None
@@ -141,6 +159,8 @@ def load_settings(path: str | None, overrides: dict) -> RunSettings:
                             "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 or openai:gpt-4o)")
     if s.vocabulary not in ("typed", "flat"):
         raise SettingsError(f"vocabulary must be typed or flat, not {s.vocabulary!r}")
+    if s.sgrwr_mode not in SGRWR_MODES:
+        raise SettingsError(f"sgrwr_mode must be one of {', '.join(SGRWR_MODES)}, not {s.sgrwr_mode!r}")
     if s.graph_style not in ("text", "json", "full"):
         raise SettingsError(f"graph_style must be text, json or full, not {s.graph_style!r}")
     return s

@@ -55,7 +55,7 @@ GOOD_PLAN = ["go_to(kitchen-1)", "open(fridge-1)", "open(box-1)", "pick_up(apple
 
 # -- registry ---------------------------------------------------------------------------------
 def test_every_paper_planner_is_named_and_built():
-    assert set(PLANNER_NAMES) == {"lookplangraph", "llm-as-p", "llm+p", "sayplan", "sayplan-lite", "react"}
+    assert set(PLANNER_NAMES) == {"lookplangraph", "llm-as-p", "llm+p", "sayplan", "sayplan-lite", "react", "sg-rwr"}
     assert all(get_planner(name).name == name for name in PLANNER_NAMES)
     with pytest.raises(ValueError, match="unknown planner"):
         get_planner("gpt-planner")

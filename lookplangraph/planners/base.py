@@ -8,7 +8,7 @@ Every LM call is a :class:`~lookplangraph.planner.StepRecord` handed to ``on_ste
 
 Names: ``lookplangraph`` (:mod:`lookplangraph.planner`), ``llm-as-p`` (:mod:`.llm_as_p`),
 ``llm+p`` (:mod:`.llm_plus_p`), ``sayplan`` and ``sayplan-lite`` (:mod:`.sayplan`), ``react``
-(:mod:`.react`). A name mapped to None would be listed but not built (:func:`get_planner` says so).
+(:mod:`.react`), ``sg-rwr`` (:mod:`.sgrwr`). A name mapped to None would be listed but not built (:func:`get_planner` says so).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ _REGISTRY: dict[str, tuple[str, str] | None] = {
     "sayplan": ("lookplangraph.planners.sayplan", "SayPlan"),
     "sayplan-lite": ("lookplangraph.planners.sayplan", "SayPlanLite"),
     "react": ("lookplangraph.planners.react", "ReAct"),
+    "sg-rwr": ("lookplangraph.planners.sgrwr", "SGRwR"),
 }
 PLANNER_NAMES = tuple(_REGISTRY)
 

@@ -1,0 +1,232 @@
+"""SG-RwR's two agents on one LM, each with its own message history, and the code they run.
+
+* :class:`Reasoner`: its history is the system prompt (:func:`.prompts.reasoner_system`), the
+  task, then its own replies and what came back to it: the Retriever's *summaries* (never the
+  Retriever's code or its intermediate outputs), its own code's output or error, and messages
+  about malformed replies; in step mode, the result of each action.
+* :class:`Retriever`: for each query a **fresh** history: its system prompt, the query, then its
+  own attempts (code, output or error) until it replies with a summary and :data:`RETRIEVED`.
+  Only the query goes in and only the summary comes out (the paper's context filtering).
+
+**Self-debugging.** A code run that fails (an exception, a time, memory or output limit, a
+policy refusal) or code the assume-guard (:mod:`.guard`) sends back is answered with the error
+and the agent writes new code. ``sgrwr_debug_attempts`` is the number of such re-prompts in a
+row: once ``sgrwr_debug_attempts + 1`` attempts in a row have failed, the Retriever gives up on
+the query (the Reasoner is told it could not be answered, and why) and the Reasoner is told that
+its code is given up; code it sends before another form of message is then not run. A successful
+run, or any other form of message, starts a new count.
+
+**Retriever replies per query** are at most ``sgrwr_retriever_turns``; a summary before any
+successful run is refused (the Retriever has read nothing yet). If the turns run out after a
+successful run, the last output goes to the Reasoner in place of the summary.
+
+Every LM call is one :class:`~lookplangraph.planner.StepRecord` (``agent``, ``form``, ``code``,
+``sandbox``: ok, kind, isolation, seconds, error); a Reasoner record is handed to ``on_step``
+once the answer to it is known, so a query's Retriever calls come before it in the trace
+(``call`` numbers the calls in the order they were made).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable
+
+from lookplangraph.backends import Completion
+from lookplangraph.planner import PlannerConfig, StepRecord
+from lookplangraph.planners.sgrwr.graphdata import ALLOWED_IMPORTS, prelude
+from lookplangraph.planners.sgrwr.guard import assumption
+from lookplangraph.planners.sgrwr.messages import RETRIEVED, Reply, read_reasoner, read_retriever
+from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, task_message
+from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
+
+
+@lru_cache(maxsize=8)
+def sandbox_for(cpu_seconds: float, memory_mb: int, output_bytes: int, require_strong: bool) -> Sandbox:
+    """One :class:`~lookplangraph.sandbox.Sandbox` per set of limits (its constructor starts a
+    probe process; raises :class:`~lookplangraph.sandbox.SandboxUnavailable` when
+    ``require_strong`` and only weak isolation is available). The wall-clock limit is twice the
+    CPU limit plus 5 s (process start and the prelude included)."""
+    limits = SandboxLimits(cpu_seconds=cpu_seconds, wall_seconds=2 * cpu_seconds + 5, memory_mb=memory_mb,
+                           output_bytes=output_bytes)
+    return Sandbox(limits, allowed_imports=ALLOWED_IMPORTS, require_strong=require_strong)
+
+
+def config_sandbox(cfg: PlannerConfig) -> Sandbox:
+    return sandbox_for(float(cfg.sgrwr_code_seconds), int(cfg.sgrwr_code_memory_mb), int(cfg.sgrwr_output_bytes),
+                       bool(cfg.sgrwr_require_strong))
+
+
+@dataclass
+class Session:
+    """What one episode's agents share: the LM, the limits, the sandbox, the scene data their code
+    runs on (replaced after each action in step mode), the trace and the counts."""
+
+    lm: object
+    cfg: PlannerConfig
+    sandbox: Sandbox
+    data: dict
+    on_step: Callable[[StepRecord], None] | None = None
+    records: list[StepRecord] = field(default_factory=list)
+    runs: int = 0
+    failures: int = 0
+    sandbox_seconds: float = 0.0
+    isolation: list[str] = field(default_factory=list)
+    guard_refusals: int = 0
+
+    def complete(self, messages: list[dict]) -> Completion:
+        """One LM call (``ContextOverflow`` and other :class:`LMError` go to the caller)."""
+        return self.lm.complete(messages, max_tokens=self.cfg.sgrwr_reply_tokens)
+
+    def record(self, agent: str, c: Completion, reply: Reply) -> StepRecord:
+        rec = StepRecord(len(self.records) + 1, None, None, False, c.text, prompt_tokens=c.usage.prompt_tokens,
+                         completion_tokens=c.usage.completion_tokens, cached_tokens=c.usage.cached_tokens,
+                         seconds=c.seconds, agent=agent, form=reply.form, code=reply.code)
+        self.records.append(rec)
+        return rec
+
+    emitted: set = field(default_factory=set)
+
+    def emit(self, rec: StepRecord) -> None:
+        """Hand ``rec`` to ``on_step`` (once)."""
+        if rec.call not in self.emitted:
+            self.emitted.add(rec.call)
+            if self.on_step:
+                self.on_step(rec)
+
+    def flush(self) -> None:
+        """Hand every record not yet handed over to ``on_step``, in call order (the end of an
+        episode, or a context overflow in the middle of a query)."""
+        for rec in self.records:
+            self.emit(rec)
+
+    def run(self, agent: str, code: str, rec: StepRecord) -> SandboxResult:
+        """Run ``code`` for ``agent`` on the current data; the result goes into ``rec.sandbox``."""
+        r = self.sandbox.run(code, data=self.data, prelude=prelude(agent))
+        self.runs += 1
+        self.failures += not r.ok
+        self.sandbox_seconds += r.seconds
+        if r.isolation not in self.isolation:
+            self.isolation.append(r.isolation)
+        rec.sandbox = {"ok": r.ok, "kind": r.kind, "isolation": r.isolation, "seconds": round(r.seconds, 3),
+                       "error": r.error}
+        return r
+
+    def agent_calls(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.records:
+            out[r.agent or "?"] = out.get(r.agent or "?", 0) + 1
+        return out
+
+
+def _output(r: SandboxResult) -> str:
+    return r.stdout.strip() or "(the code printed nothing)"
+
+
+class Retriever:
+    """Answers one query at a time with code over ``G`` (module doc)."""
+
+    def __init__(self, session: Session, mode: str):
+        self.session = session
+        self.system = retriever_system(mode)
+
+    def answer(self, query: str) -> tuple[str, bool]:
+        """The text for the Reasoner and whether anything was retrieved."""
+        s, cfg = self.session, self.session.cfg
+        messages = [{"role": "system", "content": self.system}, {"role": "user", "content": f"Query: {query}"}]
+        known = query
+        failed, last_output, last_problem = 0, None, None
+        for _ in range(cfg.sgrwr_retriever_turns):
+            c = s.complete(messages)
+            reply = read_retriever(c.text)
+            rec = s.record("retriever", c, reply)
+            messages.append({"role": "assistant", "content": c.text})
+            if reply.form == "summary":
+                if last_output is not None:
+                    rec.accepted, rec.proposed = True, reply.summary
+                    s.emit(rec)
+                    return reply.summary, True
+                message = ("You have not run any code on the graph for this query, so nothing is retrieved yet. "
+                           "Write code that finds the answer in G.")
+            elif reply.form == "code":
+                why = assumption(reply.code, known, reads_graph=True)
+                if why is not None:
+                    s.guard_refusals += 1
+                    failed, last_problem = failed + 1, why
+                    message = f"Your code was not run: {why}"
+                else:
+                    r = s.run("retriever", reply.code, rec)
+                    if r.ok:
+                        failed, last_output = 0, _output(r)
+                        known += "\n" + r.stdout
+                        rec.accepted = True
+                        message = (f"Output:\n{last_output}\nIf this answers the query, reply with [Summary] and "
+                                   f"{RETRIEVED}; otherwise send new code.")
+                    else:
+                        failed, last_problem = failed + 1, r.error
+                        message = f"Your code failed ({r.kind}):\n{r.error}\nSend corrected code."
+                if failed > cfg.sgrwr_debug_attempts:
+                    rec.feedback = message
+                    s.emit(rec)
+                    return (f"the retriever could not answer: its code failed {failed} times in a row "
+                            f"(last problem: {last_problem})"), False
+            else:
+                message = f"Your reply could not be used: {reply.error}"
+            rec.feedback = message
+            s.emit(rec)
+            messages.append({"role": "user", "content": message})
+        if last_output is not None:
+            return f"(the retriever gave no summary; the output of its last code was)\n{last_output}", True
+        return f"the retriever found no answer in {cfg.sgrwr_retriever_turns} replies", False
+
+
+class Reasoner:
+    """Plans with queries, its own code and, at the end, a summary or one action at a time."""
+
+    def __init__(self, session: Session, mode: str, instruction: str):
+        self.session, self.mode = session, mode
+        first = task_message(instruction, mode)
+        self.messages = [{"role": "system", "content": reasoner_system(mode)}, {"role": "user", "content": first}]
+        self.known = first  # what it was told (for the assume-guard)
+        self.failed = 0  # failed or refused code attempts in a row
+
+    def ask(self) -> tuple[Reply, StepRecord]:
+        """One Reasoner call, read as a form; the reply joins its history."""
+        c = self.session.complete(self.messages)
+        reply = read_reasoner(c.text, step_mode=self.mode == "step")
+        rec = self.session.record("reasoner", c, reply)
+        self.messages.append({"role": "assistant", "content": c.text})
+        if reply.form != "code":
+            self.failed = 0
+        return reply, rec
+
+    def tell(self, rec: StepRecord, text: str) -> None:
+        """Answer the Reasoner's last reply with ``text`` (and write its record to the trace)."""
+        rec.feedback = text
+        self.messages.append({"role": "user", "content": text})
+        self.known += "\n" + text
+        self.session.emit(rec)
+
+    def run_code(self, code: str, rec: StepRecord) -> str:
+        """Guard and run the Reasoner's code; the message that answers it."""
+        s, limit = self.session, self.session.cfg.sgrwr_debug_attempts
+        given_up = (f"Your code has failed {limit + 1} times in a row, so it is given up: do not send code for this "
+                    "again. Ask the retriever, or go on without code.")
+        if self.failed > limit:
+            return "Your code was not run. " + given_up
+        why = assumption(code, self.known)
+        if why is not None:
+            s.guard_refusals += 1
+            self.failed += 1
+            message = f"Your code was not run: {why}"
+        else:
+            r = s.run("reasoner", code, rec)
+            if r.ok:
+                self.failed = 0
+                rec.accepted = True
+                return f"Output of your code:\n{_output(r)}"
+            self.failed += 1
+            message = f"Your code failed ({r.kind}):\n{r.error}\nFix it and send the corrected code."
+        if self.failed > limit:
+            message += "\n" + given_up
+        return message

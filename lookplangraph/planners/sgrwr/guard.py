@@ -1,0 +1,54 @@
+"""The assume-guard: LM code that states scene facts instead of reading them is sent back.
+
+The paper re-prompts code that contains the word "assume"; a keyword alone misses a program that
+simply writes down a node it never looked up, so the rule here has three parts. Code is sent back
+(with the returned sentence as the message) when
+
+1. **it says it assumes**: the code, comments included, contains a word starting with ``assum``
+   (assume, assumed, assuming, assumption; any case);
+2. **it names a node nobody gave it**: a string literal in the code has the form of a node name
+   (:data:`NODE_NAME`: letters, digits, ``_``, a ``-`` and a number, like ``fridge-1``) and that
+   name does not occur in ``known``, the text the agent was given so far (for the Retriever: the
+   query and its own earlier outputs; for the Reasoner: the task and every answer and output in
+   its history);
+3. **the Retriever's code does not read the graph** (``reads_graph=True``): the name ``G`` does
+   not occur in it, so whatever it prints was written by the LM, not found in the scene.
+
+Code that does not parse as Python is not judged here (parts 2 and 3 need its syntax tree): it
+goes to the sandbox, whose syntax error the LM debugs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+#: what a node name looks like in every GraSIF split (``kitchen-1``, ``water_glass-2``)
+NODE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-\d+$")
+_ASSUME = re.compile(r"\bassum(?:e|es|ed|ing|ption|ptions)\b", re.I)
+
+
+def assumption(code: str, known: str, *, reads_graph: bool = False) -> str | None:
+    """Why ``code`` is sent back (a sentence for the LM), or None when it may run (module doc)."""
+    m = _ASSUME.search(code)
+    if m:
+        return (f"your code says {m.group(0)!r}: do not assume anything about the scene. Remove the assumption and "
+                "get the fact from the graph (or, as the planner, ask the retriever).")
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    invented = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value.strip()
+            if NODE_NAME.match(name) and not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", known) \
+                    and name not in invented:
+                invented.append(name)
+    if invented:
+        return (f"your code writes the node name{'s' if len(invented) > 1 else ''} {', '.join(invented)}, which "
+                "no answer or output so far contained: do not guess names. Find them in the graph first.")
+    if reads_graph and not any(isinstance(n, ast.Name) and n.id == "G" for n in ast.walk(tree)):
+        return ("your code does not read the graph G, so what it prints is not retrieved from the scene; "
+                "write code that finds the answer in G.")
+    return None

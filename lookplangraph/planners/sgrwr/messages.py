@@ -1,0 +1,177 @@
+"""The message forms of SG-RwR's two agents and how a reply is read.
+
+**Reasoner** (one form per reply; the form is the one whose marker comes *first* in the reply):
+
+=============  =========================================  ================================================
+form           marker                                     what is read
+=============  =========================================  ================================================
+``query``      ``[Query]``                                the question up to the next ``[Section]`` marker
+``code``       ``[Code]`` or a fenced code block          the first fenced block (or the section's text)
+``action``     ``[Action]`` (step mode only)              one action call (:func:`sgs.actions.parse_action`)
+``summary``    ``[Summary]``, ``[Actions]`` or            the action list of ``[Actions]``; the marker
+               ``TASK TERMINATE``                         :data:`TERMINATE` must be present
+=============  =========================================  ================================================
+
+A reply with none of these markers is ``malformed``; so is a ``[Query]`` with an empty question, a
+``[Code]`` section without code, and a summary without :data:`TERMINATE` or without a readable
+action list (:attr:`Reply.error` says what was wrong, in words meant for the LM). In static mode an
+``[Action]`` section is read as nothing (malformed); in step mode a summary with ``TASK TERMINATE``
+ends the episode like ``done()`` (its action list, if any, is not executed).
+
+**Retriever**: a reply with a fenced code block is ``code`` (a marker in the same reply is ignored:
+the code has not run yet); otherwise a reply with :data:`RETRIEVED` is a ``summary`` (the text of
+``[Summary]``, or the whole reply, without the marker); anything else is ``malformed``.
+
+Action lists are read leniently: ``[go_to(kitchen-1), open(fridge-1)]``, a JSON list of strings,
+or one call per line (``1. go_to(kitchen-1)``); every call must parse as an action.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from sgs.actions import Action, ActionSyntaxError, parse_action
+
+#: the Reasoner's termination marker and the Retriever's (paper, appendix A)
+TERMINATE = "TASK TERMINATE"
+RETRIEVED = "INFO RETRIEVED"
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_SECTION = re.compile(r"\[(Explanation|Query|Code|Action|Actions|Summary)\]", re.I)
+_CALL = re.compile(r"[A-Za-z_][\w-]*\s*\([^()\[\]]*\)")
+
+
+@dataclass
+class Reply:
+    """One reply read as a form. ``query``/``code``/``summary`` hold the form's text, ``actions``
+    the summary's action list, ``action`` the step-mode action; ``error`` is set exactly when
+    ``form`` is ``malformed``."""
+
+    form: str  # query | code | action | summary | malformed
+    query: str | None = None
+    code: str | None = None
+    summary: str | None = None
+    actions: list[Action] = field(default_factory=list)
+    action: Action | None = None
+    error: str | None = None
+
+
+def first_code_block(text: str) -> str | None:
+    """The first fenced code block of ``text`` (language tag dropped); an unclosed fence runs to
+    the end. None when there is none or it is empty."""
+    m = _FENCE.search(text)
+    if not m:
+        return None
+    code = m.group(2).strip("\n")
+    return code if code.strip() else None
+
+
+def _section(text: str, name: str) -> str | None:
+    """The text after ``[name]`` up to the next section marker, the termination markers or a fence
+    (None when there is no such section)."""
+    m = re.search(rf"\[{name}\]", text, re.I)
+    if not m:
+        return None
+    rest = text[m.end():]
+    cut = len(rest)
+    for pattern in (_SECTION, re.compile(re.escape(TERMINATE)), re.compile(re.escape(RETRIEVED))):
+        n = pattern.search(rest)
+        if n:
+            cut = min(cut, n.start())
+    return rest[:cut].strip()
+
+
+def read_action_list(text: str) -> list[Action]:
+    """Actions written as a bracketed list, a JSON list or one call per line; raises
+    :class:`ActionSyntaxError` (a message for the LM) when none is found or one is not an action."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = first_code_block(body) or ""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, list) and all(isinstance(s, str) for s in data):
+        calls = data
+    else:
+        calls = _CALL.findall(body)
+    if not calls:
+        raise ActionSyntaxError("no action found under [Actions]; write a list like [go_to(kitchen-1), open(fridge-1)]")
+    out = []
+    for i, call in enumerate(calls, 1):
+        try:
+            out.append(parse_action(call.strip()))
+        except ActionSyntaxError as exc:
+            raise ActionSyntaxError(f"action {i} of the list: {exc}") from None
+    return out
+
+
+def read_reasoner(text: str, *, step_mode: bool = False) -> Reply:
+    """The Reasoner's reply as a form (module doc)."""
+    starts: dict[str, int] = {}
+    for form, patterns in (("query", [r"\[Query\]"]), ("code", [r"\[Code\]", r"```"]),
+                           ("action", [r"\[Action\]"]),
+                           ("summary", [r"\[Summary\]", r"\[Actions\]", re.escape(TERMINATE)])):
+        hits = [m.start() for p in patterns for m in [re.search(p, text, re.I if p.startswith(r"\[") else 0)] if m]
+        if hits:
+            starts[form] = min(hits)
+    if not step_mode:
+        starts.pop("action", None)
+    if not starts:
+        what = "[Query], [Code], [Action] (one action) or [Summary]" if step_mode else "[Query], [Code] or [Summary]"
+        return Reply("malformed", error=f"your reply has none of the message forms; answer with exactly one of {what}")
+    form = min(starts, key=starts.get)
+    if form == "query":
+        q = _section(text, "Query")
+        if not q:
+            return Reply("malformed", error="your [Query] is empty; write the question for the retriever after [Query]")
+        return Reply("query", query=q)
+    if form == "code":
+        code = first_code_block(text)
+        if code is None:
+            body = _section(text, "Code")
+            code = body if body and body.strip() else None
+        if code is None:
+            return Reply("malformed", error="your [Code] has no code; put Python code in a ```python block after [Code]")
+        return Reply("code", code=code)
+    if form == "action":
+        body = _section(text, "Action") or ""
+        calls = _CALL.findall(body)
+        if not calls:
+            return Reply("malformed", error="no action after [Action]; write one call like go_to(kitchen-1)")
+        try:
+            action = parse_action(calls[0])
+        except ActionSyntaxError as exc:
+            return Reply("malformed", error=str(exc))
+        return Reply("action", action=action)
+    summary = _section(text, "Summary") or ""
+    if TERMINATE not in text:
+        return Reply("malformed", error=f"a solution summary ends with {TERMINATE} on its own line")
+    if step_mode:
+        return Reply("summary", summary=summary)
+    listed = _section(text, "Actions")
+    if listed is None:
+        return Reply("malformed", error="your summary has no [Actions] list; give the whole plan as [Actions] [a(x), b(y), ...]")
+    try:
+        actions = read_action_list(listed)
+    except ActionSyntaxError as exc:
+        return Reply("malformed", error=str(exc))
+    return Reply("summary", summary=summary, actions=actions)
+
+
+def read_retriever(text: str) -> Reply:
+    """The Retriever's reply as a form (module doc)."""
+    code = first_code_block(text)
+    if code is not None:
+        return Reply("code", code=code)
+    if RETRIEVED in text:
+        summary = _section(text, "Summary")
+        if summary is None:
+            summary = text.replace(RETRIEVED, "").strip()
+        if not summary:
+            return Reply("malformed", error=f"your summary is empty; write the answer after [Summary], then {RETRIEVED}")
+        return Reply("summary", summary=summary)
+    return Reply("malformed", error=f"reply with Python code in a ```python block, or with [Summary] and {RETRIEVED} "
+                                    "once your code's output answers the question")

@@ -1,0 +1,175 @@
+"""SG-RwR (Chen et al., schema-guided reason-while-retrieve) over GraSIF tasks.
+
+A Reasoner and a Retriever (:mod:`.agents`) share one LM. The Reasoner knows the scene graph's
+schema but never its data; it asks the Retriever, which answers by writing Python over the
+networkx graph ``G`` in the sandbox (:mod:`lookplangraph.sandbox`), and it may write code itself
+that calls its reasoning tools (:mod:`.graphdata`). Each reply is read as one message form
+(:mod:`.messages`); code that assumes facts is sent back (:mod:`.guard`).
+
+**Static mode** (``sgrwr_mode = "static"``; the paper's setting): the Retriever reads the task's
+map (``task.graph``; stale in dynamic runs, as for every static planner). The episode ends when
+the Reasoner sends a summary with its action list and ``TASK TERMINATE``; the plan then runs as
+written and is judged like LLM-as-P's (:func:`lookplangraph.planners.static.execute`:
+``infeasible_step`` when the environment refuses a step, ``success_with_correction`` beside).
+No plan: failure ``round_limit`` (``sgrwr_max_rounds`` Reasoner replies without a readable
+summary) or ``context_overflow``.
+
+**Step mode** (``sgrwr_mode = "step"``; the paper's appendix E): the Reasoner sends one action at
+a time. Each runs as in LookPlanGraph's loop with correction ``feedback`` (no rule-based
+corrections: the SGS checks it on the memory graph, the environment executes it, what
+``discover_objects`` observes goes through :class:`lookplangraph.perception.Perception` into the
+:class:`~lookplangraph.memory.MemoryGraph`), and the Reasoner is told whether it worked, where the
+robot is and what it holds. The Retriever's data is the updated memory graph (objects still only
+remembered from the map have ``seen`` False). The episode ends on ``done()`` or a summary with
+``TASK TERMINATE`` (``done``), after ``max_actions`` executed actions (``max_actions``), after
+``sgrwr_max_rounds`` Reasoner replies (``round_limit``) or on ``context_overflow``; it is judged
+on the environment's final graph like every planner.
+
+The sandbox is built before the first LM call: when ``sgrwr_require_strong`` is set and only weak
+isolation is available, :class:`~lookplangraph.sandbox.SandboxUnavailable` is raised (nothing is
+planned, no LM call is made). Counts: ``lm_calls`` and tokens over both agents and every debug
+loop, ``agent_calls`` per agent, ``sandbox_runs``/``sandbox_failures``/``sandbox_seconds``,
+``sandbox_isolation``, ``guard_refusals``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, replace
+from types import SimpleNamespace
+
+from grasif.goals import evaluate_goal
+
+from lookplangraph.backends import ContextOverflow
+from lookplangraph.memory import MemoryGraph
+from lookplangraph.perception import Perception
+from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, _attempt, _state_key
+from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
+from lookplangraph.planners.sgrwr.graphdata import graph_data
+from lookplangraph.planners.static import execute
+
+
+class SGRwR:
+    """SG-RwR under the planner protocol (module doc)."""
+
+    name = "sg-rwr"
+
+    def run(self, task, env, lm, config: PlannerConfig, *, on_step=None, augmentation=None) -> EpisodeResult:
+        t0 = time.perf_counter()
+        sandbox = config_sandbox(config)
+        if config.sgrwr_mode == "step":
+            return self._step(task, env, lm, config, sandbox, on_step, augmentation, t0)
+        return self._static(task, env, lm, config, sandbox, on_step, t0)
+
+    # -- static: a whole plan -----------------------------------------------------------------
+    def _static(self, task, env, lm, cfg, sandbox, on_step, t0) -> EpisodeResult:
+        s = Session(lm, cfg, sandbox, graph_data(task.graph), on_step)
+        reasoner, retriever = Reasoner(s, "static", task.instruction), Retriever(s, "static")
+        plan, failure = None, "round_limit"
+        try:
+            for _ in range(cfg.sgrwr_max_rounds):
+                reply, rec = reasoner.ask()
+                if reply.form == "summary":
+                    plan, failure = reply.actions, None
+                    rec.accepted, rec.proposed = True, f"plan of {len(plan)} actions"
+                    rec.reason = reply.summary or None
+                    break
+                reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever))
+        except ContextOverflow as exc:
+            failure = "context_overflow"
+            s.records.append(StepRecord(len(s.records) + 1, None, None, False, "", feedback=f"prompt refused: {exc}"))
+        result = execute(task, env, self.name, lm, cfg, s.records, plan, failure, t0)
+        s.flush()
+        return self._counted(result, s)
+
+    def _answer(self, reply, rec: StepRecord, reasoner: Reasoner, retriever: Retriever) -> str:
+        """The message that answers a query, code or malformed reply of the Reasoner."""
+        if reply.form == "query":
+            rec.proposed = reply.query
+            text, ok = retriever.answer(reply.query)
+            rec.accepted = ok
+            return f"Answer from the retriever:\n{text}" if ok else f"No answer: {text}. Ask differently."
+        if reply.form == "code":
+            return reasoner.run_code(reply.code, rec)
+        return f"Your reply could not be used: {reply.error}"
+
+    # -- step: one action at a time (appendix E) ------------------------------------------------
+    def _step(self, task, env, lm, cfg, sandbox, on_step, augmentation, t0) -> EpisodeResult:
+        perceive = Perception(augmentation)
+        env.reset()
+        initial = env.true_graph()
+        memory = MemoryGraph(task.graph, priors=cfg.priors)
+        s = Session(lm, cfg, sandbox, graph_data(memory.graph, memory.unseen), on_step)
+        reasoner, retriever = Reasoner(s, "step", task.instruction), Retriever(s, "step")
+        act_cfg = replace(cfg, correction="feedback")  # the SGS checks, nothing is corrected
+        visited = Counter([_state_key(memory.graph)])
+        last_accepted, actions, executed = None, [], []
+        termination = "round_limit"
+        try:
+            for _ in range(cfg.sgrwr_max_rounds):
+                if len(actions) >= cfg.max_actions:
+                    termination = "max_actions"
+                    break
+                reply, rec = reasoner.ask()
+                if reply.form == "summary" or (reply.form == "action" and reply.action.function_name == "done"):
+                    rec.accepted, rec.proposed = True, "done()"
+                    actions.append("done()")
+                    s.emit(rec)
+                    termination = "done"
+                    break
+                if reply.form != "action":
+                    reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever))
+                    continue
+                rec.proposed = str(reply.action)
+                feedback = _attempt(SimpleNamespace(action=reply.action, error=None), memory, env, act_cfg, rec,
+                                    last_accepted, visited, perceive)
+                if rec.accepted:
+                    visited[_state_key(memory.graph)] += 1
+                    last_accepted = rec.proposed
+                    actions.append(rec.proposed)
+                    executed.extend(rec.executed)
+                    s.data = graph_data(memory.graph, memory.unseen)
+                reasoner.tell(rec, self._result(rec, feedback, memory))
+        except ContextOverflow as exc:
+            termination = "context_overflow"
+            s.records.append(StepRecord(len(s.records) + 1, None, None, False, "", feedback=f"prompt refused: {exc}"))
+        s.flush()
+        final = env.true_graph()
+        goal = evaluate_goal(task.goal, final, initial)
+        records = s.records
+        perceived = [p for r in records for p in r.perceived]
+        result = EpisodeResult(
+            task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
+            success=goal.success, success_changed_only=goal.success_changed_only, precision=goal.precision,
+            actions=actions, executed=executed, lm_calls=len(records),
+            prompt_tokens=sum(r.prompt_tokens for r in records),
+            completion_tokens=sum(r.completion_tokens for r in records),
+            cached_tokens=sum(r.cached_tokens or 0 for r in records), lm_seconds=round(sum(r.seconds for r in records), 3),
+            wall_s=round(time.perf_counter() - t0, 3), goal_not_met=goal.not_met(), config=asdict(cfg),
+            moves=list(getattr(env, "moves", [])), augmentation=perceive.mode, augmentation_calls=len(perceived),
+            augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
+            augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
+            augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3),
+            planner=self.name, failure=None if termination == "done" else termination,
+        )
+        return self._counted(result, s)
+
+    @staticmethod
+    def _result(rec: StepRecord, feedback: str | None, memory: MemoryGraph) -> str:
+        """What the Reasoner is told after an action: whether it worked, where the robot is, what it holds."""
+        g = memory.graph
+        where = f"The robot is in {g.agent.location} and holds {g.agent.holding or 'nothing'}."
+        if rec.accepted and feedback is None:
+            seen = " What it saw is now in the graph (ask the retriever)." if rec.observed else ""
+            return f"{rec.proposed}: done. {where}{seen}"
+        if rec.accepted:  # some steps ran before the environment refused one
+            return f"{rec.proposed}: only partly done ({', '.join(rec.executed)}): {feedback}. {where}"
+        return f"{rec.proposed}: failed: {feedback}. {where}"
+
+    @staticmethod
+    def _counted(result: EpisodeResult, s: Session) -> EpisodeResult:
+        return replace(result, sandbox_runs=s.runs, sandbox_failures=s.failures,
+                       sandbox_seconds=round(s.sandbox_seconds, 3),
+                       sandbox_isolation=" | ".join(s.isolation) or None, agent_calls=s.agent_calls(),
+                       guard_refusals=s.guard_refusals)
