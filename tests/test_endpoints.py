@@ -1,0 +1,218 @@
+"""The endpoint pool (lookplangraph/endpoints.py) and evaluation over several endpoints.
+
+The servers here are SCRIPTED stand-ins for OpenAI-compatible LM servers
+(lookplangraph/scripted_server.py: ground-truth plans replayed, not a language model)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai")
+
+from grasif import office
+from lookplangraph.endpoints import (
+    AllEndpointsDown, Endpoint, EndpointDown, EndpointPool, PooledBackend, parse_endpoints, pool_factory,
+)
+from lookplangraph.planner import PlannerConfig
+from lookplangraph.runner import EpisodeFailed, evaluate, read_results
+from lookplangraph.scripted_server import ScriptedServer
+
+OPTS = {"backoff": 0.01, "max_retries": 1, "timeout": 5}
+
+
+@pytest.fixture(scope="module")
+def office_tasks():
+    return office.build_tasks()
+
+
+def pool_of(*servers, log=None, **kw):
+    lines = [] if log is None else log
+    return EndpointPool([Endpoint(s.url, **kw) for s in servers], log=lines.append), lines
+
+
+def ask(b: PooledBackend):
+    return b.decide("S", "D", None)
+
+
+def test_parse_endpoints_and_bad_input():
+    eps = parse_endpoints("http://a:8000/v1/, http://b:8000/v1", concurrency=4, rate=10)
+    assert [e.url for e in eps] == ["http://a:8000/v1", "http://b:8000/v1"]
+    assert [(e.concurrency, e.rate) for e in eps] == [(4, 10.0), (4, 10.0)]
+    eps = parse_endpoints([{"url": "http://a/v1", "concurrency": 2}, "http://b/v1"], rate=5)
+    assert (eps[0].concurrency, eps[0].rate, eps[1].concurrency) == (2, 5.0, None)
+    with pytest.raises(ValueError, match="not an http"):
+        parse_endpoints("a:8000")
+    with pytest.raises(ValueError, match="listed twice"):
+        parse_endpoints("http://a/v1,http://a/v1/")
+    with pytest.raises(ValueError, match="no endpoints"):
+        parse_endpoints(" , ")
+    with pytest.raises(ValueError, match="unknown key.*weight"):
+        parse_endpoints([{"url": "http://a/v1", "weight": 2}])
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        parse_endpoints("http://a/v1", concurrency=0)
+    with pytest.raises(ValueError, match="rate must be a positive"):
+        parse_endpoints("http://a/v1", rate=0)
+    with pytest.raises(ValueError, match="needs an openai"):
+        pool_factory("scripted:x", "http://a/v1")
+    with pytest.raises(ValueError, match="not in the backend spec"):
+        pool_factory("openai:m@http://a/v1", "http://b/v1")
+
+
+def test_workers_spread_round_robin_and_stay_bound():
+    with ScriptedServer() as a, ScriptedServer() as b, ScriptedServer() as c:
+        pool, _ = pool_of(a, b, c)
+        workers = [PooledBackend(pool, "scripted", **OPTS) for _ in range(6)]
+        for w in workers:
+            assert ask(w).action.function_name == "done"
+        for w in workers:  # a second request goes where the first went
+            ask(w)
+        assert (a.requests, b.requests, c.requests) == (4, 4, 4)
+        assert [w.endpoint.url for w in workers] == [a.url, b.url, c.url] * 2
+        assert workers[0].name == "openai:scripted@pool"
+        workers[1].close()  # a freed place is taken first
+        late = PooledBackend(pool, "scripted", **OPTS)
+        ask(late)
+        assert late.endpoint.url == b.url
+
+
+def test_concurrency_limit_caps_requests_in_flight():
+    with ScriptedServer(delay=0.15) as a:
+        pool, _ = pool_of(a, concurrency=2)
+        workers = [PooledBackend(pool, "scripted", **OPTS) for _ in range(6)]
+        threads = [threading.Thread(target=ask, args=(w,)) for w in workers]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.monotonic() - t0
+    assert a.requests == 6 and a.max_in_flight == 2
+    assert elapsed >= 3 * 0.15 - 0.02  # six requests, two at a time
+
+
+def test_rate_limit_paces_request_starts():
+    with ScriptedServer() as a:
+        pool, _ = pool_of(a, rate=20.0)
+        workers = [PooledBackend(pool, "scripted", **OPTS) for _ in range(3)]
+
+        def four(w):
+            for _ in range(4):
+                ask(w)
+
+        threads = [threading.Thread(target=four, args=(w,)) for w in workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    starts = sorted(a.starts)
+    assert len(starts) == 12
+    # 20 requests/s: starts 50 ms apart at the client; the server sees them with some jitter,
+    # so look at five gaps at a time
+    spans = [b - a for a, b in zip(starts, starts[5:])]
+    assert min(spans) >= 5 * 0.05 - 0.05
+    assert starts[-1] - starts[0] >= 11 * 0.05 - 0.03
+
+
+def test_dead_endpoint_is_taken_out_and_the_worker_moves():
+    with ScriptedServer() as a, ScriptedServer() as b:
+        log: list[str] = []
+        pool, _ = pool_of(a, b, log=log)
+        wa, wb = PooledBackend(pool, "scripted", **OPTS), PooledBackend(pool, "scripted", **OPTS)
+        ask(wa), ask(wb)
+        assert (wa.endpoint.url, wb.endpoint.url) == (a.url, b.url)
+        b.kill()
+        with pytest.raises(EndpointDown) as ei:
+            ask(wb)
+        assert ei.value.url == b.url
+        assert [e.url for e in pool.alive()] == [a.url]
+        assert len(log) == 1 and b.url in log[0] and "taken out of rotation" in log[0] and "1 of 2" in log[0]
+        assert ask(wb).action.function_name == "done" and wb.endpoint.url == a.url
+        assert a.requests == 2
+
+
+def test_repeated_failures_take_an_endpoint_out_and_a_success_resets_the_count():
+    with ScriptedServer(fail_after=10**9) as a:
+        pool, log = pool_of(a)
+        ep = pool.endpoints[0]
+        assert not pool.failed(ep, "HTTP 503") and ep.alive
+        pool.succeeded(ep)
+        assert not pool.failed(ep, "HTTP 503") and ep.alive  # the count started again
+        assert pool.failed(ep, "HTTP 503") and not ep.alive  # two in a row (max_failures=2)
+        assert "2 failed requests in a row" in log[0]
+        assert pool.failed(ep, "again") and len(log) == 1  # logged once
+
+
+def test_all_endpoints_dead_is_a_clear_error():
+    with ScriptedServer() as a, ScriptedServer() as b:
+        pool, log = pool_of(a, b)
+        w = PooledBackend(pool, "scripted", **OPTS)
+        ask(w)
+        a.kill(), b.kill()
+        with pytest.raises(EndpointDown):
+            ask(w)  # its endpoint (a) fails
+        with pytest.raises(EndpointDown):
+            ask(w)  # moved to b, which fails too
+        with pytest.raises(AllEndpointsDown) as ei:
+            ask(w)
+        assert a.url in str(ei.value) and b.url in str(ei.value) and "out of rotation" in str(ei.value)
+        assert len(log) == 2
+
+
+def test_workers_retrying_a_dead_endpoint_give_up_when_it_is_taken_out():
+    with ScriptedServer() as a:
+        pool, _ = pool_of(a)
+        slow = PooledBackend(pool, "scripted", backoff=0.5, max_retries=6, timeout=5)
+        ask(slow)
+        a.kill()
+        pool.failed(pool.endpoints[0], "taken out by another worker", refused=True)
+        t0 = time.monotonic()
+        with pytest.raises(EndpointDown):
+            ask(slow)
+        assert time.monotonic() - t0 < 0.5  # no 0.5+1+2+... s of backoff against a dead endpoint
+
+
+def test_evaluation_survives_an_endpoint_dying_mid_run(tmp_path, office_tasks):
+    tasks = office_tasks[:12]
+    lines: list[str] = []
+    with ScriptedServer(tasks) as a, ScriptedServer(tasks, fail_after=15) as b:
+        factory = pool_factory("openai:scripted", [a.url, b.url], OPTS, log=lines.append)
+        rows = evaluate(tasks, factory, PlannerConfig(), tmp_path, concurrency=4, log=lines.append)
+    assert b.dead and b.requests == 15
+    ids = [r["task_id"] for r in read_results(tmp_path / "results.jsonl")]
+    assert sorted(ids) == sorted(t.id for t in tasks) and len(ids) == len(set(ids))
+    assert all(r["success"] for r in rows)  # the script is the ground truth: every rerun episode ends well
+    rerun = [r for r in rows if r.get("attempts", 1) > 1]
+    assert rerun and all(r["attempts"] == 2 for r in rerun)
+    assert any("taken out of rotation" in line and b.url in line for line in lines)
+    assert any("running it again from the start" in line for line in lines)
+    traces = sorted(p.name for p in (tmp_path / "traces").iterdir())
+    assert traces == sorted(f"office__{t.id}.jsonl" for t in tasks)  # no partial trace left
+    for r in rerun:  # a rerun's trace holds that attempt only: one record per LM call of the row
+        trace = (tmp_path / "traces" / f"office__{r['task_id']}.jsonl").read_text().splitlines()
+        assert len(trace) == r["lm_calls"] and [json.loads(x)["call"] for x in trace] == list(range(1, len(trace) + 1))
+
+
+def test_evaluation_stops_when_every_endpoint_is_dead_and_keeps_finished_rows(tmp_path, office_tasks):
+    tasks = office_tasks[:12]
+    with ScriptedServer(tasks, fail_after=20) as a, ScriptedServer(tasks, fail_after=20) as b:
+        factory = pool_factory("openai:scripted", [a.url, b.url], OPTS, log=lambda line: None)
+        with pytest.raises((AllEndpointsDown, EpisodeFailed)) as ei:
+            evaluate(tasks, factory, PlannerConfig(), tmp_path, concurrency=3, log=lambda line: None)
+    assert "out of rotation" in str(ei.value) or "lost its LM endpoint" in str(ei.value)
+    text = (tmp_path / "results.jsonl").read_text() if (tmp_path / "results.jsonl").exists() else ""
+    rows = [json.loads(line) for line in text.splitlines()]  # every line whole
+    ids = [r["task_id"] for r in rows]
+    assert 0 < len(ids) < len(tasks) and len(ids) == len(set(ids))
+    assert all(r["success"] for r in rows)
+    # resuming against a live endpoint finishes the rest and repeats nothing
+    with ScriptedServer(tasks) as c:
+        factory = pool_factory("openai:scripted", [c.url], OPTS)
+        rows = evaluate(tasks, factory, PlannerConfig(), tmp_path, concurrency=3)
+    ids = [r["task_id"] for r in read_results(tmp_path / "results.jsonl")]
+    assert sorted(ids) == sorted(t.id for t in tasks) and len(rows) == len(tasks)
+    assert not list(Path(tmp_path / "traces").glob("*.partial"))
