@@ -31,13 +31,14 @@ AGENT_NAMES = {"retriever": ("G", "nx"), "reasoner": ("room_of", "closed_around"
 
 
 def graph_data(graph: SceneGraph, unseen: set[str] | frozenset[str] | None = None) -> dict:
-    """``graph`` as JSON-ready data: ``nodes`` (name, layer, class, states, affordances and, when
-    ``unseen`` is given, ``seen`` for objects), ``edges`` (child, holder, relation) and ``agent``
+    """``graph`` as JSON-ready data: ``nodes`` (name, layer, class, states, affordances,
+    properties and, when ``unseen`` is given, ``seen`` for objects), ``edges`` (child, holder, relation) and ``agent``
     (name, location, holding). Missing state or affordance lists become empty lists."""
     nodes = []
     for name, node in graph.nodes.items():
         entry = {"name": name, "layer": LAYER_NAMES[node.layer], "class": node_class(name),
-                 "states": list(node.states or ()), "affordances": list(node.affordances or ())}
+                 "states": list(node.states or ()), "affordances": list(node.affordances or ()),
+                 "properties": list(node.properties or ())}
         if unseen is not None and node.layer is Layer.OBJECT:
             entry["seen"] = name not in unseen
         nodes.append(entry)

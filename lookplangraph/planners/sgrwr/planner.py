@@ -163,9 +163,10 @@ class SGRwR:
         if rec.accepted and feedback is None:
             seen = " What it saw is now in the graph (ask the retriever)." if rec.observed else ""
             return f"{rec.proposed}: done. {where}{seen}"
+        why = feedback.removeprefix(f"{rec.proposed}: ") if feedback else "refused"
         if rec.accepted:  # some steps ran before the environment refused one
-            return f"{rec.proposed}: only partly done ({', '.join(rec.executed)}): {feedback}. {where}"
-        return f"{rec.proposed}: failed: {feedback}. {where}"
+            return f"{rec.proposed}: only partly done ({', '.join(rec.executed)}): {why}. {where}"
+        return f"{rec.proposed}: failed: {why}. {where}"
 
     @staticmethod
     def _counted(result: EpisodeResult, s: Session) -> EpisodeResult:

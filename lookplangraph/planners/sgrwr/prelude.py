@@ -14,7 +14,7 @@ def _build(data):
     for entry in data["nodes"]:
         graph.add_node(entry["name"], **entry)
     agent = data["agent"]
-    graph.add_node(agent["name"], name=agent["name"], layer="agent", states=[], affordances=[],
+    graph.add_node(agent["name"], name=agent["name"], layer="agent", states=[], affordances=[], properties=[],
                    holding=agent["holding"], **{"class": "agent"})
     for child, holder, relation in data["edges"]:
         graph.add_edge(child, holder, relation=relation)
