@@ -24,7 +24,7 @@ from lookplangraph.planners.sgrwr.agents import config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
 from lookplangraph.planners.sgrwr.guard import assumption
 from lookplangraph.planners.sgrwr.messages import RETRIEVED, TERMINATE, read_action_list, read_reasoner, read_retriever
-from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system
+from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, shared
 from lookplangraph.sandbox import SandboxUnavailable
 from lookplangraph.settings import load_settings
 from sgs.actions import ActionSyntaxError
@@ -121,6 +121,8 @@ def test_retriever_forms_and_its_marker():
     assert read_retriever(f"apple-1 is in box-1\n{RETRIEVED}").summary == "apple-1 is in box-1"
     assert read_retriever(f"[Summary]\n\n{RETRIEVED}").form == "malformed"
     assert read_retriever("The apple is in the box.").form == "malformed"
+    assert read_retriever("for n in G:\n    print(n)").code == "for n in G:\n    print(n)"  # unfenced code
+    assert read_retriever("print('the apple')").form == "malformed"  # Python, but it reads nothing
 
 
 # -- the assume-guard --------------------------------------------------------------------------------
@@ -145,6 +147,8 @@ def test_prompts_carry_the_schema_and_no_scene_data():
         assert "apple-1" not in system and "bed-1" not in system  # ... nothing of the task's scene
         assert ('"seen"' in system) == (mode == "step") and ("[Action]" in system) == (mode == "step")
         assert RETRIEVED in retriever_system(mode) and "fetch_steps" not in retriever_system(mode)
+        common = shared(mode)  # one prefix for the KV cache when the agents take turns
+        assert system.startswith(common) and retriever_system(mode).startswith(common) and '"layer"' in common
 
 
 # -- the graph data and the prelude in the sandbox ---------------------------------------------------
@@ -202,8 +206,8 @@ def test_static_episode_with_every_message_form_and_only_queries_and_summaries_c
     assert steps[1].feedback.startswith("Output:\napple-1 ['box-1']\napple-2 ['table-1']")
     assert steps[3].feedback == "Output of your code:\n['go_to(kitchen-1)', 'open(fridge-1)', 'open(box-1)', 'pick_up(apple-1)']"
     assert steps[7].executed == PLAN and steps[7].proposed == "plan of 8 actions"
-    reasoner = [r["messages"] for r in lm.requests if "planner of a household robot" in r["messages"][0]["content"]]
-    retriever = [r["messages"] for r in lm.requests if "answer questions about a household scene" in r["messages"][0]["content"]]
+    reasoner = [r["messages"] for r in lm.requests if "you are the planner" in r["messages"][0]["content"]]
+    retriever = [r["messages"] for r in lm.requests if "you answer questions" in r["messages"][0]["content"]]
     assert len(reasoner) == 4 and len(retriever) == 4
     # the Reasoner got the summary, never the Retriever's code or output
     told = "\n".join(m["content"] for m in reasoner[-1])

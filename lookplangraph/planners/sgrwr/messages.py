@@ -20,7 +20,8 @@ ends the episode like ``done()`` (its action list, if any, is not executed).
 
 **Retriever**: a reply with a fenced code block is ``code`` (a marker in the same reply is ignored:
 the code has not run yet); otherwise a reply with :data:`RETRIEVED` is a ``summary`` (the text of
-``[Summary]``, or the whole reply, without the marker); anything else is ``malformed``.
+``[Summary]``, or the whole reply, without the marker); a reply that is, as a whole, Python
+reading ``G`` (no fence) is ``code`` too; anything else is ``malformed``.
 
 Action lists are read leniently: ``[go_to(kitchen-1), open(fridge-1)]``, a JSON list of strings,
 or one call per line (``1. go_to(kitchen-1)``); every call must parse as an action.
@@ -28,6 +29,7 @@ or one call per line (``1. go_to(kitchen-1)``); every call must parse as an acti
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -161,6 +163,15 @@ def read_reasoner(text: str, *, step_mode: bool = False) -> Reply:
     return Reply("summary", summary=summary, actions=actions)
 
 
+def _is_graph_code(text: str) -> bool:
+    """Whether ``text`` as a whole parses as Python that names ``G`` (code sent without a fence)."""
+    try:
+        tree = ast.parse(text.strip())
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(n, ast.Name) and n.id == "G" for n in ast.walk(tree))
+
+
 def read_retriever(text: str) -> Reply:
     """The Retriever's reply as a form (module doc)."""
     code = first_code_block(text)
@@ -173,5 +184,7 @@ def read_retriever(text: str) -> Reply:
         if not summary:
             return Reply("malformed", error=f"your summary is empty; write the answer after [Summary], then {RETRIEVED}")
         return Reply("summary", summary=summary)
+    if _is_graph_code(text):
+        return Reply("code", code=text.strip())
     return Reply("malformed", error=f"reply with Python code in a ```python block, or with [Summary] and {RETRIEVED} "
                                     "once your code's output answers the question")

@@ -1,7 +1,7 @@
 """SG-RwR's prompts, filled from the template files ``lookplangraph/prompts/sgrwr_*.txt``.
 
-The Reasoner's system prompt holds the environment description, the graph *schema* (never the
-graph's data), the actions with their conditions, its reasoning tools, the guidance, the message
+Both system prompts start with the same text, the environment description and the graph *schema*
+(never the graph's data; :func:`shared`). The Reasoner's then holds the actions with their conditions, its reasoning tools, the guidance, the message
 forms and task-level examples (tasks and their final solutions, no agent-level dialogue, as in the
 paper's few-shot setting). The Retriever's holds the environment, the schema and its guidance.
 Both differ between ``static`` mode (a whole plan; the schema of the task's map) and ``step`` mode
@@ -28,10 +28,17 @@ def schema(mode: str) -> str:
     return template("sgrwr_schema").format(seen=template("sgrwr_seen") if mode == "step" else "")
 
 
+def shared(mode: str) -> str:
+    """The start both system prompts share (environment and schema): with one LM in process, the
+    KV cache keeps it when the conversation switches from one agent to the other."""
+    return template("sgrwr_shared").format(environment=template("sgrwr_environment").strip(),
+                                           schema=schema(mode).strip()).strip()
+
+
 def reasoner_system(mode: str) -> str:
     """The Reasoner's system prompt for ``mode`` (``static`` or ``step``)."""
     return template("sgrwr_reasoner").format(
-        goal=_GOAL[mode], environment=template("sgrwr_environment").strip(), schema=schema(mode).strip(),
+        shared=shared(mode), goal=_GOAL[mode],
         actions=template(f"sgrwr_actions_{mode}").strip(),
         tools=template("sgrwr_tools").format(when=_WHEN[mode]).strip(), finish=_FINISH[mode],
         forms=template(f"sgrwr_forms_{mode}").strip(),
@@ -42,8 +49,7 @@ def reasoner_system(mode: str) -> str:
 def retriever_system(mode: str) -> str:
     """The Retriever's system prompt for ``mode``."""
     return template("sgrwr_retriever").format(
-        environment=template("sgrwr_environment").strip(), schema=schema(mode).strip(),
-        imports=", ".join(sorted(ALLOWED_IMPORTS)),
+        shared=shared(mode), imports=", ".join(sorted(ALLOWED_IMPORTS)),
     ).strip()
 
 
