@@ -690,6 +690,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record LM replies in OUT/lm_cache.jsonl (or FILE; the describer's in OUT/vlm_cache.jsonl "
                         "or FILE_vlm_cache) and replay identical calls")
     p.set_defaults(func=cmd_gam_eval)
+
+    from lookplangraph.reproduce.command import add_parser as add_reproduce
+
+    add_reproduce(sub)
     return parser
 
 

@@ -4,8 +4,8 @@
 
 Output: ``curve.csv`` (one row per rate × mode: episodes, SR (strict), SR over the changed
 nodes only, APP, mean LM calls per
-task, injected errors per task, infeasible plan actions per task) and ``curve.png`` when
-matplotlib is installed.
+task, injected errors per task, infeasible plan actions per task) and ``curve.png``/``curve.svg``
+when matplotlib is installed.
 """
 
 from __future__ import annotations
@@ -64,18 +64,33 @@ def curve_table(rows: list[dict]) -> str:
 
 
 def write_curve(rows: list[dict], out: Path) -> None:
+    """``out/curve.csv`` and, with matplotlib, ``out/curve.png`` and ``.svg``."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "curve.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plot_curve(rows, out / "curve")
     except ImportError:
         return
+
+
+def read_curve(path: Path) -> list[dict]:
+    """The rows of a ``curve.csv`` (numbers as numbers)."""
+    with open(path, newline="") as f:
+        return [{k: (v if k == "correction" else int(v) if k == "episodes" else float(v)) for k, v in row.items()}
+                for row in csv.DictReader(f)]
+
+
+def plot_curve(rows: list[dict], stem: Path) -> None:
+    """SR against injected error rate, one line per correction mode: ``stem``.png and .svg
+    (``ImportError`` without matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     labels = {"rules": "rules (feedback + correction)", "feedback": "feedback only", "none": "none (paper's ablation)"}
     for mode, style in zip(labels, ("o-", "s--", "^:")):
@@ -89,5 +104,6 @@ def write_curve(rows: list[dict], out: Path) -> None:
     ax.legend(title="SGS correction")
     ax.set_title(f"Error injection over {rows[0]['episodes']} episodes per point")
     fig.tight_layout()
-    fig.savefig(out / "curve.png", dpi=120)
+    for ext in ("png", "svg"):
+        fig.savefig(stem.with_suffix(f".{ext}"), dpi=120)
     plt.close(fig)

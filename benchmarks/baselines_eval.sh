@@ -1,0 +1,40 @@
+#!/bin/sh
+# Issue 10's comparison: the six planners on one fixed sample with the embedded 1.5B model
+# (Qwen2.5-Coder-1.5B, greedy), each with its Table IV (static) or Table II (--dynamic) config.
+# Ordered split by split, every planner on a split before the next split, so a run stopped early
+# still compares all planners on the same tasks. Resumable: rerun the same command.
+#
+#   benchmarks/baselines_eval.sh runs/bl static          # Table IV (static environment)
+#   benchmarks/baselines_eval.sh runs/bl dynamic 0       # Table II (dynamic, seed 0)
+#   lookplangraph report runs/bl_static_* --splits
+#
+# PLANNERS="llm-as-p react" restricts the planners; SPLITS="behavior" the splits.
+# LookPlanGraph runs with --max-actions 12 (as benchmarks/lm_eval.sh), the baselines with the
+# limits of their configs. Hours of CPU on 2 cores.
+set -e
+OUT=${1:?usage: benchmarks/baselines_eval.sh OUT_PREFIX static|dynamic [SEED]}
+MODE=${2:?static or dynamic}
+SEED=${3:-0}
+VH="file120_1 file27_2 file331_2 file392_1 file432_1 file44_1 file463_2 file487_1 file647_2 file650_1 file705_1 file773_1"
+BH="buy_a_belt lighting_fireplace packing_recreational_vehicle_for_trip picking_up_trash putting_backpack_in_car_for_school putting_out_condiments"
+L=${LOOKPLANGRAPH:-.venv/bin/lookplangraph}
+PLANNERS=${PLANNERS:-"llm-as-p llm+p sayplan-lite sayplan react lookplangraph"}
+SPLITS=${SPLITS:-"behavior virtualhome office"}
+if [ "$MODE" = dynamic ]; then TABLE=table2; EXTRA="--dynamic --seed $SEED"; TAG="dynamic$SEED"; else TABLE=table4; EXTRA=""; TAG=static; fi
+for split in $SPLITS; do
+  case $split in
+    behavior) TASKS="--tasks $BH";;
+    virtualhome) TASKS="--tasks $VH";;
+    office) TASKS="";;
+  esac
+  for p in $PLANNERS; do
+    case $p in
+      lookplangraph) if [ $TABLE = table4 ]; then CFG=configs/table4_planning.toml; else CFG=configs/table2_dynamic.toml; fi
+                     LIMIT="--max-actions 12";;
+      *) CFG=configs/${TABLE}_$(echo $p | sed 's/llm+p/llm_plus_p/; s/-/_/g').toml; LIMIT="";;
+    esac
+    # shellcheck disable=SC2086
+    $L eval --config $CFG --planner $p --split $split $TASKS $EXTRA $LIMIT --cache \
+       --out "${OUT}_${TAG}_$(echo $p | sed 's/+/_plus_/')_$split"
+  done
+done

@@ -1,0 +1,111 @@
+"""lookplangraph reproduce: rows, resumption, the report. The LM is a SCRIPTED backend
+(``scripted:`` replies, not a model): these tests check the harness, not planning quality."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lookplangraph.cli import main
+from lookplangraph.reproduce.run import Options, ReproduceError, check_out, default_configs_dir, plan, row_settings, sample_tasks
+from lookplangraph.reproduce.tables import TABLES
+
+SCRIPTED = 'scripted:{"plan": []}'
+
+
+@pytest.fixture(scope="module")
+def grasif_data(tmp_path_factory):
+    """All three splits, built once for the module (~15 s)."""
+    from grasif import dataset
+
+    root = tmp_path_factory.mktemp("grasif")
+    dataset.build(root, progress=lambda m: None)
+    return root
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_every_row_config_exists_and_loads(grasif_data):
+    opts = Options(lm="llamacpp:qwen2.5-coder-1.5b", out=Path("unused"), data_dir=grasif_data, configs=default_configs_dir())
+    for name, table in TABLES.items():
+        for row in table.rows:
+            if row.config in (None, "@gam"):
+                continue
+            for split in table.splits:
+                s = row_settings(table, row, split, opts)
+                assert s.split == split and s.lm == opts.lm and s.cache is True
+    # Table II's perceiving rows use the augmentation module; their GT twins the true objects
+    t2 = TABLES["table2"]
+    by = {r.key: r for r in t2.rows}
+    assert row_settings(t2, by["react"], "behavior", opts).augmentation == "parser"
+    assert row_settings(t2, by["react_gt"], "behavior", opts).augmentation == "ground_truth"
+    assert row_settings(t2, by["lookplangraph"], "virtualhome", opts).dynamic is True
+
+
+def test_server_lm_drops_llamacpp_options(grasif_data):
+    opts = Options(lm="openai:m@http://127.0.0.1:9/v1", out=Path("unused"), data_dir=grasif_data,
+                   configs=default_configs_dir())
+    row = TABLES["table4"].rows[0]
+    assert "n_ctx" in row_settings(TABLES["table4"], row, "office", Options(**{**opts.__dict__, "lm": "llamacpp:x"})).lm_options
+    assert row_settings(TABLES["table4"], row, "office", opts).lm_options == {}
+
+
+def test_sample_is_seeded_and_the_same_for_every_row(grasif_data):
+    a = [t.id for t in sample_tasks(grasif_data, "office", 3, 0)]
+    assert a == [t.id for t in sample_tasks(grasif_data, "office", 3, 0)]
+    assert len(a) == 3 and a != [t.id for t in sample_tasks(grasif_data, "office", 3, 1)]
+    cells = plan(["table4"], Options(lm=SCRIPTED, out=Path("o"), data_dir=grasif_data, configs=default_configs_dir()))
+    assert len(cells) == 6 * 3
+
+
+def test_reproduce_table4_runs_resumes_and_reports(grasif_data, tmp_path, capsys):
+    out = tmp_path / "rep"
+    argv = ["reproduce", "table4", "--lm", SCRIPTED, "--limit", "1", "--out", str(out), "--data-dir", str(grasif_data),
+            "--quiet"]
+    assert main(argv) == 0
+    cells = sorted(p.name for p in (out / "table4").iterdir())
+    assert len(cells) == 18 and "llm_plus_p_behavior" in cells
+    first = {c: _rows(out / "table4" / c / "results.jsonl") for c in cells}
+    assert all(len(rows) == 1 for rows in first.values())
+    md = (out / "report" / "table4.md").read_text()
+    assert "| LookPlanGraph | 1/1 |" in md and "*(0.62)*" in md  # ours, then the paper's office SR
+    for ext in ("png", "svg", "csv", "json"):
+        assert (out / "report" / f"table4.{ext}").stat().st_size > 0
+    records = json.loads((out / "report" / "table4.json").read_text())["records"]
+    assert {r["metric"] for r in records} == {"sr", "app", "tpa"} and len(records) == 6 * 3 * 3
+    # rerun: nothing is run twice (one row per task, the same rows)
+    assert main(argv) == 0
+    assert {c: _rows(out / "table4" / c / "results.jsonl") for c in cells} == first
+    # another run's settings in the same directory are refused
+    capsys.readouterr()
+    assert main([*argv[:5], "2", *argv[6:]]) == 2
+    assert "holds a run with other settings" in capsys.readouterr().err
+
+
+def test_partial_cells_show_finished_of_planned(grasif_data, tmp_path):
+    out = tmp_path / "rep"
+    assert main(["reproduce", "table4", "--lm", SCRIPTED, "--limit", "2", "--out", str(out), "--data-dir",
+                 str(grasif_data), "--quiet"]) == 0
+    results = out / "table4" / "react_office" / "results.jsonl"
+    results.write_text(results.read_text().splitlines(keepends=True)[0])  # as if stopped after one episode
+    assert main(["reproduce", "table4", "--report-only", "--lm", SCRIPTED, "--limit", "2", "--out", str(out),
+                 "--data-dir", str(grasif_data)]) == 0
+    line = next(l for l in (out / "report" / "table4.md").read_text().splitlines() if l.startswith("| ReAct |"))
+    assert line.split(" | ")[1] == "1/2"
+
+
+def test_check_out_refuses_a_broken_identity_file(tmp_path):
+    opts = Options(lm=SCRIPTED, out=tmp_path, data_dir=tmp_path, configs=tmp_path)
+    (tmp_path / "reproduce.json").write_text("{torn")
+    with pytest.raises(ReproduceError, match="not JSON"):
+        check_out(opts)
+
+
+def test_missing_config_is_a_clear_error(grasif_data, tmp_path, capsys):
+    assert main(["reproduce", "table5", "--lm", SCRIPTED, "--limit", "1", "--out", str(tmp_path / "o"),
+                 "--configs", str(tmp_path), "--data-dir", str(grasif_data), "--quiet"]) == 2
+    assert "no such config" in capsys.readouterr().err
