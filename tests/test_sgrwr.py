@@ -349,6 +349,16 @@ def test_weak_isolation_refuses_before_any_lm_call(monkeypatch):
     assert lm.calls == 0
 
 
+@needs_sandbox
+def test_sandbox_limits_come_from_the_config():
+    sb = config_sandbox(PlannerConfig(sgrwr_code_seconds=2, sgrwr_code_memory_mb=300, sgrwr_output_bytes=999,
+                                      sgrwr_require_strong=False))
+    assert (sb.limits.cpu_seconds, sb.limits.wall_seconds, sb.limits.memory_mb, sb.limits.output_bytes) == (2, 9, 300, 999)
+    assert sb.require_strong is False and config_sandbox(PlannerConfig()).require_strong is True
+    assert sb is config_sandbox(PlannerConfig(sgrwr_code_seconds=2, sgrwr_code_memory_mb=300, sgrwr_output_bytes=999,
+                                              sgrwr_require_strong=False))  # one probe per set of limits
+
+
 # -- step mode ---------------------------------------------------------------------------------------
 def act(call):
     return f"[Explanation]\nnext\n[Action]\n{call}"
