@@ -143,7 +143,8 @@ def replay(task: Task, result: dict | None, steps: list[dict], augmentations: li
     config = config if config is not None else (result.get("config") or {})
     belief = belief_of(planner, config)
     reference = task.graph
-    memory = MemoryGraph(reference, priors=belief == "memory" and bool(config.get("priors", True)))
+    priors = belief == "map" or (belief == "memory" and bool(config.get("priors", True)))
+    memory = MemoryGraph(reference, priors=priors)
     if belief == "map":
         memory.unseen = set()
     state = snapshot(memory.graph, memory.unseen, reference, belief)
