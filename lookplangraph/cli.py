@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from grasif.goals import GoalSpec, goal_from_graphs
@@ -305,19 +304,22 @@ def cmd_run(args) -> int:
     return 0 if result.success else 1
 
 
-def _progress_bar(total_width: int = 30):
-    start = time.monotonic()
+def _progress_bar(desc: str = "episodes"):
+    """``progress(done, total, row)`` for :func:`lookplangraph.runner.evaluate` and the injection
+    curve, drawn by tqdm on stderr (the last episode's verdict in the postfix)."""
+    from tqdm import tqdm
+
+    state: dict = {}
 
     def show(done: int, total: int, row) -> None:
-        frac = done / total if total else 1.0
-        bar = "#" * int(frac * total_width)
-        extra = ""
-        if row is not None:
-            extra = f"  last: {row['task_id']} {'ok' if row['success'] else 'fail'}"
-        elapsed = time.monotonic() - start
-        print(f"\r[{bar:<{total_width}}] {done}/{total}  {elapsed:6.0f} s{extra:<40}", end="", file=sys.stderr, flush=True)
-        if done == total:
-            print(file=sys.stderr)
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = tqdm(total=total, initial=done, desc=desc, unit="ep", file=sys.stderr)
+        bar.update(done - bar.n)
+        if row is not None and "task_id" in row:
+            bar.set_postfix_str(f"last: {row['task_id']} {'ok' if row.get('success') else 'fail'}", refresh=False)
+        if done >= total:
+            bar.close()
 
     return show
 
@@ -583,8 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", help="TOML settings file (configs/*.toml); flags override it")
     common.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
-    common.add_argument("--planner", help="lookplangraph (default) or a baseline: llm-as-p, llm+p "
-                                          "(sayplan, sayplan-lite, react: not built yet)")
+    common.add_argument("--planner", help="lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
+                                          "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
     common.add_argument("--lm", help="LM backend: llamacpp:qwen2.5-coder-1.5b (default), llamacpp:PATH.gguf, openai:MODEL[@BASE_URL]")
     common.add_argument("--split", choices=SPLITS)
     common.add_argument("--dynamic", action="store_true", help="move task-relevant objects before the episode (seeded)")
