@@ -103,13 +103,13 @@ class PlannerConfig:
     # one sandboxed code run (CPU seconds, memory, bytes of output kept); the reply budget of one
     # LM call; refuse to run LM code when the sandbox offers only weak isolation
     sgrwr_mode: str = "static"
-    sgrwr_max_rounds: int = 20
-    sgrwr_debug_attempts: int = 3
-    sgrwr_retriever_turns: int = 6
+    sgrwr_max_rounds: int = 15
+    sgrwr_debug_attempts: int = 2
+    sgrwr_retriever_turns: int = 4
     sgrwr_code_seconds: float = 5.0
     sgrwr_code_memory_mb: int = 512
     sgrwr_output_bytes: int = 4000
-    sgrwr_reply_tokens: int = 768
+    sgrwr_reply_tokens: int = 512
     sgrwr_require_strong: bool = True
 
     def __post_init__(self):

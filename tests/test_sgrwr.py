@@ -20,7 +20,7 @@ from lookplangraph.backends import Completion, ContextOverflow, ScriptedBackend,
 from lookplangraph.cli import main
 from lookplangraph.planner import PlannerConfig
 from lookplangraph.planners import get_planner
-from lookplangraph.planners.sgrwr.agents import config_sandbox
+from lookplangraph.planners.sgrwr.agents import STOPS, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
 from lookplangraph.planners.sgrwr.guard import assumption
 from lookplangraph.planners.sgrwr.messages import RETRIEVED, TERMINATE, read_action_list, read_reasoner, read_retriever
@@ -217,6 +217,9 @@ def test_static_episode_with_every_message_form_and_only_queries_and_summaries_c
     assert retriever[2][1:] == [{"role": "user", "content": "Query: Which node of class bed is there?"}]
     assert "I need to know this" not in json.dumps(retriever)  # the Reasoner's explanation stays with it
     assert all(r["max_tokens"] == PlannerConfig().sgrwr_reply_tokens for r in lm.requests)
+    # a reply is cut where it starts to imagine the other side's message
+    stops = {r["messages"][0]["content"][-40:]: r["stop"] for r in lm.requests}
+    assert sorted(map(tuple, stops.values())) == sorted([STOPS["reasoner"], STOPS["retriever"]])
 
 
 @needs_sandbox
@@ -259,7 +262,7 @@ def test_assume_guard_sends_code_back_without_running_it():
         query("Where is the apple?"), code("# assume the apple is in the fridge\nprint(G.nodes['apple-1'])", marker=""),
         code("print('apple-1 is in fridge-1')", marker=""), code("print(list(G.successors('fridge-1')))", marker=""),
         code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"),
-        code("print(place_steps('ontop', 'bed-1'))"), solution(PLAN)])
+        code("print(place_steps('ontop', 'bed-1'))"), solution(PLAN)], sgrwr_debug_attempts=3, sgrwr_retriever_turns=6)
     assert result.success and result.guard_refusals == 4 and result.sandbox_runs == 1
     retr = [s for s in steps if s.agent == "retriever"]
     assert "do not assume" in retr[0].feedback and retr[0].sandbox is None

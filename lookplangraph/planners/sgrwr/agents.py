@@ -41,6 +41,13 @@ from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_syst
 from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
 
 
+#: Where a reply is cut: the openings of the messages the host sends back (a small model that
+#: goes on to write "Answer from the retriever: ..." or "Output: ..." imagines what it should ask
+#: for, and spends tokens on it).
+STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo answer:"),
+         "retriever": ("\nOutput:", "Your code failed")}
+
+
 @lru_cache(maxsize=8)
 def sandbox_for(cpu_seconds: float, memory_mb: int, output_bytes: int, require_strong: bool) -> Sandbox:
     """One :class:`~lookplangraph.sandbox.Sandbox` per set of limits (its constructor starts a
@@ -74,9 +81,10 @@ class Session:
     isolation: list[str] = field(default_factory=list)
     guard_refusals: int = 0
 
-    def complete(self, messages: list[dict]) -> Completion:
-        """One LM call (``ContextOverflow`` and other :class:`LMError` go to the caller)."""
-        return self.lm.complete(messages, max_tokens=self.cfg.sgrwr_reply_tokens)
+    def complete(self, agent: str, messages: list[dict]) -> Completion:
+        """One LM call for ``agent`` (``ContextOverflow`` and other :class:`LMError` go to the
+        caller), stopped where the reply starts to imagine the other side (:data:`STOPS`)."""
+        return self.lm.complete(messages, stop=STOPS[agent], max_tokens=self.cfg.sgrwr_reply_tokens)
 
     def record(self, agent: str, c: Completion, reply: Reply) -> StepRecord:
         rec = StepRecord(len(self.records) + 1, None, None, False, c.text, prompt_tokens=c.usage.prompt_tokens,
@@ -137,7 +145,7 @@ class Retriever:
         known = query
         failed, last_output, last_problem = 0, None, None
         for _ in range(cfg.sgrwr_retriever_turns):
-            c = s.complete(messages)
+            c = s.complete("retriever", messages)
             reply = read_retriever(c.text)
             rec = s.record("retriever", c, reply)
             messages.append({"role": "assistant", "content": c.text})
@@ -192,7 +200,7 @@ class Reasoner:
 
     def ask(self) -> tuple[Reply, StepRecord]:
         """One Reasoner call, read as a form; the reply joins its history."""
-        c = self.session.complete(self.messages)
+        c = self.session.complete("reasoner", self.messages)
         reply = read_reasoner(c.text, step_mode=self.mode == "step")
         rec = self.session.record("reasoner", c, reply)
         self.messages.append({"role": "assistant", "content": c.text})
