@@ -447,3 +447,38 @@ def test_cli_runs_sg_rwr(tmp_path, capsys):
     assert result["planner"] == "sg-rwr" and result["agent_calls"] == {"reasoner": 1}
     trace = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
     assert trace[0]["agent"] == "reasoner" and trace[0]["form"] == "summary"
+
+
+@needs_sandbox
+def test_step_mode_in_a_dynamic_office_queries_the_updated_memory():
+    """office-02 with the watch moved (seed 0: desk-6 -> mail_shelf-1): the map says desk-6; looking
+    there removes the prior from memory, and the Retriever's next answer reflects that."""
+    from sim_adapters.wrappers import DynamicPerturbation
+
+    task = {t.id: t for t in office.build_tasks()}["office-02"]
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0)
+    assert env.moves == ["watch-1: ontop desk-6 -> ontop mail_shelf-1"]
+    find = ("found = [n for n in G if G.nodes[n]['class'] == 'watch']\nprint(found or None)\n"
+            "for n in found:\n    h = list(G.successors(n))[0]\n    print(n, G.edges[n, h]['relation'], h, 'seen:', G.nodes[n]['seen'])")
+    result, steps, _ = run([
+        query("Where is the watch?"), code(find, marker=""), retrieved("watch-1 on desk-6, not seen"),
+        act("go_to(peters_office-1)"), act("discover_objects(desk-6)"),
+        query("Where is the watch?"), code(find, marker=""), retrieved("None"),
+        act("go_to(mail_room-1)"), act("discover_objects(mail_shelf-1)"),
+        act("pick_up(watch-1)"), act("go_to(peters_office-1)"), act("put_inside(cabinet-6)"), act("close(cabinet-6)"),
+        act("done()")], task=task, env=env, sgrwr_mode="step")
+    assert steps[1].feedback.startswith("Output:\n['watch-1']\nwatch-1 ontop desk-6 seen: False")
+    looked = next(s for s in steps if s.proposed == "discover_objects(desk-6)")
+    assert "not found: watch-1" in looked.observed
+    assert steps[6].feedback.startswith("Output:\nNone")  # the memory graph no longer has the watch
+    assert result.success and result.termination == "done" and result.moves == env.moves
+
+
+def test_static_mode_plans_from_the_stale_map_in_a_dynamic_run():
+    from sim_adapters.wrappers import DynamicPerturbation
+
+    task = {t.id: t for t in office.build_tasks()}["office-02"]
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0)
+    result, _, _ = run([solution(OFFICE_PLAN)], task=task, env=env)
+    assert not result.success and result.failure == "infeasible_step"
+    assert result.executed == ["go_to(peters_office-1)"] and result.infeasible[0].startswith("pick_up(watch-1)")
