@@ -364,14 +364,20 @@
       return (kids.get(name) || []).some(active);
     }
     function count(n) { return (kids.get(n[0]) || []).reduce(function (a, c) { return a + 1 + count(c); }, 0); }
-    var placed = [], rows = 0, maxDepth = 0, hidden = 0;
+    var placed = [], rows = 0, maxDepth = 0, hidden = 0, hiddenRooms = 0;
+    if (focus) {  // inactive rooms are left out, summed up in one line at the end
+      roots = roots.filter(function (n) {
+        if (active(n)) return true;
+        hiddenRooms += 1;
+        hidden += 1 + count(n);
+        return false;
+      });
+    }
     function place(n, depth, parent) {
       maxDepth = Math.max(maxDepth, depth);
       var ch = kids.get(n[0]) || [];
-      var collapsed = focus && n[1] === "p" && !active(n) && ch.length > 0;
-      var item = { n: n, depth: depth, parent: parent, hiddenKids: collapsed ? count(n) : 0 };
-      if (collapsed) hidden += item.hiddenKids;
-      if (collapsed || !ch.length) { item.y = rows++; }
+      var item = { n: n, depth: depth, parent: parent };
+      if (!ch.length) { item.y = rows++; }
       else {
         item.y = rows;  // top-aligned: a parent sits on its first child's row, so a room heads its block
         ch.forEach(function (c) { place(c, depth + 1, item); });
@@ -381,12 +387,17 @@
     }
     roots.forEach(function (n) { place(n, 0, null); });
     orphans.forEach(function (n) { place(n, 1, null); });
-    return { placed: placed, rows: rows, maxDepth: maxDepth, gone: goneSet, hidden: hidden, total: all.size };
+    var more = hiddenRooms ? { y: rows++, rooms: hiddenRooms, nodes: hidden } : null;
+    return { placed: placed, rows: rows, maxDepth: maxDepth, gone: goneSet, hidden: hidden, more: more, total: all.size };
   }
 
-  function label(n, extra) {
-    var s = n[0] + (n[4] ? " [" + n[4] + "]" : "") + (extra || "");
+  function label(n) {
+    var s = n[0] + (n[4] ? " [" + n[4] + "]" : "");
     return s.length > CHARS ? s.slice(0, CHARS - 1) + "…" : s;
+  }
+
+  function sizeFor(width) {  // narrower columns on a phone, so more of the tree fits the screen
+    if (width < 600) { COL = 142; BOX = 130; CHARS = 19; } else { COL = 170; BOX = 156; CHARS = 24; }
   }
 
   function drawGraph(lay, at) {
@@ -412,11 +423,10 @@
         ({ on: "; on top of ", "in": "; inside ", h: "; held by " }[n[3]] ? { on: "; on top of ", "in": "; inside ", h: "; held by " }[n[3]] + n[2] : "") +
         (n[4] ? "; states: " + n[4] : "") + (f & PRIOR ? "; unseen prior from the map" : "") + (f & SEEN ? "; seen" : "") +
         (f & CHANGED ? "; changed from the map" : "") + (f & NEW ? "; not on the map" : "") +
-        (f & INSPECTED ? "; inspected" : "") + (lay.gone.has(n[0]) ? "; removed at this step (not found)" : "") +
-        (it.hiddenKids ? "; " + it.hiddenKids + " nodes hidden (show all rooms)" : "");
+        (f & INSPECTED ? "; inspected" : "") + (lay.gone.has(n[0]) ? "; removed at this step (not found)" : "");
       g.appendChild(svg("title", { text: tip }));
       g.appendChild(svg("rect", { width: BOX, height: BOXH, rx: n[1] === "p" ? 3 : 8 }));
-      g.appendChild(svg("text", { x: 7, y: BOXH - 5.5, text: label(n, it.hiddenKids ? " +" + it.hiddenKids : "") }));
+      g.appendChild(svg("text", { x: 7, y: BOXH - 5.5, text: label(n) }));
       nodes.appendChild(g);
       if (it.parent) {
         var px = X(it.parent) + BOX, py = Y(it.parent) + BOXH / 2, cy = y + BOXH / 2, mx = (px + x) / 2;
@@ -424,6 +434,14 @@
           "class": "edge r-" + (n[3] || "x") + (lay.gone.has(n[0]) ? " gone" : "") }));
       }
     });
+    if (lay.more) {
+      var m = svg("g", { "class": "gmore", transform: "translate(4," + (4 + lay.more.y * ROW + (ROW - BOXH) / 2) + ")", tabindex: "0" });
+      m.appendChild(svg("title", { text: "rooms where nothing was seen, changed or done; click to show every room" }));
+      m.appendChild(svg("rect", { width: BOX, height: BOXH, rx: 3 }));
+      m.appendChild(svg("text", { x: 7, y: BOXH - 5.5, text: "+ " + lay.more.rooms + " other room" + (lay.more.rooms === 1 ? "" : "s") }));
+      m.addEventListener("click", function () { state.focus = false; renderGraph(); });
+      nodes.appendChild(m);
+    }
     return root;
   }
 
@@ -449,18 +467,19 @@
     pane.appendChild(el("div", { cls: "graph-head" }, el("h3", { text: title }), nav));
     if (k > 0) {
       var s = d.steps[k - 1];
-      pane.appendChild(el("div", { cls: "graph-step code", id: "graph-step-action", text: (s.proposed || "(unreadable reply)") + (s.accepted ? "" : "  (refused)") }));
+      pane.appendChild(el("div", { cls: "graph-step code", id: "graph-step-action", text: (s.proposed || "(unreadable reply)") + (s.accepted ? "" : " (refused)") }));
     }
     if (!d.graph) {
       pane.appendChild(el("p", { cls: "note", id: "graph-why", text: d.graphWhy || "no memory graph" }));
       return;
     }
+    sizeFor(pane.clientWidth);
     var at = graphAt(d.graph, k);
     if (state.focus === null) state.focus = at.nodes.size > FOCUS_OVER;
     var lay = layoutGraph(at, state.focus);
     var toggle = el("label", { cls: "focus" }, el("input", { type: "checkbox", id: "focus-toggle",
       on: { change: function (ev) { state.focus = ev.target.checked; renderGraph(); } } }),
-      " only rooms with activity" + (lay.hidden ? " (" + lay.hidden + " nodes hidden)" : ""));
+      " only rooms with activity" + (lay.more ? " (" + lay.more.rooms + " rooms, " + lay.more.nodes + " nodes hidden)" : ""));
     toggle.firstChild.checked = state.focus;
     pane.appendChild(el("div", { cls: "graph-tools" }, legend(), toggle));
     var belief = { memory: "LookPlanGraph's memory graph (priors from the map, confirmed by discover_objects)",
@@ -493,6 +512,7 @@
     else if (ev.key === "ArrowLeft") { selectStep(state.step - 1, true); ev.preventDefault(); }
     else if (ev.key === "Escape") closeEpisode();
   });
+  window.addEventListener("hashchange", fromHash);  // a link to #ep=N&step=K within the page
   renderList();
   fromHash();
   document.body.setAttribute("data-ready", "1");
