@@ -180,7 +180,7 @@ def test_each_agent_sees_only_its_own_names_in_the_sandbox(kitchen):
         "['go_to(kitchen-1)', 'open(fridge-1)', 'open(box-1)', 'put_inside(box-1)']", "['fridge-1', 'box-1']"]
     # the tools keep G in a closure the Reasoner's code cannot reach
     r = sb.run("print(room_of.__closure__)", data=data, prelude=prelude("reasoner"))
-    assert r.kind == "policy" and "__closure__" in r.error
+    assert r.kind == "policy" and "__closure__" in r.error and r.isolation == "none"
     with pytest.raises(ValueError):
         prelude("planner")
 
@@ -291,6 +291,7 @@ def test_code_limits_come_back_as_errors_to_debug(snippet, kind, cfg):
     result, steps, _ = run([query("Where is the apple?"), code(snippet, marker=""), code(FIND_APPLES, marker=""),
                             retrieved("apple-1 in box-1"), solution(PLAN)], **cfg)
     assert result.success and steps[1].sandbox["kind"] == kind and result.sandbox_failures == 1
+    assert "none" not in result.sandbox_isolation.split(" | ")  # a policy refusal starts no process
     assert steps[1].feedback.startswith(f"Your code failed ({kind}):")
 
 
@@ -338,6 +339,8 @@ def test_context_overflow_in_the_middle_of_a_query_ends_the_episode():
     result = get_planner("sg-rwr").run(task, GraphEnvironment(task.graph), lm, PlannerConfig(), on_step=steps.append)
     assert result.failure == "context_overflow" and not result.success and result.lm_calls == 3
     assert sorted(s.call for s in steps) == [1, 2, 3] and "prompt refused" in steps[-1].feedback
+    assert (steps[-1].agent, steps[-1].form) == ("retriever", "context_overflow")
+    assert result.agent_calls == {"reasoner": 1, "retriever": 2}
 
 
 def test_weak_isolation_refuses_before_any_lm_call(monkeypatch):

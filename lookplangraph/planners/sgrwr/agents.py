@@ -60,6 +60,8 @@ def sandbox_for(cpu_seconds: float, memory_mb: int, output_bytes: int, require_s
 
 
 def config_sandbox(cfg: PlannerConfig) -> Sandbox:
+    """The sandbox of ``cfg``'s ``sgrwr_code_seconds``, ``sgrwr_code_memory_mb``,
+    ``sgrwr_output_bytes`` and ``sgrwr_require_strong`` (:func:`sandbox_for`)."""
     return sandbox_for(float(cfg.sgrwr_code_seconds), int(cfg.sgrwr_code_memory_mb), int(cfg.sgrwr_output_bytes),
                        bool(cfg.sgrwr_require_strong))
 
@@ -78,22 +80,24 @@ class Session:
     runs: int = 0
     failures: int = 0
     sandbox_seconds: float = 0.0
-    isolation: list[str] = field(default_factory=list)
+    isolation: list[str] = field(default_factory=list)  # levels the runs achieved ("none": refused before a process)
     guard_refusals: int = 0
+    emitted: set = field(default_factory=set)  # calls already handed to on_step
+    calling: str | None = None  # the agent of the call in progress (or the last one)
 
     def complete(self, agent: str, messages: list[dict]) -> Completion:
         """One LM call for ``agent`` (``ContextOverflow`` and other :class:`LMError` go to the
         caller), stopped where the reply starts to imagine the other side (:data:`STOPS`)."""
+        self.calling = agent
         return self.lm.complete(messages, stop=STOPS[agent], max_tokens=self.cfg.sgrwr_reply_tokens)
 
     def record(self, agent: str, c: Completion, reply: Reply) -> StepRecord:
+        """A trace entry for one call of ``agent`` whose reply was read as ``reply``."""
         rec = StepRecord(len(self.records) + 1, None, None, False, c.text, prompt_tokens=c.usage.prompt_tokens,
                          completion_tokens=c.usage.completion_tokens, cached_tokens=c.usage.cached_tokens,
                          seconds=c.seconds, agent=agent, form=reply.form, code=reply.code)
         self.records.append(rec)
         return rec
-
-    emitted: set = field(default_factory=set)
 
     def emit(self, rec: StepRecord) -> None:
         """Hand ``rec`` to ``on_step`` (once)."""
@@ -114,13 +118,21 @@ class Session:
         self.runs += 1
         self.failures += not r.ok
         self.sandbox_seconds += r.seconds
-        if r.isolation not in self.isolation:
+        if r.isolation != "none" and r.isolation not in self.isolation:
             self.isolation.append(r.isolation)
         rec.sandbox = {"ok": r.ok, "kind": r.kind, "isolation": r.isolation, "seconds": round(r.seconds, 3),
                        "error": r.error}
         return r
 
+    def overflow(self, exc: Exception) -> StepRecord:
+        """The trace entry of a call whose prompt did not fit the model's context."""
+        rec = StepRecord(len(self.records) + 1, None, None, False, "", feedback=f"prompt refused: {exc}",
+                         agent=self.calling, form="context_overflow")
+        self.records.append(rec)
+        return rec
+
     def agent_calls(self) -> dict[str, int]:
+        """LM calls per agent (an overflowing call included)."""
         out: dict[str, int] = {}
         for r in self.records:
             out[r.agent or "?"] = out.get(r.agent or "?", 0) + 1

@@ -78,7 +78,7 @@ class SGRwR:
                 reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever))
         except ContextOverflow as exc:
             failure = "context_overflow"
-            s.records.append(StepRecord(len(s.records) + 1, None, None, False, "", feedback=f"prompt refused: {exc}"))
+            s.overflow(exc)
         result = execute(task, env, self.name, lm, cfg, s.records, plan, failure, t0)
         s.flush()
         return self._counted(result, s)
@@ -133,7 +133,7 @@ class SGRwR:
                 reasoner.tell(rec, self._result(rec, feedback, memory))
         except ContextOverflow as exc:
             termination = "context_overflow"
-            s.records.append(StepRecord(len(s.records) + 1, None, None, False, "", feedback=f"prompt refused: {exc}"))
+            s.overflow(exc)
         s.flush()
         final = env.true_graph()
         goal = evaluate_goal(task.goal, final, initial)
