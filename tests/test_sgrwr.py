@@ -16,7 +16,7 @@ import pytest
 
 from grasif import office
 from grasif.validate import validate_plan
-from lookplangraph.backends import Completion, ContextOverflow, ScriptedBackend, Usage
+from lookplangraph.backends import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
 from lookplangraph.planner import PlannerConfig
 from lookplangraph.planners import get_planner
@@ -27,10 +27,8 @@ from lookplangraph.planners.sgrwr.messages import RETRIEVED, TERMINATE, read_act
 from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, shared
 from lookplangraph.sandbox import SandboxUnavailable
 from lookplangraph.settings import load_settings
-from sgs.actions import ActionSyntaxError
 from sim_adapters.graph_env import GraphEnvironment
 
-from conftest import kitchen_dict  # noqa: F401  (the apple task's scene)
 from test_baselines import apple_task
 
 try:
