@@ -42,7 +42,8 @@ def goal_units(task: Task | None, result: dict | None, checklist: list[dict] | N
         met = None if result is None else bool(result.get("success"))
         return [{"label": "nothing changes (the task asks for no change)", "expected": "", "met": met, "detail": ""}], None
     try:
-        items = [(i.label, i.expected) for i in evaluate_goal(goal, task.graph, task.graph).items]
+        units_only = goal.model_copy(update={"unchanged_elsewhere": False})  # labels only: no side effects to look for
+        items = [(i.label, i.expected) for i in evaluate_goal(units_only, task.graph).items]
     except ValueError as exc:
         return [], f"the goal cannot be read: {exc}"
     units = []

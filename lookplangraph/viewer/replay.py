@@ -78,29 +78,52 @@ class Timeline:
 def snapshot(graph: SceneGraph, unseen: set[str], reference: SceneGraph, belief: str) -> dict[str, list]:
     """Every node of ``graph`` (and the agent) encoded (module doc); ``changed``/``new`` are
     judged against ``reference`` (the task's map)."""
-    out: dict[str, list] = {}
-    for name, node in graph.nodes.items():
-        parent, rel = graph.parent.get(name, (None, None))
+    return _Encoder(reference, belief)(graph, unseen)
+
+
+class _Encoder:
+    """:func:`snapshot` with a cache: a node object whose place, prior and inspected marks are
+    as before keeps its encoding (graphs share unchanged nodes, so a step re-encodes only what
+    it changed)."""
+
+    def __init__(self, reference: SceneGraph, belief: str):
+        self.reference, self.belief = reference, belief
+        self.cache: dict[tuple, tuple] = {}
+
+    def encode(self, graph: SceneGraph, name: str, node, edge, prior: bool) -> list:
         flags = 0
-        if node.layer is Layer.OBJECT and belief != "map":
-            flags |= PRIOR if name in unseen else SEEN
-        ref = reference.nodes.get(name)
+        if node.layer is Layer.OBJECT and self.belief != "map":
+            flags |= PRIOR if prior else SEEN
+        ref = self.reference.nodes.get(name)
         states = tuple(sorted(node.states or ()))
         if ref is None:
             flags |= NEW
-        elif states != tuple(sorted(ref.states or ())) or reference.parent.get(name) != graph.parent.get(name):
+        elif states != tuple(sorted(ref.states or ())) or self.reference.parent.get(name) != edge:
             flags |= CHANGED
         if name in graph.inspected:
             flags |= INSPECTED
-        out[name] = [name, _LAYER[node.layer], parent, _REL.get(rel, ""), " ".join(states), flags]
-    agent = graph.agent
-    out[agent.name] = [agent.name, "g", agent.location, "r", "", 0]
-    return out
+        parent, rel = edge if edge is not None else (None, None)
+        return [name, _LAYER[node.layer], parent, _REL.get(rel, ""), " ".join(states), flags]
+
+    def __call__(self, graph: SceneGraph, unseen: set[str]) -> dict[str, list]:
+        out: dict[str, list] = {}
+        cache, parent, inspected = self.cache, graph.parent, graph.inspected
+        for name, node in graph.nodes.items():
+            edge = parent.get(name)
+            prior = name in unseen
+            key = (id(node), edge, prior, name in inspected)
+            hit = cache.get(key)
+            if hit is None or hit[0] is not node:  # the node is kept in the value, so its id stays its own
+                hit = cache[key] = (node, self.encode(graph, name, node, edge, prior))
+            out[name] = hit[1]
+        agent = graph.agent
+        out[agent.name] = [agent.name, "g", agent.location, "r", "", 0]
+        return out
 
 
 def _delta(before: dict[str, list], after: dict[str, list], touch: list[str]) -> dict:
     delta: dict = {}
-    changed = [v for k, v in after.items() if before.get(k) != v]
+    changed = [v for k, v in after.items() if before.get(k) is not v and before.get(k) != v]
     removed = [k for k in before if k not in after]
     if changed:
         delta["set"] = changed
@@ -147,7 +170,8 @@ def replay(task: Task, result: dict | None, steps: list[dict], augmentations: li
     memory = MemoryGraph(reference, priors=priors)
     if belief == "map":
         memory.unseen = set()
-    state = snapshot(memory.graph, memory.unseen, reference, belief)
+    encode = _Encoder(reference, belief)
+    state = encode(memory.graph, memory.unseen)
     timeline = Timeline(belief, list(state.values()), [])
     augs = list(augmentations or [])
     broken = False
@@ -199,7 +223,7 @@ def replay(task: Task, result: dict | None, steps: list[dict], augmentations: li
                 touch = [n for n in _names(parse_action(rec["proposed"])) if n]
             except ActionSyntaxError:
                 pass
-        after = snapshot(memory.graph, memory.unseen, reference, belief) if not broken else state
+        after = encode(memory.graph, memory.unseen) if not broken else state
         timeline.deltas.append(_delta(state, after, touch))
         state = after
     return timeline
