@@ -133,6 +133,7 @@ def test_prelude_failure_is_reported_as_ours(box):
 def test_probe_reports_what_the_machine_achieved(box):
     report = box.probe
     assert report["no_new_privs"] and report["nproc0"] and report["fdfreeze"]
+    assert report["open_fds_beyond_stdio"] == []  # nothing opened before the freeze stays reachable
     assert report["files"] and report["network"] and report["signals"]
     for check in ("read_etc_passwd", "connect_loopback", "fork", "signal_parent"):
         assert report["checks"][check] != "allowed", report

@@ -7,9 +7,11 @@ Every attack runs against up to four sandboxes:
 - ``boundary``: the policy OFF and dangerous modules (os, socket, ctypes, ...) preloaded in the
   child, so only the process boundary stands between the snippet and the host;
 - ``fallback``: as ``boundary`` with Landlock and the network namespace skipped: what a kernel
-  or container without them gets (chroot into a deleted directory, uid drop, descriptor freeze);
-- ``landlock-only``: as ``boundary`` without the descriptor freeze, chroot or network namespace,
-  for the file, network and signal attacks: Landlock (with the uid drop) must hold alone.
+  or container without them gets (chroot into a deleted directory, uid drop, seccomp, descriptor
+  freeze);
+- ``landlock-only`` and ``seccomp-only``, for the file, network and signal attacks: one layer
+  (with the uid drop when root) must hold alone: Landlock without freeze, chroot, namespace or
+  seccomp; or the seccomp deny-list with the descriptor freeze, without Landlock or chroot.
 
 The ``_check_policy`` and ``_disable`` switches used here are test-only.
 """
@@ -46,7 +48,10 @@ PRELUDE = textwrap.dedent("""
     def find(name):
         return G.nodes[name]
 """)
-MODES = ("policy", "boundary", "fallback", "landlock-only")
+MODES = ("policy", "boundary", "fallback", "landlock-only", "seccomp-only")
+MODE_DISABLE = {"boundary": [], "fallback": ["landlock", "netns"],
+                "landlock-only": ["fdfreeze", "netns", "chroot", "seccomp"],
+                "seccomp-only": ["landlock", "netns", "chroot"]}
 
 
 def _host_graph() -> nx.DiGraph:
@@ -68,10 +73,8 @@ def sandbox(mode: str) -> Sandbox:
         kwargs: dict = {"allowed_imports": ATTACK_IMPORTS, "_check_policy": False}
         if mode == "policy":
             kwargs = {}
-        elif mode == "fallback":
-            kwargs["_disable"] = frozenset({"landlock", "netns"})
-        elif mode == "landlock-only":
-            kwargs["_disable"] = frozenset({"fdfreeze", "netns", "chroot"})
+        else:
+            kwargs["_disable"] = frozenset(MODE_DISABLE[mode])
         try:
             _sandboxes[mode] = Sandbox(LIMITS, **kwargs)
         except SandboxUnavailable as e:
@@ -389,8 +392,6 @@ PARENT_ATTACKS = {
         print(open(f'/proc/{os.getppid()}/environ', 'rb').read())
     """,
 }
-MODE_DISABLE = {"boundary": [], "fallback": ["landlock", "netns"],
-                "landlock-only": ["fdfreeze", "netns", "chroot"]}
 
 
 @pytest.mark.parametrize("mode", MODES[1:])

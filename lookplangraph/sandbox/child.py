@@ -49,6 +49,26 @@ FS_RIGHTS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
+# seccomp deny-list (errno EPERM): signals and other processes' memory; namespaces, mounts and
+# chroot; program execution; every path-based change to files (creating, removing, renaming,
+# truncating, permissions, owners, times, xattrs). Reads need a new descriptor: the freeze stops them.
+SECCOMP_DENY = {
+    "x86_64": (0xC000003E, (
+        62, 200, 234, 129, 297, 101, 310, 311, 424, 434, 438, 298, 321, 323, 250, 248, 249, 312,
+        76, 82, 83, 84, 85, 86, 87, 88, 90, 91, 92, 93, 94, 132, 133, 235, 258, 259, 260, 261, 263,
+        264, 265, 266, 268, 280, 316, 452, 188, 189, 190, 197, 198, 199, 59, 322, 163, 167, 168,
+        179, 165, 166, 155, 161, 272, 308, 428, 429, 430, 431, 432, 433, 442, 303, 304, 463, 466,
+        467, 469)),
+    "aarch64": (0xC00000B7, (
+        129, 130, 131, 138, 240, 117, 270, 271, 424, 434, 438, 241, 280, 282, 219, 217, 218, 272,
+        45, 52, 55, 34, 33, 54, 35, 38, 37, 36, 53, 88, 276, 452, 5, 6, 7, 14, 15, 16, 221, 281,
+        89, 224, 225, 60, 40, 39, 41, 51, 97, 268, 428, 429, 430, 431, 432, 433, 442, 264, 265,
+        463, 466, 467, 469)),
+}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
+X32_SYSCALL_BIT = 0x40000000
+
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 
@@ -61,6 +81,15 @@ class RulesetAttr(ctypes.Structure):
 class PathBeneathAttr(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
 
 
 class CapHeader(ctypes.Structure):
@@ -207,6 +236,31 @@ def _outcome(attempt) -> str:
         return errno.errorcode.get(e.errno, str(e.errno))
 
 
+def seccomp(report: dict, disabled: set) -> None:
+    """Install the classic-BPF deny-list filter (needs no_new_privs; no privilege)."""
+    table = SECCOMP_DENY.get(platform.machine())
+    if table is None or "seccomp" in disabled or not report.get("no_new_privs"):
+        if table is None:
+            report["notes"].append("seccomp: unknown arch")
+        return
+    arch, denied = table
+    LD_ABS, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+    program = [(LD_ABS, 0, 0, 4), (JEQ, 1, 0, arch), (RET, 0, 0, SECCOMP_RET_ERRNO_EPERM),
+               (LD_ABS, 0, 0, 0)]
+    checks = ([(JGE, X32_SYSCALL_BIT)] if platform.machine() == "x86_64" else []) + [(JEQ, n) for n in denied]
+    for i, (op, k) in enumerate(checks):
+        program.append((op, len(checks) - i, 0, k))  # jump over the rest and ALLOW, onto DENY
+    program += [(RET, 0, 0, SECCOMP_RET_ALLOW), (RET, 0, 0, SECCOMP_RET_ERRNO_EPERM)]
+    filters = (SockFilter * len(program))(*[SockFilter(*ins) for ins in program])
+    prog = SockFprog(len(program), filters)
+    if libc.prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(prog),
+                  ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0:
+        report["seccomp"] = True
+        report["signals"].append("seccomp")
+    else:
+        report["notes"].append(f"seccomp: {os.strerror(ctypes.get_errno())}")
+
+
 def self_test() -> dict:
     """Try what a snippet must not manage; each entry is 'allowed' or the refusing errno."""
     import socket
@@ -232,6 +286,7 @@ def self_test() -> dict:
         os.waitpid(pid, 0)
 
     return {"read_etc_passwd": _outcome(read_file), "connect_loopback": _outcome(connect),
+            "unlink_missing_path": _outcome(lambda: os.unlink("/nonexistent-lpg-sandbox-probe")),
             "fork": _outcome(fork), "signal_parent": _outcome(lambda: os.kill(os.getppid(), 0))}
 
 
@@ -248,13 +303,25 @@ def lock_down(config: dict, read_paths: list) -> dict:
     if "nproc" not in disabled:
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
         report["nproc0"] = os.geteuid() != 0 or bool(report.get("userns"))
+    seccomp(report, disabled)
     if config.get("probe"):
         report["checks_before_freeze"] = self_test()
     if "fdfreeze" not in disabled:
         resource.setrlimit(resource.RLIMIT_NOFILE, (0, 0))
         report["fdfreeze"] = True
         report["network"].append("fdfreeze")
+        if not report["files"] and report.get("seccomp"):
+            report["files"].append("seccomp-fs")  # no open (freeze), no path-based change (seccomp)
+    report["open_fds_beyond_stdio"] = [fd for fd in range(3, 256) if _is_open(fd)]
     return report
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
 
 
 def interpreter_paths() -> list:
@@ -273,11 +340,12 @@ def missing_protections(report: dict) -> list:
     """What a lockdown report lacks to count as strong isolation (``[]`` when strong)."""
     missing = []
     if not report.get("files"):
-        missing.append("file confinement (Landlock, Linux >= 5.13; or chroot as root / in a user namespace)")
+        missing.append("file confinement (Landlock, Linux >= 5.13; chroot as root or in a user "
+                       "namespace; or seccomp with the descriptor freeze)")
     if not report.get("network"):
         missing.append("network confinement (Landlock ABI >= 4, a network namespace or the descriptor freeze)")
     if not report.get("signals"):
-        missing.append("signal isolation (dropping root to uid 65534, or Landlock ABI >= 6)")
+        missing.append("signal isolation (dropping root to uid 65534, Landlock ABI >= 6 or seccomp)")
     if not report.get("nproc0"):
         missing.append("no new processes (RLIMIT_NPROC 0 as a non-root user)")
     if not report.get("no_new_privs"):

@@ -129,7 +129,7 @@ class Sandbox:
         self.python = python or sys.executable
         self._check_policy = _check_policy
         self._disable = frozenset(_disable)
-        probe = self._spawn(None, None, "", probe=True)
+        probe = self._spawn(None, probe=True)
         report = probe.get("report")
         if report is None:
             raise SandboxUnavailable(f"the sandbox probe process failed: {probe['error']}")
@@ -160,13 +160,13 @@ class Sandbox:
             return SandboxResult(False, "", ("" if syntax else "refused by the sandbox policy:\n")
                                  + "\n".join(problems[:20]), "exception" if syntax else "policy",
                                  "none", time.monotonic() - started)
-        got = self._spawn(payload, code, prelude)
+        got = self._spawn(payload)
         return SandboxResult(got["kind"] == "ok", got["stdout"], got["error"], got["kind"],
                              got["isolation"], time.monotonic() - started)
 
     # -- the process ------------------------------------------------------------------------
 
-    def _spawn(self, payload: bytes | None, code: str | None, prelude: str, probe: bool = False) -> dict:
+    def _spawn(self, payload: bytes | None, prelude: str = "", probe: bool = False) -> dict:
         limits = self.limits
         config = {"limits": asdict(limits), "allowed_imports": sorted(self.allowed_imports),
                   "disable": sorted(self._disable), "require_strong": self.require_strong,
@@ -181,9 +181,12 @@ class Sandbox:
             os.killpg(proc.pid, signal.SIGKILL)  # the leader is unreaped, so the group id is ours
         except (ProcessLookupError, PermissionError):
             pass
-        _, wait_status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(wait_status)
-        cpu = usage.ru_utime + usage.ru_stime
+        try:
+            _, wait_status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(wait_status)
+            cpu = usage.ru_utime + usage.ru_stime
+        except ChildProcessError:  # reaped elsewhere (a host that ignores SIGCHLD)
+            proc.returncode, cpu = (0 if b"\nRESULT " in b"\n" + err else -signal.SIGKILL), 0.0
         return self._judge(proc.returncode, out, err, why, cpu)
 
     def _talk(self, proc: subprocess.Popen, payload: bytes) -> tuple[bytes, bytes, str | None]:
