@@ -106,6 +106,21 @@ def test_malformed_reasoner_replies_say_what_is_wrong(text, words):
     assert r.form == "malformed" and words in r.error
 
 
+@pytest.mark.parametrize("text", [
+    "Query: Where is the apple?", "**Query:** Where is the apple?", "### Query\nWhere is the apple?",
+    "[query]\nWhere is the apple?\n[Explanation]\nI need it.", "Explanation: I need it.\nQuery: Where is the apple?"])
+def test_markers_in_markdown_and_colon_forms(text):
+    r = read_reasoner(text)
+    assert r.form == "query" and r.query == "Where is the apple?"
+
+
+def test_markers_do_not_match_inside_sentences_or_other_words():
+    assert read_reasoner("I have no Query: nothing to ask.").form == "malformed"  # not at a line start
+    r = read_reasoner("**Summary:** done\n**Actions:**\n[go_to(kitchen-1)]\n" + TERMINATE)
+    assert r.form == "summary" and [str(a) for a in r.actions] == ["go_to(kitchen-1)"] and r.summary == "done"
+    assert read_reasoner("Actions: [go_to(kitchen-1)]\n" + TERMINATE, step_mode=True).form == "summary"  # not Action
+
+
 def test_step_mode_reads_one_action_and_a_bare_termination():
     r = read_reasoner("[Explanation]\nfirst the kitchen\n[Action]\ngo_to(kitchen-1)", step_mode=True)
     assert r.form == "action" and str(r.action) == "go_to(kitchen-1)"

@@ -12,7 +12,8 @@ form           marker                                     what is read
                ``TASK TERMINATE``                         :data:`TERMINATE` must be present
 =============  =========================================  ================================================
 
-A reply with none of these markers is ``malformed``; so is a ``[Query]`` with an empty question, a
+A marker is ``[Name]`` anywhere, or ``Name:`` or a ``Name`` heading at the start of a line (in
+bold or after ``#``: ``**Query:**``, ``### Query``), any case. A reply with none of these markers is ``malformed``; so is a ``[Query]`` with an empty question, a
 ``[Code]`` section without code, and a summary without :data:`TERMINATE` or without a readable
 action list (:attr:`Reply.error` says what was wrong, in words meant for the LM). In static mode an
 ``[Action]`` section is read as nothing (malformed); in step mode a summary with ``TASK TERMINATE``
@@ -41,7 +42,17 @@ TERMINATE = "TASK TERMINATE"
 RETRIEVED = "INFO RETRIEVED"
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
-_SECTION = re.compile(r"\[(Explanation|Query|Code|Action|Actions|Summary)\]", re.I)
+_NAMES = ("Explanation", "Query", "Code", "Action", "Actions", "Summary")
+
+
+def _marker_pattern(names: str) -> str:
+    """A section marker: ``[Name]`` anywhere, or ``Name:`` / a ``Name`` heading at the start of
+    a line, in markdown bold or after ``#`` (``**Query:**``, ``### Query``)."""
+    return (rf"\[(?:{names})\]|^[ \t>*#]*(?:{names})\b[ \t*]*:[ \t*]*|^[ \t>*#]*(?:{names})\b[ \t*]*$")
+
+
+_MARKERS = {n: re.compile(_marker_pattern(n), re.I | re.M) for n in _NAMES}
+_SECTION = re.compile(_marker_pattern("|".join(_NAMES)), re.I | re.M)
 _CALL = re.compile(r"[A-Za-z_][\w-]*\s*\([^()\[\]]*\)")
 
 
@@ -71,9 +82,9 @@ def first_code_block(text: str) -> str | None:
 
 
 def _section(text: str, name: str) -> str | None:
-    """The text after ``[name]`` up to the next section marker, the termination markers or a fence
-    (None when there is no such section)."""
-    m = re.search(rf"\[{name}\]", text, re.I)
+    """The text after the ``name`` marker up to the next section marker, the termination markers
+    or a fence (None when there is no such section)."""
+    m = _MARKERS[name].search(text)
     if not m:
         return None
     rest = text[m.end():]
@@ -113,10 +124,10 @@ def read_action_list(text: str) -> list[Action]:
 def read_reasoner(text: str, *, step_mode: bool = False) -> Reply:
     """The Reasoner's reply as a form (module doc)."""
     starts: dict[str, int] = {}
-    for form, patterns in (("query", [r"\[Query\]"]), ("code", [r"\[Code\]", r"```"]),
-                           ("action", [r"\[Action\]"]),
-                           ("summary", [r"\[Summary\]", r"\[Actions\]", re.escape(TERMINATE)])):
-        hits = [m.start() for p in patterns for m in [re.search(p, text, re.I if p.startswith(r"\[") else 0)] if m]
+    for form, patterns in (("query", [_MARKERS["Query"]]), ("code", [_MARKERS["Code"], re.compile("```")]),
+                           ("action", [_MARKERS["Action"]]),
+                           ("summary", [_MARKERS["Summary"], _MARKERS["Actions"], re.compile(re.escape(TERMINATE))])):
+        hits = [m.start() for p in patterns for m in [p.search(text)] if m]
         if hits:
             starts[form] = min(hits)
     if not step_mode:
