@@ -184,6 +184,10 @@ ALLOWED = DEFAULT_IMPORTS
     ("try:\n    pass\nexcept Exception as _e:\n    pass", ["line 3: name '_e' starts with '_'"]),
     ("match x:\n    case int(__class__=c):\n        pass", ["line 2: pattern attribute '__class__' is not allowed"]),
     ("x = (", ["line 1: SyntaxError"]),
+    ("nx.lazy_imports.os.system('id')", ["line 1: attribute '.lazy_imports' reaches a module",
+                                          "line 1: attribute '.os' reaches a module"]),
+    ("m = nx.algorithms.chordal.sys.modules", ["line 1: attribute '.modules' reaches a module",
+                                               "line 1: attribute '.sys' reaches a module"]),
 ])
 def test_check_code(code, expected):
     problems = check_code(code, ALLOWED)

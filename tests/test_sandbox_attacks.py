@@ -165,6 +165,17 @@ def test_getattr_with_built_up_dunder_names(mode):
     assert "root:" not in r.stdout and "etc" not in r.stdout
 
 
+@ALL
+def test_os_through_an_allowed_module(mode):
+    r = run(mode, """
+        import networkx
+        print(networkx.lazy_imports.os.listdir('/'))
+        networkx.algorithms.chordal.sys.modules['os'].system('echo pwned')
+    """)
+    refused(r, mode=mode)
+    assert "etc" not in r.stdout and "pwned" not in r.stdout
+
+
 @FS_NET
 def test_generator_frame_to_builtins(mode):
     r = run(mode, """

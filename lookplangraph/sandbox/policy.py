@@ -16,7 +16,10 @@ Rules:
   ``vars``, ``globals``, ``locals``, ``__import__``, ``input``, ``breakpoint``, ``memoryview``,
   ``exit``, ``quit``, ``help`` (named at all, not only called: ``f = eval`` is refused too);
 - no ``.format`` / ``.format_map`` (a template reaches attributes: ``"{0.__class__}"``);
-  f-strings are fine.
+  f-strings are fine;
+- no attribute named like a module outside the allowlist (``nx.lazy_imports.os``,
+  ``nx.algorithms.chordal.sys``: allowed modules hold references to ``os``, ``sys``,
+  ``importlib``, ...).
 """
 
 from __future__ import annotations
@@ -34,6 +37,16 @@ FORBIDDEN_ATTRIBUTES = frozenset({
     "cr_origin", "ag_frame", "ag_code", "ag_await", "f_globals", "f_locals", "f_builtins",
     "f_back", "f_code", "f_trace", "f_lasti", "tb_frame", "tb_next", "tb_lasti", "co_code",
     "func_globals", "mro", "format", "format_map",
+})
+#: attribute names that are modules the snippet may not import, reachable through allowed ones
+#: (``nx.lazy_imports.os``, ``nx.algorithms.chordal.sys``, ``nx.atlas.importlib``, ``json.codecs``)
+MODULE_ATTRIBUTES = frozenset({
+    "os", "sys", "subprocess", "importlib", "import_module", "modules", "inspect", "builtins",
+    "tempfile", "gzip", "bz2", "lzma", "zipfile", "tarfile", "shutil", "io", "socket", "ctypes",
+    "types", "codecs", "pickle", "marshal", "logging", "copyreg", "gc", "signal", "threading",
+    "multiprocessing", "pathlib", "glob", "posix", "resource", "runpy", "pty", "select", "mmap",
+    "fcntl", "atexit", "weakref", "linecache", "traceback", "sysconfig", "site", "platform",
+    "lazy_imports",
 })
 #: ``_``-prefixed method names a class may define (no hook that runs at odd times, like __del__)
 ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__repr__", "__str__", "__eq__", "__lt__", "__hash__"})
@@ -95,6 +108,8 @@ class _Checker(ast.NodeVisitor):
             self._add(node, f"'.{node.attr}' is not allowed; use an f-string instead")
         elif node.attr in FORBIDDEN_ATTRIBUTES:
             self._add(node, f"attribute '.{node.attr}' reaches interpreter internals (not allowed)")
+        elif node.attr in MODULE_ATTRIBUTES:
+            self._add(node, f"attribute '.{node.attr}' reaches a module that is not allowed")
         self.generic_visit(node)
 
     def _check_def(self, node, name: str, method_ok: bool) -> None:
