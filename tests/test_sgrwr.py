@@ -363,9 +363,9 @@ def test_weak_isolation_refuses_before_any_lm_call(monkeypatch):
         raise SandboxUnavailable("only weak isolation (scripted refusal)")
     monkeypatch.setattr(sgrwr_planner, "config_sandbox", weak)
     lm = ScriptedBackend([solution(PLAN)])  # SCRIPTED
-    with pytest.raises(SandboxUnavailable):
+    with pytest.raises(SandboxUnavailable, match="sgrwr_require_strong = false") as caught:
         get_planner("sg-rwr").run(apple_task(), GraphEnvironment(apple_task().graph), lm, PlannerConfig())
-    assert lm.calls == 0
+    assert lm.calls == 0 and isinstance(caught.value, ValueError)  # the CLI reports it as an input error
 
 
 @needs_sandbox

@@ -26,8 +26,8 @@ remembered from the map have ``seen`` False). The episode ends on ``done()`` or 
 on the environment's final graph like every planner.
 
 The sandbox is built before the first LM call: when ``sgrwr_require_strong`` is set and only weak
-isolation is available, :class:`~lookplangraph.sandbox.SandboxUnavailable` is raised (nothing is
-planned, no LM call is made). Counts: ``lm_calls`` and tokens over both agents and every debug
+isolation is available, :class:`WeakIsolation` (a :class:`~lookplangraph.sandbox.SandboxUnavailable`
+and a ``ValueError``) is raised: nothing is planned, no LM call is made. Counts: ``lm_calls`` and tokens over both agents and every debug
 loop, ``agent_calls`` per agent, ``sandbox_runs``/``sandbox_failures``/``sandbox_seconds``,
 ``sandbox_isolation``, ``guard_refusals``.
 """
@@ -48,6 +48,12 @@ from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, _att
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
 from lookplangraph.planners.static import execute
+from lookplangraph.sandbox import SandboxUnavailable
+
+
+class WeakIsolation(SandboxUnavailable, ValueError):
+    """The sandbox offers only weak isolation and ``sgrwr_require_strong`` is set; a ValueError
+    too, so ``lookplangraph run``/``eval`` report it as an input problem, not a crash."""
 
 
 class SGRwR:
@@ -57,7 +63,10 @@ class SGRwR:
 
     def run(self, task, env, lm, config: PlannerConfig, *, on_step=None, augmentation=None) -> EpisodeResult:
         t0 = time.perf_counter()
-        sandbox = config_sandbox(config)
+        try:
+            sandbox = config_sandbox(config)
+        except SandboxUnavailable as exc:
+            raise WeakIsolation(f"sg-rwr runs LM-written code: {exc} (config key: sgrwr_require_strong = false)") from None
         if config.sgrwr_mode == "step":
             return self._step(task, env, lm, config, sandbox, on_step, augmentation, t0)
         return self._static(task, env, lm, config, sandbox, on_step, t0)
