@@ -199,18 +199,21 @@ def test_torn_lines_and_an_unfinished_episode_are_shown_not_fatal(evaluation, da
     trace.write_text(trace.read_text() + '{"call": 99, "reas')
     # an episode that was running when the evaluation stopped: a trace, no results row
     (out / "traces" / "office__office-07.jsonl").write_text(json.dumps(
-        {"call": 1, "reason": "r", "proposed": "go_to(kitchen-1)", "accepted": True, "text": "",
+        {"call": 1, "reason": "</script><b>not markup</b>", "proposed": "go_to(kitchen-1)", "accepted": True, "text": "",
          "executed": ["go_to(kitchen-1)"]}) + "\n")
     runs = load_runs([out], data)
     assert any("results.jsonl: its last line is torn" in w for w in runs[0].warnings)
     eps = {e.task_id: e for e in runs[0].episodes}
     assert any("torn" in w for w in eps["office-01"].warnings) and 99 not in [s["call"] for s in eps["office-01"].steps]
     assert eps["office-07"].result is None
-    found = blocks(write_view([out], tmp_path / "v.html", data_dir=data).read_text())
+    page = write_view([out], tmp_path / "v.html", data_dir=data).read_text()
+    assert "<b>not markup" not in page  # data never closes its script element
+    found = blocks(page)
     rows = {e["task"]: e for e in found["lpg-index"]["episodes"]}
     assert rows["office-07"]["verdict"] == "unfinished" and rows["office-07"]["sr"] is None
     d = found[f"lpg-ep-{rows['office-07']['id']}"]
     assert d["result"] is None and len(d["graph"]["deltas"]) == 1
+    assert d["steps"][0]["reason"] == "</script><b>not markup</b>"
 
 
 def test_a_single_run_directory_and_its_task_file(data, office, tmp_path):
@@ -310,3 +313,24 @@ def test_the_view_command(evaluation, data, tmp_path, capsys):
     assert cmd_view(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "no such directory" in err
+
+
+def test_a_run_with_images_shows_each_observations_thumbnail(tmp_path):
+    """A single episode in the image-bank environment (a SYNTHETIC bank of generated pictures,
+    tests/synthetic_bank.py): the environment's image of discover_objects is in the step."""
+    pytest.importorskip("bddl", reason="the BEHAVIOR split is built from bddl")
+    from grasif import behavior
+    from tests.synthetic_bank import build_bank, write_data_dir
+
+    task = next(t for t in behavior.build_tasks() if t.id == "dispose_of_a_pizza_box")
+    bank = build_bank(tmp_path / "bank", [task])
+    data = write_data_dir(tmp_path / "grasif", [task])
+    run = tmp_path / "run"
+    lm = ScriptedBackend([J("discover_objects", "electric_refrigerator-1"), J("done")])
+    run_episode_to_dir(task, lm, PlannerConfig(), run, env=f"omnigibson-bank@{bank}")
+    [image] = list((run / "images").iterdir())  # the environment's picture, kept with the run
+    found = blocks(write_view([run], tmp_path / "v.html", data_dir=data).read_text())
+    step = found["lpg-ep-0"]["steps"][0]
+    assert step["executed"][-1] == "discover_objects(electric_refrigerator-1)" and step["shots"] == [0]
+    assert found["lpg-img-0"].startswith("data:image/") and found["lpg-ep-0"]["graph"]["exact"]
+    assert image.suffix == ".png"

@@ -123,7 +123,7 @@
       var tr = el("tr", { "data-id": String(e.id), cls: e.id === state.id ? "sel" : null, tabindex: "0",
           on: { click: function () { openEpisode(e.id, 0, true); },
                 keydown: function (ev) { if (ev.key === "Enter") openEpisode(e.id, 0, true); } } },
-        el("td", { text: e.split }),
+        el("td", { cls: "side", text: e.split }),
         el("td", { cls: "task", text: e.task, title: INDEX.runs.length > 1 ? INDEX.runs[e.run].label : null }),
         el("td", { cls: "wide", text: e.planner }),
         el("td", null, verdictBadge(e)),
