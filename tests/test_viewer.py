@@ -23,7 +23,7 @@ from lookplangraph.planner import PlannerConfig, run_episode
 from lookplangraph.planners import get_planner
 from lookplangraph.runner import make_env, run_episode_to_dir
 from lookplangraph.viewer import ViewerError, add_parser, cmd_view, write_view
-from lookplangraph.viewer.goals import goal_units
+from lookplangraph.viewer.goals import goal_nodes, goal_units
 from lookplangraph.viewer.load import load_runs, read_jsonl
 from lookplangraph.viewer.replay import CHANGED, PRIOR, SEEN, replay, snapshot
 from viewer_runs import GIVE_UP, J, office_data, scripted_eval
@@ -155,6 +155,7 @@ def test_goal_units_are_met_unless_the_result_lists_them(office):
     assert {u["label"] for u in units} == {"orange-1", "apple-1"} and "not at hand" in note
     # an unfinished episode is not judged
     assert {u["met"] for u in goal_units(task, None)[0]} == {None}
+    assert goal_nodes(task) == ["orange-1", "fridge-1", "apple-1"] and goal_nodes(None) == []
 
 
 # ---------------------------------------------------------------------------------------------

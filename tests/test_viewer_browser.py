@@ -148,6 +148,9 @@ def test_click_through_episodes_at_desktop_width(page, open_browser):
     assert text("#ep-title") == "office / office-03" and "success" in text("#detail .ep-head h2")
     assert "strict success" in text("#ep-facts") and "APP 1.000" in text("#ep-facts")
     assert text("#step-label") == f"step 0 / {len(detail['steps'])}"
+    # before the first call the kitchen is drawn though nothing happened there yet: the goal names its nodes
+    goal = {g.get_attribute("data-name") for g in driver.find_elements(By.CSS_SELECTOR, "#graph-svg .gnode.goal")}
+    assert goal == {"orange-1", "apple-1", "fridge-1"}
     units = driver.find_elements(By.CSS_SELECTOR, "#goal li.unit")
     assert len(units) == len(detail["goal"]) and all("met" in u.get_attribute("class").split() for u in units)
     assert "orange-1 → inside fridge-1" in text("#goal")

@@ -18,6 +18,8 @@ while the episode is unfinished.
 
 from __future__ import annotations
 
+import re
+
 from grasif.goals import evaluate_goal
 from grasif.task import Task
 
@@ -74,3 +76,16 @@ def _unmet(line: str, prefix: str = "") -> dict:
     if not rest:
         return {"label": prefix + line, "expected": "", "met": False, "detail": ""}
     return {"label": prefix + label, "expected": _expected(expected), "met": False, "detail": f"found {found}" if found else ""}
+
+
+def goal_nodes(task: Task | None) -> list[str]:
+    """Names of the task's map that its goal names (node goals' nodes and destinations, count
+    goals' destinations, node names written in a formula): the page marks them in the graph."""
+    if task is None:
+        return []
+    goal, nodes = task.goal, task.graph.nodes
+    names = [n for g in goal.node_goals for n in (g.node, g.destination) if n]
+    names += [g.destination for g in goal.count_goals]
+    if goal.formula:
+        names += [w for w in re.findall(r"[\w.-]+", goal.formula) if w in nodes]
+    return [n for n in dict.fromkeys(names) if n in nodes]

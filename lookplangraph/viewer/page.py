@@ -28,7 +28,7 @@ import mimetypes
 from importlib import resources
 from pathlib import Path
 
-from lookplangraph.viewer.goals import goal_units
+from lookplangraph.viewer.goals import goal_nodes, goal_units
 from lookplangraph.viewer.load import Episode, Run
 from lookplangraph.viewer.replay import replay
 
@@ -238,7 +238,8 @@ def build_payload(runs: list[Run], *, image_budget: int = 25_000_000, max_side: 
                                     r.get("failure"), verdict, *actions])).lower(),
         })
         detail = {
-            "instruction": instruction, "goal": units, "goalNote": goal_note, "notes": notes,
+            "instruction": instruction, "goal": units, "goalNote": goal_note, "goalNodes": goal_nodes(ep.task),
+            "notes": notes,
             "moves": r.get("moves") or [], "infeasible": r.get("infeasible") or [],
             "result": {k: r.get(k) for k in ("termination", "failure", "precision", "success", "success_changed_only",
                                              "success_with_correction", "lm", "lm_calls", "prompt_tokens",

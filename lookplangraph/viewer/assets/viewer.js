@@ -341,7 +341,7 @@
     return { nodes: nodes, gone: gone, touch: new Set(touch), now: now };
   }
 
-  function layoutGraph(at, focus) {
+  function layoutGraph(at, focus, goalNodes) {
     var all = new Map(at.nodes);
     at.gone.forEach(function (n) { if (!all.has(n[0])) all.set(n[0], n); });
     var goneSet = new Set(at.gone.map(function (n) { return n[0]; }));
@@ -358,7 +358,7 @@
     });
     function active(n) {
       var name = n[0];
-      if (at.touch.has(name) || goneSet.has(name) || at.now.has(name) || n[1] === "g") return true;
+      if (at.touch.has(name) || goneSet.has(name) || at.now.has(name) || goalNodes.has(name) || n[1] === "g") return true;
       if (n[5] & (CHANGED | NEW | INSPECTED)) return true;
       if (n[1] === "o" && (n[5] & SEEN)) return true;
       return (kids.get(name) || []).some(active);
@@ -400,7 +400,7 @@
     if (width < 600) { COL = 142; BOX = 130; CHARS = 19; } else { COL = 170; BOX = 156; CHARS = 24; }
   }
 
-  function drawGraph(lay, at) {
+  function drawGraph(lay, at, goalNodes) {
     var width = (lay.maxDepth + 1) * COL + 8, height = Math.max(1, lay.rows) * ROW + 8;
     var root = svg("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, id: "graph-svg",
       role: "img", "aria-label": "memory graph" });
@@ -418,15 +418,18 @@
       if (lay.gone.has(n[0])) cls.push("gone");
       if (at.touch.has(n[0])) cls.push("touched");
       if (at.now.has(n[0])) cls.push("now");
+      if (goalNodes.has(n[0])) cls.push("goal");
       var g = svg("g", { "class": cls.join(" "), transform: "translate(" + x + "," + y + ")", "data-name": n[0] });
       var tip = n[0] + " (" + ({ p: "room", a: "asset", o: "object", g: "agent" }[n[1]] || n[1]) + ")" +
         ({ on: "; on top of ", "in": "; inside ", h: "; held by " }[n[3]] ? { on: "; on top of ", "in": "; inside ", h: "; held by " }[n[3]] + n[2] : "") +
         (n[4] ? "; states: " + n[4] : "") + (f & PRIOR ? "; unseen prior from the map" : "") + (f & SEEN ? "; seen" : "") +
         (f & CHANGED ? "; changed from the map" : "") + (f & NEW ? "; not on the map" : "") +
-        (f & INSPECTED ? "; inspected" : "") + (lay.gone.has(n[0]) ? "; removed at this step (not found)" : "");
+        (f & INSPECTED ? "; inspected" : "") + (lay.gone.has(n[0]) ? "; removed at this step (not found)" : "") +
+        (goalNodes.has(n[0]) ? "; named in the goal" : "");
       g.appendChild(svg("title", { text: tip }));
       g.appendChild(svg("rect", { width: BOX, height: BOXH, rx: n[1] === "p" ? 3 : 8 }));
       g.appendChild(svg("text", { x: 7, y: BOXH - 5.5, text: label(n) }));
+      if (goalNodes.has(n[0])) g.appendChild(svg("circle", { cx: BOX - 1, cy: 1, r: 4, "class": "goal-dot" }));
       nodes.appendChild(g);
       if (it.parent) {
         var px = X(it.parent) + BOX, py = Y(it.parent) + BOXH / 2, cy = y + BOXH / 2, mx = (px + x) / 2;
@@ -448,7 +451,7 @@
   function legend() {
     var items = [["l-p", "room"], ["l-a", "asset"], ["prior", "prior (unseen)"], ["seen", "seen"], ["changed", "changed"],
       ["new", "not on map"], ["gone", "removed now"], ["touched", "acted on now"], ["l-g", "agent"],
-      ["e-in", "inside"], ["e-on", "on top"]];
+      ["goalmark", "in the goal"], ["e-in", "inside"], ["e-on", "on top"]];
     return el("div", { cls: "legend" }, items.map(function (it) {
       return el("span", { cls: "lg " + it[0] }, el("i"), it[1]);
     }));
@@ -476,7 +479,8 @@
     sizeFor(pane.clientWidth);
     var at = graphAt(d.graph, k);
     if (state.focus === null) state.focus = at.nodes.size > FOCUS_OVER;
-    var lay = layoutGraph(at, state.focus);
+    var goalNodes = new Set(d.goalNodes || []);
+    var lay = layoutGraph(at, state.focus, goalNodes);
     var toggle = el("label", { cls: "focus" }, el("input", { type: "checkbox", id: "focus-toggle",
       on: { change: function (ev) { state.focus = ev.target.checked; renderGraph(); } } }),
       " only rooms with activity" + (lay.more ? " (" + lay.more.rooms + " rooms, " + lay.more.nodes + " nodes hidden)" : ""));
@@ -485,7 +489,7 @@
     var belief = { memory: "LookPlanGraph's memory graph (priors from the map, confirmed by discover_objects)",
       observed: "what the agent was told (no priors)", map: "the task's map as the planner trusts it (executed plan applied)" }[d.graph.belief];
     pane.appendChild(el("p", { cls: "note", text: belief + (d.graph.exact ? "" : " · approximate: see the notes below") }));
-    pane.appendChild(el("div", { cls: "graph-wrap" }, drawGraph(lay, at)));
+    pane.appendChild(el("div", { cls: "graph-wrap" }, drawGraph(lay, at, goalNodes)));
     d.graph.notes.forEach(function (x) { pane.appendChild(el("p", { cls: "warn", text: "⚠ " + x })); });
   }
 
