@@ -51,19 +51,20 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 # seccomp deny-list (errno EPERM): signals and other processes' memory; namespaces, mounts and
 # chroot; program execution; every path-based change to files (creating, removing, renaming,
-# truncating, permissions, owners, times, xattrs). Reads need a new descriptor: the freeze stops them.
+# truncating, permissions, owners, times, xattrs); creating sockets; io_uring. Reads need a new
+# descriptor: the freeze stops them.
 SECCOMP_DENY = {
     "x86_64": (0xC000003E, (
         62, 200, 234, 129, 297, 101, 310, 311, 424, 434, 438, 298, 321, 323, 250, 248, 249, 312,
         76, 82, 83, 84, 85, 86, 87, 88, 90, 91, 92, 93, 94, 132, 133, 235, 258, 259, 260, 261, 263,
         264, 265, 266, 268, 280, 316, 452, 188, 189, 190, 197, 198, 199, 59, 322, 163, 167, 168,
         179, 165, 166, 155, 161, 272, 308, 428, 429, 430, 431, 432, 433, 442, 303, 304, 463, 466,
-        467, 469)),
+        467, 469, 41, 53, 425)),
     "aarch64": (0xC00000B7, (
         129, 130, 131, 138, 240, 117, 270, 271, 424, 434, 438, 241, 280, 282, 219, 217, 218, 272,
         45, 52, 55, 34, 33, 54, 35, 38, 37, 36, 53, 88, 276, 452, 5, 6, 7, 14, 15, 16, 221, 281,
         89, 224, 225, 60, 40, 39, 41, 51, 97, 268, 428, 429, 430, 431, 432, 433, 442, 264, 265,
-        463, 466, 467, 469)),
+        463, 466, 467, 469, 198, 199, 425)),
 }
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
@@ -257,6 +258,7 @@ def seccomp(report: dict, disabled: set) -> None:
                   ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0:
         report["seccomp"] = True
         report["signals"].append("seccomp")
+        report["network"].append("seccomp-net")
     else:
         report["notes"].append(f"seccomp: {os.strerror(ctypes.get_errno())}")
 
@@ -343,7 +345,7 @@ def missing_protections(report: dict) -> list:
         missing.append("file confinement (Landlock, Linux >= 5.13; chroot as root or in a user "
                        "namespace; or seccomp with the descriptor freeze)")
     if not report.get("network"):
-        missing.append("network confinement (Landlock ABI >= 4, a network namespace or the descriptor freeze)")
+        missing.append("network confinement (Landlock ABI >= 4, a network namespace, seccomp or the descriptor freeze)")
     if not report.get("signals"):
         missing.append("signal isolation (dropping root to uid 65534, Landlock ABI >= 6 or seccomp)")
     if not report.get("nproc0"):

@@ -85,7 +85,7 @@ class SandboxUnavailable(RuntimeError):
 
 def _isolation_text(report: dict) -> str:
     parts = list(report.get("files", ()))
-    parts += [n for n in report.get("network", ()) if n not in ("fdfreeze",)]
+    parts += [n for n in report.get("network", ()) if n not in ("fdfreeze", "seccomp-net")]
     parts += list(report.get("signals", ()))
     if report.get("userns"):
         parts.append("userns" + ("-nocaps" if report.get("caps_dropped") else ""))
