@@ -14,7 +14,9 @@ task's script, so that LookPlanGraph episodes run to their end on real GraSIF ta
 * a prompt of no known task gets ``done()``.
 
 Replies are JSON in the planner's action format with ``"reason": "scripted step"``; usage is
-characters / 4. ``GET /v1/models`` lists ``model``. :meth:`ScriptedServer.kill` stops listening
+characters / 4. ``GET /v1/models`` lists ``model``; ``GET /v1/stats``
+gives ``requests``, ``busy_s`` (the time from a request's body read to its reply sent, summed;
+the delay included) and ``max_in_flight``. :meth:`ScriptedServer.kill` stops listening
 and drops open connections (a server that died); ``fail_after`` makes it die by itself after that
 many requests. Run one in its own process with ``python -m lookplangraph.scripted_server``.
 """
@@ -77,13 +79,14 @@ class ScriptedServer:
     """A threaded OpenAI-style HTTP server on ``host`` (module doc). ``tasks``: the tasks whose
     plans it replays; ``delay``: seconds before each reply; ``fail_after``: die (like
     :meth:`kill`) on that request instead of answering it. Counters: ``requests``,
-    ``max_in_flight``, ``starts`` (monotonic time each request arrived)."""
+    ``max_in_flight``, ``busy_s``, ``starts`` (monotonic time each request arrived)."""
 
     def __init__(self, tasks: Iterable[Task] = (), delay: float = 0.0, host: str = "127.0.0.1", port: int = 0,
                  model: str = "scripted", fail_after: int | None = None):
         self.plans = PlanScripts(tasks)
         self.delay, self.model, self.fail_after = float(delay), model, fail_after
         self.requests = self.in_flight = self.max_in_flight = 0
+        self.busy_s = 0.0  # request bodies read to replies sent, summed (the delay included)
         self.starts: list[float] = []
         self.dead = False
         self._lock = threading.Lock()
@@ -92,6 +95,7 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as real servers
+            disable_nagle_algorithm = True  # else headers and body wait for a delayed ACK (40 ms)
 
             def log_message(self, *args):
                 pass
@@ -111,17 +115,22 @@ class ScriptedServer:
 
             def _send(self, status: int, body: dict) -> None:
                 data = json.dumps(body).encode()
-                try:
+                try:  # status line, headers and body in one write
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    self._headers_buffer.append(b"\r\n")
+                    self._headers_buffer.append(data)
+                    self.flush_headers()
                 except OSError:
                     pass
 
             def do_GET(self):
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/").endswith("/stats"):  # not OpenAI's: what the benchmark reads
+                    with server._lock:
+                        self._send(200, {"requests": server.requests, "busy_s": server.busy_s,
+                                         "max_in_flight": server.max_in_flight})
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model", "created": 0,
                                                                  "owned_by": "scripted"}]})
                 else:
@@ -129,6 +138,7 @@ class ScriptedServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                t0 = time.perf_counter()
                 with server._lock:
                     server.requests += 1
                     n = server.requests
@@ -157,6 +167,7 @@ class ScriptedServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
+                        server.busy_s += time.perf_counter() - t0
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
