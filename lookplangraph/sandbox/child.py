@@ -345,7 +345,8 @@ def missing_protections(report: dict) -> list:
         missing.append("file confinement (Landlock, Linux >= 5.13; chroot as root or in a user "
                        "namespace; or seccomp with the descriptor freeze)")
     if not report.get("network"):
-        missing.append("network confinement (Landlock ABI >= 4, a network namespace, seccomp or the descriptor freeze)")
+        missing.append("network confinement (Landlock ABI >= 4, a network namespace, seccomp or "
+                       "the descriptor freeze)")
     if not report.get("signals"):
         missing.append("signal isolation (dropping root to uid 65534, Landlock ABI >= 6 or seccomp)")
     if not report.get("nproc0"):
