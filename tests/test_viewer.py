@@ -233,7 +233,7 @@ def test_a_single_run_directory_and_its_task_file(data, office, tmp_path):
 
 
 def test_a_trial_directory_shows_its_photo_and_the_operators_checklist(tmp_path):
-    from PIL import Image
+    Image = pytest.importorskip("PIL.Image", reason="Pillow makes the thumbnails (it comes with matplotlib)")
 
     from console_server import COFFEE, parsed
     from grasif.task import load_task
