@@ -216,3 +216,31 @@ def test_evaluation_stops_when_every_endpoint_is_dead_and_keeps_finished_rows(tm
     ids = [r["task_id"] for r in read_results(tmp_path / "results.jsonl")]
     assert sorted(ids) == sorted(t.id for t in tasks) and len(rows) == len(tasks)
     assert not list(Path(tmp_path / "traces").glob("*.partial"))
+
+
+def test_cli_eval_over_endpoints_reruns_from_the_reply_cache(tmp_path, office_tasks, capsys):
+    """``eval --endpoints`` with ``--cache``: an episode rerun after its endpoint died replays the
+    replies it had already got from the cache, so no prompt is sent twice."""
+    from lookplangraph.cli import main
+
+    config = tmp_path / "fast_retries.toml"
+    config.write_text("lm_options = { backoff = 0.01, max_retries = 1 }\n")
+    out = tmp_path / "out"
+    with ScriptedServer(office_tasks) as a, ScriptedServer(office_tasks, fail_after=15) as b:
+        args = ["eval", "--config", str(config), "--split", "office", "--data-dir", str(tmp_path / "data"),
+                "--limit", "12", "--lm", "openai:scripted", "--endpoints", f"{a.url},{b.url}", "--concurrency", "4",
+                "--endpoint-concurrency", "8", "--cache", "--out", str(out)]
+        assert main(args) == 0
+    err = capsys.readouterr().err
+    assert f"endpoint {b.url} taken out of rotation" in err and "running it again from the start" in err
+    rows = read_results(out / "results.jsonl")
+    assert len(rows) == len({r["task_id"] for r in rows}) == 12 and all(r["success"] for r in rows)
+    assert any(r.get("attempts") == 2 for r in rows) and {r["lm"] for r in rows} == {"openai:scripted@pool"}
+    answered = a.requests + b.requests - 1  # b died on its 15th request without answering it
+    keys = [json.loads(line)["key"] for line in (out / "lm_cache.jsonl").read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == answered  # every prompt was sent once, reruns included
+    assert json.loads((out / "config.json").read_text())["endpoints"] == f"{a.url},{b.url}"
+    with ScriptedServer(office_tasks) as c:  # bad input is named
+        assert main(["eval", "--split", "office", "--data-dir", str(tmp_path / "data"), "--limit", "1",
+                     "--lm", f"openai:scripted@{c.url}", "--endpoints", c.url, "--out", str(tmp_path / "bad")]) == 2
+    assert "not in the backend spec" in capsys.readouterr().err
