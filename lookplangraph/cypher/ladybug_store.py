@@ -45,6 +45,7 @@ Dialect: LadybugDB (Kuzu) Cypher. Differences from Neo4j:
 - No list comprehensions ([x IN l WHERE ...]); use 'x' IN l, any(x IN l WHERE ...), size(l), list_filter(l, x -> x = 'a').
 - No shortestPath(): write MATCH p = (a)-[* SHORTEST 1..10]-(b).
 - Variable-length relationships need an upper bound of at most 30: -[:ON_TOP_OF|INSIDE*1..5]->.
+- ORDER BY inside WITH needs SKIP or LIMIT; to sort a collected list use list_sort(collect(x)).
 - No APOC procedures and no point() functions.
 - Strings: lower(s), s CONTAINS 'x', s STARTS WITH 'x'. Counting: count(*), count(DISTINCT x)."""
 
