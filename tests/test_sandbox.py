@@ -204,3 +204,18 @@ def test_enforce_policy_raises_with_problems():
         "json, math, networkx, re, statistics)", "line 2: 'open' is not allowed in sandboxed code"]
     assert isinstance(info.value, ValueError)
     enforce_policy("print(1)", ALLOWED)  # no problem, no exception
+
+
+def test_cli_probe_prints_the_isolation(capsys):
+    import argparse
+
+    from lookplangraph.sandbox import cli
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["sandbox"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("isolation: ") and "weak:" not in out and "fork" in out
+    args = parser.parse_args(["sandbox", "--json"])
+    assert args.func(args) == 0
+    assert '"strong": true' in capsys.readouterr().out
