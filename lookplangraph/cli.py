@@ -696,6 +696,9 @@ def build_parser() -> argparse.ArgumentParser:
     from lookplangraph.reproduce.command import add_parser as add_reproduce
 
     add_reproduce(sub)
+    from lookplangraph.viewer import add_parser as add_view
+
+    add_view(sub)
     return parser
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
-from grasif.task import Task
+from grasif.task import Task, save_task
 
 from lookplangraph.backends import LMError
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord
@@ -173,9 +173,11 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
 def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
                        echo: Callable[[str], None] | None = None, env: str = "graph",
                        augmentation=None, planner: str = "lookplangraph") -> EpisodeResult:
-    """Run one episode, writing ``trace.jsonl`` as it goes, ``result.json`` at the end and the
-    environment's steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
+    """Run one episode, writing ``task.json`` (the task, so the run can be viewed without the
+    data directory), ``trace.jsonl`` as it goes, ``result.json`` at the end and the environment's
+    steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
     out.mkdir(parents=True, exist_ok=True)
+    save_task(task, out / "task.json")
     result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
                             record_dir=out, augmentation=augmentation, planner=planner)
     (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")

@@ -221,7 +221,11 @@ def test_a_single_run_directory_and_its_task_file(data, office, tmp_path):
     task = office["office-03"]
     run = tmp_path / "run"
     run_episode_to_dir(task, ScriptedBackend(GIVE_UP), PlannerConfig(), run)
-    # without the data directory: the timeline, but no memory graph, and only the unmet goal units
+    # the run keeps its task: the graph is drawn without the data directory
+    found = blocks(write_view([run], tmp_path / "own.html", data_dir=tmp_path / "nowhere").read_text())
+    assert found["lpg-ep-0"]["graph"]["belief"] == "memory"
+    # without task.json nor the data directory: the timeline, but no memory graph, and only the unmet goal units
+    (run / "task.json").unlink()
     found = blocks(write_view([run], data_dir=tmp_path / "nowhere").read_text())
     d = found["lpg-ep-0"]
     assert d["graph"] is None and "--data-dir" in d["graphWhy"]
