@@ -78,14 +78,15 @@ def _history_steps(text: str) -> int:
 class ScriptedServer:
     """A threaded OpenAI-style HTTP server on ``host`` (module doc). ``tasks``: the tasks whose
     plans it replays; ``delay``: seconds before each reply; ``fail_after``: die (like
-    :meth:`kill`) on that request instead of answering it. Counters: ``requests``,
-    ``max_in_flight``, ``busy_s``, ``starts`` (monotonic time each request arrived)."""
+    :meth:`kill`) on that request instead of answering it. Counters: ``requests`` (received),
+    ``answered`` (completions sent), ``max_in_flight``, ``busy_s``, ``starts`` (monotonic time
+    each request arrived)."""
 
     def __init__(self, tasks: Iterable[Task] = (), delay: float = 0.0, host: str = "127.0.0.1", port: int = 0,
                  model: str = "scripted", fail_after: int | None = None):
         self.plans = PlanScripts(tasks)
         self.delay, self.model, self.fail_after = float(delay), model, fail_after
-        self.requests = self.in_flight = self.max_in_flight = 0
+        self.requests = self.in_flight = self.max_in_flight = self.answered = 0
         self.busy_s = 0.0  # request bodies read to replies sent, summed (the delay included)
         self.starts: list[float] = []
         self.dead = False
@@ -113,7 +114,7 @@ class ScriptedServer:
                 except OSError:
                     pass
 
-            def _send(self, status: int, body: dict) -> None:
+            def _send(self, status: int, body: dict) -> bool:
                 data = json.dumps(body).encode()
                 try:  # status line, headers and body in one write
                     self.send_response(status)
@@ -122,8 +123,9 @@ class ScriptedServer:
                     self._headers_buffer.append(b"\r\n")
                     self._headers_buffer.append(data)
                     self.flush_headers()
+                    return True
                 except OSError:
-                    pass
+                    return False
 
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/stats"):  # not OpenAI's: what the benchmark reads
@@ -158,12 +160,17 @@ class ScriptedServer:
                     prompt_chars = sum(len(m.get("content") or "") for m in messages if isinstance(m.get("content"), str))
                     if server.delay:
                         time.sleep(server.delay)
-                    self._send(200, {
+                    if server.dead:  # killed meanwhile: this reply never leaves
+                        return
+                    sent = self._send(200, {
                         "id": f"scripted-{n}", "object": "chat.completion", "created": 0, "model": server.model,
                         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
                                      "finish_reason": "stop"}],
                         "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": len(reply) // 4,
                                   "total_tokens": (prompt_chars + len(reply)) // 4}})
+                    if sent:
+                        with server._lock:
+                            server.answered += 1
                 finally:
                     with server._lock:
                         server.in_flight -= 1

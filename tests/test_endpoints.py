@@ -182,7 +182,7 @@ def test_evaluation_survives_an_endpoint_dying_mid_run(tmp_path, office_tasks):
     with ScriptedServer(tasks) as a, ScriptedServer(tasks, fail_after=15) as b:
         factory = pool_factory("openai:scripted", [a.url, b.url], OPTS, log=lines.append)
         rows = evaluate(tasks, factory, PlannerConfig(), tmp_path, concurrency=4, log=lines.append)
-    assert b.dead and b.requests == 15
+    assert b.dead and b.requests >= 15  # it died on its 15th (another may have been on its way)
     ids = [r["task_id"] for r in read_results(tmp_path / "results.jsonl")]
     assert sorted(ids) == sorted(t.id for t in tasks) and len(ids) == len(set(ids))
     assert all(r["success"] for r in rows)  # the script is the ground truth: every rerun episode ends well
@@ -236,7 +236,7 @@ def test_cli_eval_over_endpoints_reruns_from_the_reply_cache(tmp_path, office_ta
     rows = read_results(out / "results.jsonl")
     assert len(rows) == len({r["task_id"] for r in rows}) == 12 and all(r["success"] for r in rows)
     assert any(r.get("attempts") == 2 for r in rows) and {r["lm"] for r in rows} == {"openai:scripted@pool"}
-    answered = a.requests + b.requests - 1  # b died on its 15th request without answering it
+    answered = a.answered + b.answered  # b died on its 15th request (and cut those in flight)
     keys = [json.loads(line)["key"] for line in (out / "lm_cache.jsonl").read_text().splitlines()]
     assert len(keys) == len(set(keys)) == answered  # every prompt was sent once, reruns included
     assert json.loads((out / "config.json").read_text())["endpoints"] == f"{a.url},{b.url}"
