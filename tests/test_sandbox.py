@@ -219,3 +219,11 @@ def test_cli_probe_prints_the_isolation(capsys):
     args = parser.parse_args(["sandbox", "--json"])
     assert args.func(args) == 0
     assert '"strong": true' in capsys.readouterr().out
+
+
+def test_lazy_import_of_a_module_not_provided_is_explained(box, scene):
+    r = box.run("print(nx.to_numpy_array(G))", data=scene, prelude=PRELUDE)  # networkx imports numpy lazily
+    assert r.kind == "exception"
+    assert r.error.splitlines()[-1].startswith(
+        "ModuleNotFoundError: module 'numpy' is not available in the sandbox (only these modules and what "
+        "they load can be used: collections, functools, itertools, json, math, networkx, re, statistics)")

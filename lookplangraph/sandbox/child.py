@@ -380,6 +380,18 @@ def snippet_traceback(exc: BaseException, code: str) -> str:
     return "\n".join(out + [head[:1000]])
 
 
+class RefuseNewImports:
+    """After the lockdown no file can be opened, so an import of anything not loaded yet would
+    fail with a baffling 'Too many open files'; say instead what the LM can do about it."""
+
+    def __init__(self, preloaded):
+        self.preloaded = ", ".join(sorted(preloaded)) or "none"
+
+    def find_spec(self, name, path=None, target=None):
+        raise ModuleNotFoundError(f"module '{name}' is not available in the sandbox (only these modules "
+                                  f"and what they load can be used: {self.preloaded})", name=name)
+
+
 def main() -> None:
     config = json.loads(sys.argv[1])
     set_limits(config["limits"])
@@ -401,6 +413,7 @@ def main() -> None:
         status("ISOLATION", {"error": "prelude"})
         finish("crash", f"sandbox prelude failed: {type(e).__name__}: {e}"[:1000])
     report = lock_down(config, read_paths)
+    sys.meta_path.insert(0, RefuseNewImports(config.get("allowed_imports", ())))
     if config.get("probe"):
         report["checks"] = self_test()
     status("ISOLATION", report)
