@@ -699,6 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
     from lookplangraph.viewer import add_parser as add_view
 
     add_view(sub)
+    from lookplangraph.sandbox import cli as sandbox_cli
+
+    sandbox_cli.add_parser(sub)
     return parser
 
 
