@@ -1,0 +1,287 @@
+"""The LM that answers with the scene graph in a database, and its two baselines (paper Table I).
+
+Variants (:data:`VARIANTS`):
+
+* ``agentic`` — the LM may call ``run_cypher_query`` up to ``max_queries`` times (the paper: 5);
+  each result, or the error with its reason, goes back to the LM, which may fix its query or ask
+  another; then it answers. After the last allowed query only an answer is accepted (the reply
+  schema no longer offers the tool).
+* ``one-query`` — exactly one query, then the answer (the paper's ablation: two prompts).
+* ``whole-graph`` — no tool: the whole graph is serialized into the prompt and the LM answers.
+
+Every LM call goes through :meth:`LMBackend.complete` with a JSON schema (the backends have no
+native tool calls; a grammar-constrained JSON reply plays that part)::
+
+    {"thought": "...", "tool": "run_cypher_query", "query": "MATCH ..."}
+    {"thought": "...", "tool": "answer", "answer": <typed answer or goal>}
+    {"thought": "...", "tool": "relabel_object", "node": "...", "new_class": "..."}   # only when enabled
+
+The write tool is offered only when :attr:`AgentConfig.allow_relabel` is set and the store was
+built with ``allow_writes=True``. An unreadable reply is answered with the reason and counts as a
+call; at most ``max_queries + 2`` LM calls are made. :class:`AgentResult` keeps the transcript,
+every query with its outcome and latency, and the token counts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sgs.graph import Layer, Relation, SceneGraph
+
+from lookplangraph.backends import ContextOverflow, LMBackend
+from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
+from lookplangraph.cypher.store import QueryError, StoreError
+from lookplangraph.prompts import template
+
+VARIANTS = ("agentic", "one-query", "whole-graph")
+TOOL = "run_cypher_query"
+
+
+@dataclass
+class AgentConfig:
+    """``max_queries``: tool calls allowed (agentic); ``max_tokens`` per LM reply;
+    ``thought_max_length``/``query_max_length``: caps in the reply schema; ``allow_relabel``:
+    offer the write tool."""
+
+    variant: str = "agentic"
+    max_queries: int = 5
+    max_tokens: int = 400
+    thought_max_length: int = 300
+    query_max_length: int = 600
+    allow_relabel: bool = False
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r}; one of {', '.join(VARIANTS)}")
+        if self.max_queries < 1:
+            raise ValueError("max_queries must be at least 1")
+
+
+@dataclass
+class QueryRecord:
+    """One tool call: the query, ``error_kind`` (None when it gave rows), rows, seconds in the store."""
+
+    query: str
+    error_kind: str | None
+    rows: int
+    seconds: float
+    shown: str  # what the LM read (clipped)
+
+
+@dataclass
+class AgentResult:
+    """``answer`` is the LM's final answer (raw JSON value) or None with ``error`` set."""
+
+    answer: Any = None
+    error: str | None = None
+    queries: list[QueryRecord] = field(default_factory=list)
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int | None = None
+    lm_seconds: float = 0.0
+    transcript: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- schemas --------------------------------------------------------------------------------------
+def goal_schema() -> dict[str, Any]:
+    """The goal as the LM writes it (a :class:`grasif.goals.GoalSpec` without the frame flag)."""
+    name = {"type": "string", "maxLength": 80}
+    states = {"type": "array", "items": {"type": "string", "maxLength": 30}, "maxItems": 6}
+    node_goal = {"type": "object", "properties": {
+        "node": name, "relation": {"enum": ["ontop", "inside", "held", None]},
+        "destination": {"anyOf": [name, {"type": "null"}]}, "states": states},
+        "required": ["node", "relation", "destination", "states"], "additionalProperties": False}
+    count_goal = {"type": "object", "properties": {
+        "cls": name, "relation": {"enum": ["ontop", "inside"]}, "destination": name,
+        "count": {"type": "integer", "minimum": 1, "maximum": 50}, "states": states},
+        "required": ["cls", "relation", "destination", "count", "states"], "additionalProperties": False}
+    return {"type": "object", "properties": {
+        "node_goals": {"type": "array", "items": node_goal, "maxItems": 20},
+        "count_goals": {"type": "array", "items": count_goal, "maxItems": 10},
+        "formula": {"anyOf": [{"type": "string", "maxLength": 600}, {"type": "null"}]}},
+        "required": ["node_goals", "count_goals", "formula"], "additionalProperties": False}
+
+
+def _variant(tool: str, extra: dict[str, Any], thought: int) -> dict[str, Any]:
+    props = {"thought": {"type": "string", "maxLength": thought}, "tool": {"const": tool}} | extra
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def reply_schema(answer: dict[str, Any], config: AgentConfig, *, query: bool, answer_allowed: bool = True,
+                 relabel: bool = False) -> dict[str, Any]:
+    """The reply schema of one call: a query, an answer and/or a relabel, as allowed."""
+    options = []
+    if query:
+        options.append(_variant(TOOL, {"query": {"type": "string", "maxLength": config.query_max_length}},
+                                config.thought_max_length))
+    if relabel:
+        options.append(_variant("relabel_object", {"node": {"type": "string", "maxLength": 80},
+                                                   "new_class": {"type": "string", "maxLength": 60}},
+                                config.thought_max_length))
+    if answer_allowed:
+        options.append(_variant("answer", {"answer": answer}, config.thought_max_length))
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+# -- the whole graph as text ----------------------------------------------------------------------
+def graph_text(graph: SceneGraph) -> str:
+    """Every node of ``graph`` in short lines (the whole-graph baseline's context)."""
+    def extras(name: str) -> str:
+        node = graph.nodes[name]
+        parts = []
+        if node.states:
+            parts.append("states: " + ", ".join(node.states))
+        if node.properties:
+            parts.append("properties: " + "; ".join(node.properties))
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    lines = ["Rooms: " + ", ".join(graph.names(Layer.PLACE)), "Assets:"]
+    for a in graph.names(Layer.ASSET):
+        lines.append(f"- {a} in {graph.parent[a][0]}{extras(a)}")
+    lines.append("Objects:")
+    for o in graph.names(Layer.OBJECT):
+        par, rel = graph.parent[o]
+        where = "held by the robot" if rel is Relation.HELD else f"{'on top of' if rel is Relation.ONTOP else 'inside'} {par}"
+        lines.append(f"- {o} {where}{extras(o)}")
+    agent = graph.agent
+    lines.append(f"Robot: {agent.name} in {agent.location or 'no room'}, holding {agent.holding or 'nothing'}")
+    return "\n".join(lines)
+
+
+# -- the agent ------------------------------------------------------------------------------------
+class CypherAgent:
+    """Answers questions and grounds instructions over ``store`` (a :class:`~.store.GraphStore`
+    or a :class:`~.memory_view.MemoryView`) with ``lm``; ``graph`` is needed only by the
+    whole-graph baseline (the same graph the store holds)."""
+
+    def __init__(self, lm: LMBackend, store, config: AgentConfig | None = None, graph: SceneGraph | None = None):
+        self.lm, self.store, self.config = lm, store, config or AgentConfig()
+        self.graph = graph
+        if self.config.variant == "whole-graph" and graph is None:
+            raise ValueError("the whole-graph baseline needs the graph itself (graph=...)")
+
+    # public ------------------------------------------------------------------------------------
+    def answer_question(self, question: str, answer_type: str = "string") -> AgentResult:
+        """Answer ``question`` with a value of ``answer_type`` (:mod:`.answers`; or ``any``)."""
+        schema = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"},
+                            {"type": "array", "items": {"type": "string"}}]} if answer_type == "any" \
+            else answer_schema(answer_type)
+        wanted = "any JSON value that answers the question" if answer_type == "any" else DESCRIPTIONS[answer_type]
+        user = f"Question: {question}\n(answer: {wanted})"
+        return self._run("questions", template("cypher_qa"), user, schema)
+
+    def ground(self, instruction: str) -> AgentResult:
+        """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict)."""
+        return self._run("instructions (you turn them into goals)", template("cypher_goal"),
+                         f"Instruction: {instruction}", goal_schema())
+
+    # internals ---------------------------------------------------------------------------------
+    def _labelspace(self) -> str:
+        parts = []
+        for label in ("Room", "Asset", "Object"):
+            try:
+                rows = self.store.query(f"MATCH (n:{label}) RETURN DISTINCT n.class AS c ORDER BY c LIMIT 400").rows
+            except QueryError:
+                rows = []
+            parts.append(f"{label}: " + ", ".join(str(r[0]) for r in rows))
+        return "; ".join(parts)
+
+    def _system(self, task_kind: str, rules: str) -> str:
+        cfg = self.config
+        if cfg.variant == "whole-graph":
+            return template("cypher_whole_graph").format(task_kind=task_kind, graph=graph_text(self.graph),
+                                                         task_rules=rules.split("\nExample:")[0])
+        write = ""
+        if self._relabel_enabled():
+            write = ("\nor, only when the user tells you an object is mislabelled, a correction of its class:\n"
+                     '{"thought": "...", "tool": "relabel_object", "node": "name", "new_class": "class"}')
+        limit = cfg.max_queries if cfg.variant == "agentic" else 1
+        return template("cypher_system").format(task_kind=task_kind, max_queries=limit,
+                                                schema=self.store.schema_text(), labelspace=self._labelspace(),
+                                                task_rules=rules, write_tool=write)
+
+    def _relabel_enabled(self) -> bool:
+        store = getattr(self.store, "store", self.store)
+        return self.config.allow_relabel and getattr(store, "allow_writes", False)
+
+    def _call(self, messages: list[dict[str, str]], schema: dict[str, Any], result: AgentResult):
+        c = self.lm.complete(messages, schema=schema, max_tokens=self.config.max_tokens)
+        result.calls += 1
+        result.input_tokens += c.usage.prompt_tokens
+        result.output_tokens += c.usage.completion_tokens
+        if c.usage.cached_tokens is not None:
+            result.cached_tokens = (result.cached_tokens or 0) + c.usage.cached_tokens
+        result.lm_seconds += c.seconds
+        return c
+
+    def _tool(self, query: str, result: AgentResult) -> str:
+        t0 = time.perf_counter()
+        try:
+            out = self.store.query(query)
+        except QueryError as exc:
+            text = f"ERROR ({exc.kind}): {exc}"
+            result.queries.append(QueryRecord(query, exc.kind, 0, time.perf_counter() - t0, text))
+            return text
+        text = out.to_text()
+        result.queries.append(QueryRecord(query, None, len(out.rows), out.seconds, text[:2000]))
+        return text
+
+    def _relabel(self, parsed: dict[str, Any]) -> str:
+        store = getattr(self.store, "store", self.store)
+        try:
+            store.relabel(parsed["node"], parsed["new_class"])
+        except (QueryError, StoreError) as exc:
+            return f"ERROR: {exc}"
+        return f"{parsed['node']} now has class {parsed['new_class']}."
+
+    def _run(self, task_kind: str, rules: str, user: str, answer: dict[str, Any]) -> AgentResult:
+        cfg = self.config
+        result = AgentResult()
+        try:
+            messages = [{"role": "system", "content": self._system(task_kind, rules)}, {"role": "user", "content": user}]
+        except (QueryError, StoreError) as exc:
+            result.error = f"the scene graph store failed: {exc}"
+            return result
+        result.transcript = messages
+        allowed = cfg.max_queries if cfg.variant == "agentic" else (1 if cfg.variant == "one-query" else 0)
+        relabel = self._relabel_enabled()
+        max_calls = allowed + 2
+        try:
+            while result.calls < max_calls:
+                can_query = len(result.queries) < allowed
+                must_query = cfg.variant == "one-query" and can_query
+                schema = reply_schema(answer, cfg, query=can_query, answer_allowed=not must_query,
+                                      relabel=relabel and can_query)
+                c = self._call(messages, schema, result)
+                messages.append({"role": "assistant", "content": c.text})
+                parsed = c.parsed
+                if parsed is None:
+                    if must_query:  # the one-query variant goes on to the answer without rows
+                        result.queries.append(QueryRecord("", "unreadable", 0, 0.0, c.error or ""))
+                        messages.append({"role": "user", "content": f"Your reply was not a query ({c.error}). "
+                                                                    "No rows. Answer now."})
+                        continue
+                    messages.append({"role": "user", "content": f"Your reply was not valid: {c.error}. Reply with "
+                                                                "one JSON object as described."})
+                    continue
+                tool = parsed.get("tool")
+                if tool == "answer":
+                    result.answer = parsed.get("answer")
+                    return result
+                if tool == "relabel_object":
+                    messages.append({"role": "user", "content": self._relabel(parsed)})
+                    continue
+                shown = self._tool(parsed.get("query", ""), result)
+                left = allowed - len(result.queries)
+                tail = f"\n({left} {'query' if left == 1 else 'queries'} left)" if left else "\nNo queries left: answer now."
+                messages.append({"role": "user", "content": f"Result of run_cypher_query:\n{shown}{tail}"})
+            result.error = f"no answer after {result.calls} LM calls"
+        except ContextOverflow as exc:
+            result.error = f"context overflow: {exc}"
+        return result

@@ -1,0 +1,219 @@
+"""Command-line glue: ``lookplangraph ask``, ``lookplangraph cypher-eval`` and ``lookplangraph cypher-build``.
+
+Register in ``lookplangraph/cli.py``'s ``build_parser``::
+
+    from lookplangraph.cypher import commands as cypher_commands
+    cypher_commands.add_parser(sub)
+
+Each sub-command sets ``func`` to one of :func:`cmd_ask`, :func:`cmd_cypher_eval`,
+:func:`cmd_cypher_build`, which return the exit code (0 done, 1 ``ask`` found no answer, 2 bad
+input: the message is printed, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b"
+
+
+class _Bad(Exception):
+    """Bad input; printed as ``error: ...`` with exit code 2."""
+
+
+def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None = None):
+    from lookplangraph.backends import LMError, make_backend, parse_spec
+
+    try:
+        kind = parse_spec(spec)[0]
+        lm = make_backend(spec, **({"n_ctx": n_ctx} if kind == "llamacpp" else {}))
+    except LMError as exc:
+        raise _Bad(str(exc)) from None
+    if cache:
+        from lookplangraph.replycache import CachedBackend
+
+        lm = CachedBackend(lm, out / "lm_cache.jsonl" if cache is True else Path(cache))
+    return lm
+
+
+def _store(args, allow_writes: bool = False):
+    from lookplangraph.cypher import QueryLimits, StoreError, open_store
+
+    limits = QueryLimits(timeout_s=args.timeout, max_rows=args.max_rows, max_chars=args.max_chars)
+    try:
+        return open_store(args.engine, limits, allow_writes=allow_writes)
+    except StoreError as exc:
+        raise _Bad(str(exc)) from None
+
+
+def _guarded(fn):
+    def run(args) -> int:
+        try:
+            return fn(args)
+        except _Bad as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    run.__name__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    return run
+
+
+@_guarded
+def cmd_ask(args) -> int:
+    """Answer a question about a scene graph file (or ground an instruction with --goal)."""
+    from lookplangraph.cypher.agent import AgentConfig, CypherAgent
+    from lookplangraph.cypher.store import StoreError
+    from sgs.graph import GraphError
+    from sgs.io import load_graph
+
+    try:
+        graph = load_graph(args.graph)
+    except FileNotFoundError:
+        raise _Bad(f"{args.graph}: no such file") from None
+    except (GraphError, ValueError) as exc:
+        raise _Bad(str(exc)) from None
+    try:
+        config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel)
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
+    store = _store(args, allow_writes=args.allow_relabel)
+    try:
+        store.load(graph)
+        lm = _lm(args.lm, args.n_ctx)
+        agent = CypherAgent(lm, store, config, graph=graph)
+        result = agent.ground(args.text) if args.goal else agent.answer_question(args.text, args.answer_type)
+    except StoreError as exc:
+        raise _Bad(str(exc)) from None
+    finally:
+        store.close()
+    for q in result.queries:
+        status = f"error {q.error_kind}" if q.error_kind else f"{q.rows} rows"
+        print(f"query ({status}, {1000 * q.seconds:.1f} ms): {q.query}", file=sys.stderr)
+        if args.verbose:
+            print("  " + q.shown.replace("\n", "\n  "), file=sys.stderr)
+    print(f"{result.calls} LM calls, {result.input_tokens} input tokens, {result.lm_seconds:.1f} s", file=sys.stderr)
+    if result.error:
+        print(f"no answer: {result.error}", file=sys.stderr)
+        return 1
+    print(json.dumps(result.answer, ensure_ascii=False))
+    return 0
+
+
+def _progress(total_width: int = 30):
+    from tqdm import tqdm
+
+    bar = {}
+
+    def show(done: int, total: int, row) -> None:
+        if "bar" not in bar:
+            bar["bar"] = tqdm(total=total, initial=done, unit="item", file=sys.stderr, dynamic_ncols=True)
+            bar["ok"] = 0
+            return
+        bar["ok"] += bool(row and row["correct"])
+        bar["bar"].update(1)
+        bar["bar"].set_postfix_str(f"last {row['id']} {'ok' if row['correct'] else 'wrong'}")
+        if done == total:
+            bar["bar"].close()
+
+    return show
+
+
+@_guarded
+def cmd_cypher_eval(args) -> int:
+    """Evaluate one variant on the QA or grounding benchmark (resumable; prints the summary table)."""
+    from lookplangraph.backends import LMError
+    from lookplangraph.cypher.agent import AgentConfig
+    from lookplangraph.cypher.benchmark import BenchmarkError
+    from lookplangraph.cypher.evaluate import evaluate, summary_table
+    from lookplangraph.cypher.store import StoreError
+
+    out = Path(args.out) if args.out else Path("runs") / f"cypher_{args.task}_{args.variant}"
+    try:
+        config = AgentConfig(variant=args.variant, max_queries=args.max_queries)
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
+    store = _store(args)
+    meta = {"lm": args.lm, "n_ctx": args.n_ctx, "timeout_s": args.timeout, "max_rows": args.max_rows,
+            "max_chars": args.max_chars}
+    try:
+        summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
+                           splits=args.split, limit=args.limit, seed=args.seed,
+                           data_dir=Path(args.data_dir) if args.data_dir else None,
+                           bench_dir=Path(args.bench_dir) if args.bench_dir else None, meta=meta,
+                           progress=_progress())
+    except (BenchmarkError, FileNotFoundError, ValueError, StoreError) as exc:
+        raise _Bad(str(exc)) from None
+    except LMError as exc:
+        raise _Bad(f"{exc} (finished items are kept in {out / 'results.jsonl'}; rerun to resume)") from None
+    finally:
+        store.close()
+    print(summary_table(summary, f"{args.task}, {args.variant}, {args.lm}"))
+    print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.json'}")
+    return 0
+
+
+@_guarded
+def cmd_cypher_build(args) -> int:
+    """Build the QA and grounding benchmark files from a GraSIF build."""
+    from grasif import dataset
+    from lookplangraph.cypher.benchmark import build
+
+    data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+    try:
+        qa, grounding = build(data, Path(args.out) if args.out else None, seed=args.seed,
+                              qa_per_split=args.qa_per_split, grounding_per_split=args.grounding_per_split,
+                              progress=lambda m: print(m, file=sys.stderr))
+    except (FileNotFoundError, dataset.SourceError, KeyError) as exc:
+        raise _Bad(str(exc).strip("'\"")) from None
+    print(f"written: {qa}, {grounding}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Add ``ask``, ``cypher-eval`` and ``cypher-build`` to the ``lookplangraph`` sub-parsers."""
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--engine", choices=["ladybug", "neo4j"], default="ladybug",
+                       help="graph store: ladybug (embedded, default) or neo4j (NEO4J_URI, NEO4J_USERNAME, NEO4J_PASSWORD)")
+    store.add_argument("--lm", default=DEFAULT_LM, help=f"LM backend spec (default {DEFAULT_LM})")
+    store.add_argument("--n-ctx", type=int, default=8192, help="context of an in-process llama.cpp model (default 8192)")
+    store.add_argument("--variant", choices=["agentic", "one-query", "whole-graph"], default="agentic",
+                       help="agentic (up to --max-queries Cypher queries, default), one-query, or whole-graph "
+                            "(no database: the graph in the prompt)")
+    store.add_argument("--max-queries", type=int, default=5, help="query limit of the agentic variant (default 5)")
+    store.add_argument("--timeout", type=float, default=5.0, help="seconds per query (default 5)")
+    store.add_argument("--max-rows", type=int, default=50, help="rows a query may return (default 50)")
+    store.add_argument("--max-chars", type=int, default=2000, help="characters of a result shown to the LM (default 2000)")
+
+    p = sub.add_parser("ask", parents=[store], help="answer a question about a scene graph with Cypher queries")
+    p.add_argument("text", help="the question (or, with --goal, the instruction)")
+    p.add_argument("--graph", required=True, help="scene graph file (paper JSON format)")
+    p.add_argument("--answer-type", choices=["any", "number", "string", "boolean", "set", "list"], default="any")
+    p.add_argument("--goal", action="store_true", help="ground the text as an instruction: print its goal (GoalSpec JSON)")
+    p.add_argument("--allow-relabel", action="store_true", help="offer the LM the write tool relabel_object")
+    p.add_argument("--verbose", action="store_true", help="also print each query's result")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("cypher-eval", parents=[store], help="evaluate the Cypher agent or a baseline on the QA or "
+                                                             "grounding benchmark (resumable)")
+    p.add_argument("--task", choices=["qa", "grounding"], required=True)
+    p.add_argument("--split", action="append", choices=["virtualhome", "behavior", "office"],
+                   help="only this split (repeatable; default all)")
+    p.add_argument("--limit", type=int, help="items per split, sampled with --seed (default all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-dir", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--bench-dir", help="benchmark files (default lookplangraph/cypher/data)")
+    p.add_argument("--out", help="output directory (default runs/cypher_TASK_VARIANT); rerun to resume")
+    p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
+                   help="record LM replies in OUT/lm_cache.jsonl (or FILE) and replay identical calls")
+    p.set_defaults(func=cmd_cypher_eval)
+
+    p = sub.add_parser("cypher-build", help="build the Cypher QA and grounding benchmarks from a GraSIF build")
+    p.add_argument("--data-dir", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--out", help="output directory (default lookplangraph/cypher/data)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--qa-per-split", type=int, default=60)
+    p.add_argument("--grounding-per-split", type=int, default=20)
+    p.set_defaults(func=cmd_cypher_build)

@@ -1,0 +1,163 @@
+"""Batch evaluation of the agent and its baselines on the two Cypher benchmarks (resumable).
+
+``evaluate(...)`` runs one variant on one benchmark over the chosen splits: each item's scene is
+loaded into the store **as the planner's memory graph at the task's start** (through
+:class:`~.memory_view.MemoryView`), the agent answers, the answer is judged (typed equality for
+questions, semantic equivalence on the judged states for goals), and one JSON line per item is
+appended to ``OUT/results.jsonl``: a rerun skips the items already there. ``OUT/meta.json`` holds
+the settings; a rerun with other settings into the same directory is refused.
+``OUT/summary.json`` and the printed table give per split and overall: items, accuracy, mean
+input/output tokens per item, mean queries per item, the share of queries that failed, mean query
+latency and mean LM seconds.
+
+Sampling (``limit``): per split, ``limit`` items drawn with ``random.Random(f"{seed}:{split}")``
+from the benchmark in file order, so the same seed gives the same sample for every variant.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from statistics import mean
+from typing import Any, Callable
+
+from lookplangraph.backends import LMBackend
+from lookplangraph.cypher.agent import AgentConfig, CypherAgent
+from lookplangraph.cypher.answers import answers_equal
+from lookplangraph.cypher.benchmark import load_benchmark
+from lookplangraph.cypher.grounding import judge
+from lookplangraph.cypher.memory_view import MemoryView
+from lookplangraph.cypher.store import GraphStore
+from lookplangraph.memory import MemoryGraph
+
+TASKS = ("qa", "grounding")
+
+
+def select(items: list, splits: list[str] | None, limit: int | None, seed: int) -> list:
+    """Items of ``splits`` (all when None), ``limit`` per split sampled with the seed (see module doc)."""
+    out = []
+    for split in dict.fromkeys(i.split for i in items):
+        if splits and split not in splits:
+            continue
+        mine = [i for i in items if i.split == split]
+        if limit is not None and limit < len(mine):
+            keep = set(random.Random(f"{seed}:{split}").sample(range(len(mine)), limit))
+            mine = [x for k, x in enumerate(mine) if k in keep]
+        out += mine
+    return out
+
+
+def read_rows(path: Path) -> list[dict]:
+    """Complete lines of a results file (a torn last line is skipped)."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def run_item(task: str, item, scene, lm: LMBackend, store: GraphStore, config: AgentConfig) -> dict[str, Any]:
+    """Answer and judge one item; the row written to ``results.jsonl``."""
+    memory = MemoryGraph(scene.graph)
+    view = MemoryView(store, memory)
+    t0 = time.perf_counter()
+    view.refresh()
+    load_s = time.perf_counter() - t0
+    agent = CypherAgent(lm, view, config, graph=memory.graph)
+    t0 = time.perf_counter()
+    if task == "qa":
+        res = agent.answer_question(item.question, item.answer_type)
+        correct = res.error is None and answers_equal(item.answer_type, item.answer, res.answer)
+        expected, reason = item.answer, ""
+    else:
+        res = agent.ground(item.instruction)
+        verdict = judge(item, scene.graph, res.answer) if res.error is None else None
+        correct = bool(verdict and verdict.correct)
+        expected, reason = item.goal, (verdict.reason if verdict else res.error)
+    return {
+        "id": item.id, "split": item.split, "kind": getattr(item, "kind", "grounding"),
+        "template": getattr(item, "template", ""), "variant": config.variant, "correct": correct,
+        "answer": res.answer, "expected": expected, "reason": reason, "error": res.error, "calls": res.calls,
+        "queries": [q.__dict__ for q in res.queries], "input_tokens": res.input_tokens,
+        "output_tokens": res.output_tokens, "cached_tokens": res.cached_tokens, "lm_seconds": round(res.lm_seconds, 3),
+        "load_seconds": round(load_s, 4), "seconds": round(time.perf_counter() - t0, 3),
+        "transcript": res.transcript,
+    }
+
+
+def summarize(rows: list[dict]) -> dict[str, dict[str, float]]:
+    """Per split and ``all``: see the module doc."""
+    out = {}
+    for label in [*dict.fromkeys(r["split"] for r in rows), "all"]:
+        mine = [r for r in rows if label == "all" or r["split"] == label]
+        if not mine:
+            continue
+        queries = [q for r in mine for q in r["queries"] if q["query"]]
+        out[label] = {
+            "items": len(mine),
+            "accuracy": mean(r["correct"] for r in mine),
+            "input_tokens": mean(r["input_tokens"] for r in mine),
+            "output_tokens": mean(r["output_tokens"] for r in mine),
+            "queries_per_item": mean(len(r["queries"]) for r in mine),
+            "failed_query_share": (sum(q["error_kind"] is not None for q in queries) / len(queries)) if queries else 0.0,
+            "query_ms": 1000 * mean(q["seconds"] for q in queries) if queries else 0.0,
+            "lm_seconds": mean(r["lm_seconds"] for r in mine),
+            "errors": sum(r["error"] is not None for r in mine),
+        }
+    return out
+
+
+def summary_table(summary: dict[str, dict[str, float]], title: str = "") -> str:
+    head = f"{'split':<13}{'items':>6}{'acc':>7}{'in tok':>9}{'out tok':>9}{'queries':>9}{'failed':>8}{'query ms':>10}{'LM s':>8}"
+    lines = ([title] if title else []) + [head, "-" * len(head)]
+    for label, s in summary.items():
+        lines.append(f"{label:<13}{s['items']:>6}{s['accuracy']:>7.2f}{s['input_tokens']:>9.0f}{s['output_tokens']:>9.0f}"
+                     f"{s['queries_per_item']:>9.2f}{s['failed_query_share']:>8.2f}{s['query_ms']:>10.1f}{s['lm_seconds']:>8.1f}")
+    return "\n".join(lines)
+
+
+def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, config: AgentConfig, out: Path, *,
+             splits: list[str] | None = None, limit: int | None = None, seed: int = 0, data_dir: Path | None = None,
+             bench_dir: Path | None = None, meta: dict | None = None,
+             progress: Callable[[int, int, dict | None], None] | None = None) -> dict:
+    """Run (or resume) one evaluation into ``out``; return the summary (also in ``summary.json``).
+    The LM is built only when an item is left to run."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; one of {', '.join(TASKS)}")
+    items, scenes = load_benchmark(task, bench_dir, data_dir)
+    chosen = select(items, splits, limit, seed)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {"task": task, "variant": config.variant, "max_queries": config.max_queries, "splits": splits,
+                "limit": limit, "seed": seed, "engine": store.engine} | (meta or {})
+    meta_path = out / "meta.json"
+    if meta_path.exists():
+        old = json.loads(meta_path.read_text())
+        if old != json.loads(json.dumps(settings)):
+            diff = {k: (old.get(k), v) for k, v in json.loads(json.dumps(settings)).items() if old.get(k) != v}
+            raise ValueError(f"{out} holds an evaluation with other settings {diff}; use another --out")
+    else:
+        meta_path.write_text(json.dumps(settings, indent=1) + "\n")
+    results = out / "results.jsonl"
+    done = {r["id"] for r in read_rows(results)}
+    todo = [i for i in chosen if i.id not in done]
+    lm = lm_factory() if todo else None
+    if progress:
+        progress(len(chosen) - len(todo), len(chosen), None)
+    with results.open("a") as f:
+        for k, item in enumerate(todo, start=len(chosen) - len(todo) + 1):
+            scene = scenes[(item.split, getattr(item, "scene", None) or item.task)]
+            row = run_item(task, item, scene, lm, store, config)
+            f.write(json.dumps(row, default=str) + "\n")
+            f.flush()
+            if progress:
+                progress(k, len(chosen), row)
+    rows = [r for r in read_rows(results) if r["id"] in {i.id for i in chosen}]
+    summary = summarize(rows)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary

@@ -1,0 +1,269 @@
+"""The Cypher agent loop, its baselines, batch evaluation and CLI glue.
+
+The LM here is ``ScriptedBackend``: SCRIPTED replies (fixed texts, not a language model), so these
+tests check the loop around the LM — tool calls, errors sent back, the call limit, the reply
+schemas, token bookkeeping — against a real LadybugDB store."""
+
+import argparse
+import json
+
+import pytest
+
+from grasif import dataset
+from lookplangraph.backends import ContextOverflow, ScriptedBackend
+from lookplangraph.cypher import QueryLimits, commands, open_store
+from lookplangraph.cypher.agent import AgentConfig, CypherAgent
+from lookplangraph.cypher.answers import answers_equal
+from lookplangraph.cypher.benchmark import FORMATS, VERSION
+from lookplangraph.cypher.evaluate import evaluate, select
+from lookplangraph.cypher.grounding import build_item
+from lookplangraph.cypher.memory_view import MemoryView
+from lookplangraph.cypher.qa import build_questions
+from lookplangraph.memory import MemoryGraph
+from sgs.actions import parse_action
+from sim_adapters.base import Observation, SeenObject
+
+pytest.importorskip("ladybug")
+
+
+def q(query, thought="look"):
+    return json.dumps({"thought": thought, "tool": "run_cypher_query", "query": query})
+
+
+def a(answer, thought="done"):
+    return json.dumps({"thought": thought, "tool": "answer", "answer": answer})
+
+
+@pytest.fixture
+def store(kitchen):
+    s = open_store("ladybug", QueryLimits(timeout_s=2, max_rows=20, max_chars=1500))
+    s.load(kitchen)
+    yield s
+    s.close()
+
+
+def _tools_offered(schema):
+    variants = schema.get("anyOf", [schema])
+    return {v["properties"]["tool"]["const"] for v in variants}
+
+
+def test_an_error_goes_back_to_the_lm_which_fixes_its_query(store):
+    lm = ScriptedBackend([q("MATCH (f:Fruit) RETURN count(f)"),  # scripted: unknown label first
+                          q("MATCH (o:Object {class: 'apple'}) RETURN count(o)"), a(2)])
+    res = CypherAgent(lm, store).answer_question("How many apples are there?", "number")
+    assert res.answer == 2 and res.error is None
+    assert [r.error_kind for r in res.queries] == ["unknown_name", None]
+    second_prompt = lm.requests[1]["messages"][-1]["content"]
+    assert "ERROR (unknown_name)" in second_prompt and "Fruit" in second_prompt
+    assert "4 queries left" in second_prompt
+    assert "COUNT" in lm.requests[2]["messages"][-1]["content"].upper() and "[2]" in lm.requests[2]["messages"][-1]["content"]
+    assert res.calls == 3 and res.input_tokens > 0 and res.output_tokens > 0
+
+
+def test_write_attempts_are_refused_and_the_store_is_unchanged(store):
+    lm = ScriptedBackend([q("MATCH (n) DETACH DELETE n"), q("MATCH (n) RETURN count(n)"), a(13)])
+    res = CypherAgent(lm, store).answer_question("How many nodes?", "number")
+    assert res.queries[0].error_kind == "rejected"
+    assert res.queries[1].shown.endswith("[13]")  # 2 rooms, 4 assets, 6 objects, the agent
+    assert store.query("MATCH (n) RETURN count(n)").rows == [[13]]
+
+
+def test_the_call_limit_forces_an_answer(store):
+    cfg = AgentConfig(max_queries=3)
+    lm = ScriptedBackend([q("MATCH (n) RETURN count(n)")] * 3 + [a("kitchen-1")])
+    res = CypherAgent(lm, store, cfg).answer_question("Where is the fridge?", "string")
+    assert len(res.queries) == 3 and res.answer == "kitchen-1"
+    assert [_tools_offered(r["schema"]) for r in lm.requests] == [{"run_cypher_query", "answer"}] * 3 + [{"answer"}]
+    assert "No queries left: answer now." in lm.requests[3]["messages"][-1]["content"]
+
+
+def test_an_lm_that_never_answers_stops_after_the_call_budget(store):
+    lm = ScriptedBackend([q("MATCH (n) RETURN count(n)")])  # scripted: repeats a query forever
+    res = CypherAgent(lm, store, AgentConfig(max_queries=2)).answer_question("?", "number")
+    assert res.answer is None and "no answer" in res.error
+    assert res.calls == 4 and len(res.queries) == 2  # max_queries + 2 calls, no query past the limit
+
+
+def test_an_unreadable_reply_is_explained_and_retried(store):
+    lm = ScriptedBackend(["I think it is 2", a(["apple-1", "apple-2"])])
+    res = CypherAgent(lm, store).answer_question("Which apples exist?", "set")
+    assert res.answer == ["apple-1", "apple-2"] and res.calls == 2
+    assert "not valid" in lm.requests[1]["messages"][-1]["content"]
+
+
+def test_a_reply_of_the_wrong_answer_type_is_not_accepted(store):
+    lm = ScriptedBackend([a("two"), a(2)])
+    res = CypherAgent(lm, store).answer_question("How many apples?", "number")
+    assert res.answer == 2 and res.calls == 2
+
+
+def test_one_query_variant_asks_exactly_one_query_then_the_answer(store):
+    lm = ScriptedBackend([q("MATCH (o:Object)-[:INSIDE]->(:Object {name: 'box-1'}) RETURN o.name"), a("apple-1")])
+    res = CypherAgent(lm, store, AgentConfig(variant="one-query")).answer_question("What is in box-1?", "string")
+    assert res.answer == "apple-1" and len(res.queries) == 1
+    assert [_tools_offered(r["schema"]) for r in lm.requests] == [{"run_cypher_query"}, {"answer"}]
+    assert "at most 1 times" in lm.requests[0]["messages"][0]["content"]
+
+
+def test_whole_graph_baseline_has_the_graph_in_the_prompt_and_no_tool(store, kitchen):
+    lm = ScriptedBackend([a("fridge-1")])
+    res = CypherAgent(lm, store, AgentConfig(variant="whole-graph"), graph=kitchen).answer_question(
+        "What holds box-1?", "string")
+    assert res.answer == "fridge-1" and res.queries == []
+    system = lm.requests[0]["messages"][0]["content"]
+    assert "- apple-1 inside box-1" in system and "- fridge-1 in kitchen-1 (states: closed)" in system
+    assert "run_cypher_query" not in system and "Node labels" not in system
+    assert _tools_offered(lm.requests[0]["schema"]) == {"answer"}
+    with pytest.raises(ValueError):
+        CypherAgent(lm, store, AgentConfig(variant="whole-graph"))
+
+
+def test_the_prompt_carries_the_catalog_schema_and_the_classes(store):
+    lm = ScriptedBackend([a(1)])
+    CypherAgent(lm, store).answer_question("?", "number")
+    system = lm.requests[0]["messages"][0]["content"]
+    assert "(:Object)-[:ON_TOP_OF]->(:Asset)" in system and "1-based" in system
+    assert "Object: apple, book, box, cup, tray" in system
+
+
+def test_relabel_tool_is_offered_only_when_enabled_on_a_writable_store(kitchen):
+    relabel = json.dumps({"thought": "the user says so", "tool": "relabel_object", "node": "book-1", "new_class": "notebook"})
+    with open_store("ladybug", allow_writes=True) as rw:
+        rw.load(kitchen)
+        lm = ScriptedBackend([relabel, q("MATCH (o:Object {name: 'book-1'}) RETURN o.class"), a("notebook")])
+        res = CypherAgent(lm, rw, AgentConfig(allow_relabel=True)).answer_question("book-1 is a notebook; its class?", "string")
+        assert res.answer == "notebook"
+        assert "relabel_object" in _tools_offered(lm.requests[0]["schema"])
+        assert "book-1 now has class notebook." in lm.requests[1]["messages"][-1]["content"]
+        assert rw.query("MATCH (o:Object {name: 'book-1'}) RETURN o.class").rows == [["notebook"]]
+        lm2 = ScriptedBackend([a(1)])
+        CypherAgent(lm2, rw).answer_question("?", "number")  # not enabled in the config
+        assert "relabel_object" not in _tools_offered(lm2.requests[0]["schema"])
+    with open_store("ladybug") as ro:  # enabled in the config, but the store is read-only
+        ro.load(kitchen)
+        lm3 = ScriptedBackend([a(1)])
+        CypherAgent(lm3, ro, AgentConfig(allow_relabel=True)).answer_question("?", "number")
+        assert "relabel_object" not in _tools_offered(lm3.requests[0]["schema"])
+
+
+def test_the_agent_reads_the_memory_graph(kitchen):
+    memory = MemoryGraph(kitchen)
+    with open_store("ladybug") as s:
+        view = MemoryView(s, memory)
+        lm = ScriptedBackend([q("MATCH (o:Object)-[:ON_TOP_OF]->(:Asset {name: 'table-1'}) RETURN collect(o.name)"), a([])])
+        CypherAgent(lm, view).answer_question("What is on table-1?", "set")
+        assert "tray-1" in lm.requests[1]["messages"][-1]["content"]
+        memory.apply(parse_action("go_to(kitchen-1)"))
+        memory.discover(Observation("table-1", (SeenObject("pear-1", "ontop", "table-1"),)))
+        lm = ScriptedBackend([q("MATCH (o:Object)-[:ON_TOP_OF]->(:Asset {name: 'table-1'}) RETURN collect(o.name)"), a([])])
+        CypherAgent(lm, view).answer_question("What is on table-1?", "set")
+        shown = lm.requests[1]["messages"][-1]["content"]
+        assert "pear-1" in shown and "tray-1" not in shown
+
+
+def test_grounding_reply_is_a_goal(store):
+    goal = {"node_goals": [{"node": "apple-2", "relation": "inside", "destination": "fridge-1", "states": []}],
+            "count_goals": [], "formula": None}
+    lm = ScriptedBackend([a(goal)])
+    res = CypherAgent(lm, store).ground("Put the apple from the table in the fridge.")
+    assert res.answer == goal
+    assert "node_goals" in lm.requests[0]["messages"][0]["content"]
+
+
+class _Overflowing(ScriptedBackend):
+    """SCRIPTED: a backend whose prompt never fits its context."""
+
+    def complete(self, *args, **kwargs):
+        raise ContextOverflow("prompt too long (scripted)")
+
+
+def test_a_context_overflow_is_the_item_failure(store, kitchen):
+    res = CypherAgent(_Overflowing(["x"]), store, AgentConfig(variant="whole-graph"), graph=kitchen).answer_question("?")
+    assert res.answer is None and "context overflow" in res.error
+
+
+# -- batch evaluation on a small benchmark built from the office split -----------------------------
+@pytest.fixture(scope="module")
+def office_bench(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cy")
+    data = dataset.build(root / "grasif", splits=["office"], progress=lambda m: None)
+    index = dataset.read_index(data)
+    tasks = dataset.load_split(data, "office")
+    qs = build_questions("office", [(t.id, t.graph) for t in tasks[:3]], 6)
+    items = [i for i in (build_item(t) for t in tasks[:4]) if i]
+    bench = root / "bench"
+    bench.mkdir()
+    for name, rows, key in (("qa", qs, "scene"), ("grounding", items, "task")):
+        pins = {"office": {getattr(r, key): index["splits"]["office"][getattr(r, key)] for r in rows}}
+        (bench / f"{name}.v{VERSION}.json").write_text(json.dumps(
+            {"format": FORMATS[name], "version": VERSION, "seed": 0, "scenes": pins,
+             "items": [r.model_dump(mode="json") for r in rows]}))
+    return data, bench, qs, items
+
+
+def test_evaluation_judges_resumes_and_refuses_other_settings(office_bench, tmp_path):
+    data, bench, qs, _ = office_bench
+    first = qs[0]
+    calls = []
+
+    def factory():
+        calls.append(1)
+        return ScriptedBackend([a(first.answer)])  # scripted: always the first question's answer
+
+    with open_store("ladybug") as s:
+        summary = evaluate("qa", factory, s, AgentConfig(variant="whole-graph"), tmp_path / "ev", limit=3,
+                           data_dir=data, bench_dir=bench)
+        rows = [json.loads(l) for l in (tmp_path / "ev" / "results.jsonl").read_text().splitlines()]
+        assert len(rows) == 3 and summary["all"]["items"] == 3 and calls == [1]
+        chosen = select(qs, None, 3, 0)
+        for row, item in zip(rows, chosen):
+            assert row["id"] == item.id
+            assert row["correct"] == answers_equal(item.answer_type, item.answer, first.answer)
+        assert summary["all"]["input_tokens"] > 0
+        again = evaluate("qa", lambda: pytest.fail("nothing is left to run"), s, AgentConfig(variant="whole-graph"),
+                         tmp_path / "ev", limit=3, data_dir=data, bench_dir=bench)
+        assert again == summary
+        with pytest.raises(ValueError, match="other settings"):
+            evaluate("qa", factory, s, AgentConfig(variant="agentic"), tmp_path / "ev", limit=3,
+                     data_dir=data, bench_dir=bench)
+
+
+def test_grounding_evaluation_judges_by_meaning(office_bench, tmp_path):
+    from grasif.goals import GoalSpec
+
+    data, bench, _, items = office_bench
+    item = next(i for i in items if not GoalSpec.model_validate(i.goal).count_goals)
+    spec = GoalSpec.model_validate(item.goal)
+    goal = {"node_goals": [{"node": g.node, "relation": g.relation, "destination": g.destination, "states": g.states}
+                           for g in spec.node_goals], "count_goals": [], "formula": spec.formula}
+    with open_store("ladybug") as s:
+        evaluate("grounding", lambda: ScriptedBackend([a(goal)]), s, AgentConfig(variant="one-query"),
+                 tmp_path / "g", data_dir=data, bench_dir=bench)
+    rows = {json.loads(l)["id"]: json.loads(l) for l in (tmp_path / "g" / "results.jsonl").read_text().splitlines()}
+    assert rows[item.id]["correct"] is True
+    # the one-query variant's scripted first reply is an answer, not a query: recorded as unreadable
+    assert rows[item.id]["queries"][0]["error_kind"] == "unreadable"
+
+
+# -- CLI glue --------------------------------------------------------------------------------------
+def _parse(argv):
+    p = argparse.ArgumentParser(prog="lookplangraph")
+    commands.add_parser(p.add_subparsers(dest="command", required=True))
+    return p.parse_args(argv)
+
+
+def test_ask_command(capsys, tmp_path):
+    from sgs.io import save_graph
+    from tests.conftest import kitchen_dict
+    from sgs.io import graph_from_dict
+
+    path = tmp_path / "g.json"
+    save_graph(graph_from_dict(kitchen_dict()), path)
+    args = _parse(["ask", "--graph", str(path), "How many apples?", "--answer-type", "number", "--lm",
+                   "scripted:" + q("MATCH (o:Object {class: 'apple'}) RETURN count(o)") + "||" + a(2)])
+    assert args.func(args) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == "2" and "1 rows" in out.err
+    args = _parse(["ask", "--graph", str(tmp_path / "missing.json"), "?", "--lm", "scripted:" + a(1)])
+    assert args.func(args) == 2
+    assert "no such file" in capsys.readouterr().err
