@@ -202,8 +202,9 @@ class EndpointPool:
             endpoint.dead_reason = reason
             left = sum(e.alive for e in self.endpoints)
         why = "it refused connections" if refused else f"{endpoint.failures} failed requests in a row"
+        then = "its episodes run again on the others" if left else "no endpoint is left"
         self.log(f"endpoint {endpoint.url} taken out of rotation ({why}: {reason}); "
-                 f"{left} of {len(self.endpoints)} endpoint(s) left; its episodes run again on the others")
+                 f"{left} of {len(self.endpoints)} endpoint(s) left; {then}")
         return True
 
 
