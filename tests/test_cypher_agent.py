@@ -223,6 +223,10 @@ def test_evaluation_judges_resumes_and_refuses_other_settings(office_bench, tmp_
         again = evaluate("qa", lambda: pytest.fail("nothing is left to run"), s, AgentConfig(variant="whole-graph"),
                          tmp_path / "ev", limit=3, data_dir=data, bench_dir=bench)
         assert again == summary
+        assert select(qs, None, 4, 0)[:3] == chosen  # a larger limit extends the sample
+        grown = evaluate("qa", factory, s, AgentConfig(variant="whole-graph"), tmp_path / "ev", limit=4,
+                         data_dir=data, bench_dir=bench)
+        assert grown["all"]["items"] == 4 and calls == [1, 1]
         with pytest.raises(ValueError, match="other settings"):
             evaluate("qa", factory, s, AgentConfig(variant="agentic"), tmp_path / "ev", limit=3,
                      data_dir=data, bench_dir=bench)

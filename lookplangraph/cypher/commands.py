@@ -5,6 +5,7 @@ Register in ``lookplangraph/cli.py``'s ``build_parser``::
     from lookplangraph.cypher import commands as cypher_commands
     cypher_commands.add_parser(sub)
 
+Until then, ``python -m lookplangraph.cypher.commands ask|cypher-eval|cypher-build ...`` runs them.
 Each sub-command sets ``func`` to one of :func:`cmd_ask`, :func:`cmd_cypher_eval`,
 :func:`cmd_cypher_build`, which return the exit code (0 done, 1 ``ask`` found no answer, 2 bad
 input: the message is printed, no traceback).
@@ -217,3 +218,15 @@ def add_parser(sub) -> None:
     p.add_argument("--qa-per-split", type=int, default=60)
     p.add_argument("--grounding-per-split", type=int, default=20)
     p.set_defaults(func=cmd_cypher_build)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The three commands on their own (``python -m lookplangraph.cypher.commands``)."""
+    parser = argparse.ArgumentParser(prog="python -m lookplangraph.cypher.commands")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,8 +10,10 @@ the settings; a rerun with other settings into the same directory is refused.
 input/output tokens per item, mean queries per item, the share of queries that failed, mean query
 latency and mean LM seconds.
 
-Sampling (``limit``): per split, ``limit`` items drawn with ``random.Random(f"{seed}:{split}")``
-from the benchmark in file order, so the same seed gives the same sample for every variant.
+Sampling (``limit``): per split, the first ``limit`` items of an order shuffled with the seed
+(:func:`select`), so the same seed gives the same sample for every variant, and a rerun with a
+larger ``limit`` into the same directory adds items (``limit`` is the one setting that may change
+between runs of one directory).
 """
 
 from __future__ import annotations
@@ -36,16 +38,16 @@ TASKS = ("qa", "grounding")
 
 
 def select(items: list, splits: list[str] | None, limit: int | None, seed: int) -> list:
-    """Items of ``splits`` (all when None), ``limit`` per split sampled with the seed (see module doc)."""
+    """Items of ``splits`` (all when None): per split, the items shuffled with
+    ``random.Random(f"{seed}:{split}")`` and the first ``limit`` taken. A larger limit extends a
+    smaller one (the same seed gives the same order), so an evaluation can grow by rounds."""
     out = []
     for split in dict.fromkeys(i.split for i in items):
         if splits and split not in splits:
             continue
         mine = [i for i in items if i.split == split]
-        if limit is not None and limit < len(mine):
-            keep = set(random.Random(f"{seed}:{split}").sample(range(len(mine)), limit))
-            mine = [x for k, x in enumerate(mine) if k in keep]
-        out += mine
+        random.Random(f"{seed}:{split}").shuffle(mine)
+        out += mine[:limit] if limit is not None else mine
     return out
 
 
@@ -134,7 +136,7 @@ def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, 
     chosen = select(items, splits, limit, seed)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"task": task, "variant": config.variant, "max_queries": config.max_queries, "splits": splits,
-                "limit": limit, "seed": seed, "engine": store.engine} | (meta or {})
+                "seed": seed, "engine": store.engine} | (meta or {})
     meta_path = out / "meta.json"
     if meta_path.exists():
         old = json.loads(meta_path.read_text())
