@@ -65,9 +65,14 @@ class PlanScripts:
         script = self.scripts.get(m.group(1)) if m else None
         if not script:
             return DONE
-        h = _HISTORY.search(dynamic)
-        steps = _history_steps(h.group(1)) if h else 0
+        steps = steps_taken(dynamic)
         return script[steps] if steps < len(script) else DONE
+
+
+def steps_taken(dynamic: str) -> int:
+    """Accepted actions listed under ``Previous steps:`` in the planner's dynamic prompt."""
+    h = _HISTORY.search(dynamic)
+    return _history_steps(h.group(1)) if h else 0
 
 
 def _history_steps(text: str) -> int:

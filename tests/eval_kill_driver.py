@@ -10,6 +10,7 @@ reply cache (OUT/lm_cache.jsonl), as ``eval --cache`` does.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -19,9 +20,7 @@ from lookplangraph.backends import LMReply, Usage, parse_reply
 from lookplangraph.planner import PlannerConfig
 from lookplangraph.replycache import CachedBackend
 from lookplangraph.runner import evaluate
-from lookplangraph.scripted_server import DONE, PlanScripts, _HISTORY, _history_steps
-
-import json
+from lookplangraph.scripted_server import DONE, PlanScripts, steps_taken
 
 SLEEP_S = 0.05
 
@@ -37,8 +36,7 @@ class ScriptedPlanLM:
     def decide(self, static, dynamic, names, excluded=()):
         time.sleep(SLEEP_S)
         reply = self.plans.reply(dynamic)
-        h = _HISTORY.search(dynamic)
-        if any(f"Instruction: {i}\n" in dynamic for i in self.short) and h and _history_steps(h.group(1)) >= 2:
+        if any(f"Instruction: {i}\n" in dynamic for i in self.short) and steps_taken(dynamic) >= 2:
             reply = DONE
         text = json.dumps(reply)
         action, reason, error = parse_reply(text)
