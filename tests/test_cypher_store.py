@@ -234,3 +234,12 @@ def test_neo4j_store_reads_and_refuses_writes(kitchen):
         assert dump(s) == before
     finally:
         s.close()
+
+
+def test_neo4j_without_a_server_is_a_clear_store_error(monkeypatch):
+    pytest.importorskip("neo4j")
+    monkeypatch.delenv("NEO4J_URI", raising=False)
+    with pytest.raises(StoreError, match="NEO4J_URI"):
+        open_store("neo4j")
+    with pytest.raises(StoreError, match="cannot reach Neo4j"):
+        open_store("neo4j", uri="bolt://127.0.0.1:9")
