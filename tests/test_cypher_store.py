@@ -163,8 +163,8 @@ BAD = [
     ("MATCH (n) DETACH DELETE n", "rejected"),
     ("MATCH (o:Object) RETURN o.name; MATCH (n) DETACH DELETE n", "rejected"),
     ("MATCH (a), (b), (c), (d), (e), (f) RETURN a.name + b.name + c.name + d.name + e.name + f.name AS s "
-     "ORDER BY s LIMIT 1", "timeout"),
-    ("MATCH p = (a)-[*1..30]-(b) RETURN count(p)", "timeout"),
+     "ORDER BY s LIMIT 1", "timeout|resources"),
+    ("MATCH p = (a)-[*1..30]-(b) RETURN count(p)", "timeout|resources"),  # walks blow up: time or memory first
     ("MATCH (a), (b) RETURN a.name, b.name", "too_large"),
     ("MATCH (o:Object) RETURN o, o, o, o, o", "too_large"),
 ]
@@ -175,7 +175,7 @@ def test_bad_query_gives_a_clear_bounded_error_and_leaves_the_store_unchanged(st
     before = dump(store)
     with pytest.raises(QueryError) as err:
         store.query(query)
-    assert err.value.kind == kind
+    assert err.value.kind in kind.split("|")
     assert 10 < len(str(err.value)) <= 600
     assert dump(store) == before
     assert store.query("MATCH (o:Object) RETURN count(o)").rows == [[6]]  # still usable
@@ -230,7 +230,7 @@ def test_neo4j_store_reads_and_refuses_writes(kitchen):
         for query, kind in BAD[:7] + BAD[9:]:
             with pytest.raises(QueryError) as err:
                 s.query(query)
-            assert err.value.kind == kind, query
+            assert err.value.kind in kind.split("|"), query
         assert dump(s) == before
     finally:
         s.close()
