@@ -7,7 +7,8 @@ questions, semantic equivalence on the judged states for goals), and one JSON li
 appended to ``OUT/results.jsonl``: a rerun skips the items already there. ``OUT/meta.json`` holds
 the settings; a rerun with other settings into the same directory is refused.
 ``OUT/summary.json`` and the printed table give per split and overall: items, accuracy, mean
-input/output tokens per item, mean queries per item, the share of queries that failed, mean query
+input tokens (all calls' prompts, as an API bills them), of which served from the prompt cache,
+and output tokens per item, mean queries per item, the share of queries that failed, mean query
 latency and mean LM seconds.
 
 Sampling (``limit``): per split, the first ``limit`` items of an order shuffled with the seed
@@ -105,6 +106,7 @@ def summarize(rows: list[dict]) -> dict[str, dict[str, float]]:
             "items": len(mine),
             "accuracy": mean(r["correct"] for r in mine),
             "input_tokens": mean(r["input_tokens"] for r in mine),
+            "cached_tokens": mean(r["cached_tokens"] or 0 for r in mine),
             "output_tokens": mean(r["output_tokens"] for r in mine),
             "queries_per_item": mean(len(r["queries"]) for r in mine),
             "failed_query_share": (sum(q["error_kind"] is not None for q in queries) / len(queries)) if queries else 0.0,
@@ -116,10 +118,12 @@ def summarize(rows: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def summary_table(summary: dict[str, dict[str, float]], title: str = "") -> str:
-    head = f"{'split':<13}{'items':>6}{'acc':>7}{'in tok':>9}{'out tok':>9}{'queries':>9}{'failed':>8}{'query ms':>10}{'LM s':>8}"
+    head = (f"{'split':<13}{'items':>6}{'acc':>7}{'in tok':>9}{'cached':>8}{'out tok':>9}{'queries':>9}{'failed':>8}"
+            f"{'query ms':>10}{'LM s':>8}")
     lines = ([title] if title else []) + [head, "-" * len(head)]
     for label, s in summary.items():
-        lines.append(f"{label:<13}{s['items']:>6}{s['accuracy']:>7.2f}{s['input_tokens']:>9.0f}{s['output_tokens']:>9.0f}"
+        lines.append(f"{label:<13}{s['items']:>6}{s['accuracy']:>7.2f}{s['input_tokens']:>9.0f}"
+                     f"{s.get('cached_tokens', 0):>8.0f}{s['output_tokens']:>9.0f}"
                      f"{s['queries_per_item']:>9.2f}{s['failed_query_share']:>8.2f}{s['query_ms']:>10.1f}{s['lm_seconds']:>8.1f}")
     return "\n".join(lines)
 
