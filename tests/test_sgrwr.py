@@ -270,6 +270,13 @@ def test_reasoner_code_is_given_up_after_the_debug_attempts():
 
 
 @needs_sandbox
+def test_reasoner_reading_the_graph_is_told_to_ask_the_retriever():
+    _, steps, _ = run([code("print(len(G))"), solution(PLAN)])
+    assert "NameError: name 'G' is not defined" in steps[0].feedback
+    assert steps[0].feedback.endswith("ask the retriever a query to read it.")
+
+
+@needs_sandbox
 def test_assume_guard_sends_code_back_without_running_it():
     result, steps, _ = run([
         query("Where is the apple?"), code("# assume the apple is in the fridge\nprint(G.nodes['apple-1'])", marker=""),

@@ -28,6 +28,7 @@ once the answer to it is known, so a query's Retriever calls come before it in t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
@@ -247,6 +248,8 @@ class Reasoner:
                 return f"Output of your code:\n{_output(r)}"
             self.failed += 1
             message = f"Your code failed ({r.kind}):\n{r.error}\nFix it and send the corrected code."
+            if r.error and re.search(r"NameError: name '(G|nx|DATA)' is not defined", r.error):
+                message += " The graph is not in your namespace: ask the retriever a query to read it."
         if self.failed > limit:
             message += "\n" + given_up
         return message
