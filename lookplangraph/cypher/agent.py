@@ -47,7 +47,7 @@ class AgentConfig:
 
     variant: str = "agentic"
     max_queries: int = 5
-    max_tokens: int = 400
+    max_tokens: int = 600
     thought_max_length: int = 300
     query_max_length: int = 600
     allow_relabel: bool = False
