@@ -27,7 +27,7 @@ For each K it reports:
 Usage::
 
     .venv/bin/python benchmarks/bench_eval_throughput.py [--ks 1,4,16,64] [--delay 0.2] [--servers 2]
-        [--rounds 3] [--profile K]
+        [--rounds 4] [--structured MODE] [--profile K]
 
 ``--rounds R``: about R episodes per worker at each K (at least 8 episodes; default 4). ``--profile K``
 runs K under cProfile and prints the top functions by cumulative and by own time.
@@ -103,10 +103,12 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_k(k: int, urls: list[str], delay: float, rounds: int, profile: bool = False) -> dict:
+def run_k(k: int, urls: list[str], delay: float, rounds: int, profile: bool = False,
+          structured: str = "json_schema") -> dict:
     tasks = episodes(max(8, rounds * k))
     out = Path(tempfile.mkdtemp(prefix=f"bench_eval_k{k}_"))
-    factory = pool_factory("openai:scripted", urls, {"max_retries": 2, "backoff": 0.1, "timeout": 30},
+    factory = pool_factory("openai:scripted", urls, {"max_retries": 2, "backoff": 0.1, "timeout": 30,
+                                                      "structured": structured},
                            log=lambda line: print(line, file=sys.stderr))
     profiles: list = []
     if profile:  # cProfile sees one thread: profile each worker's episodes, the main thread's work
@@ -157,6 +159,9 @@ def main() -> int:
     ap.add_argument("--servers", type=int, default=2, help="scripted server processes (default 2)")
     ap.add_argument("--rounds", type=int, default=4, help="about this many episodes per worker (default 4)")
     ap.add_argument("--profile", type=int, metavar="K", help="profile this K (cProfile) instead of the table")
+    ap.add_argument("--structured", default="json_schema",
+                    help="the backend's structured mode (default json_schema; structured_outputs, guided_json and "
+                         "json_object send the schema without the excluded actions, which costs more CPU)")
     args = ap.parse_args()
     procs, urls = start_servers(args.servers, args.delay)
     try:
@@ -164,7 +169,7 @@ def main() -> int:
         if args.profile:
             import pstats
 
-            r = run_k(args.profile, urls, args.delay, args.rounds, profile=True)
+            r = run_k(args.profile, urls, args.delay, args.rounds, profile=True, structured=args.structured)
             print(f"K={r['k']}: {r['eps']:.2f} episodes/s ({100 * r['ratio']:.0f}% of the bound), overhead "
                   f"{100 * r['overhead']:.1f}%, CPU {r['cpu_ms_per_call']:.2f} ms per LM call")
             stats = pstats.Stats(*r["profiles"]).strip_dirs()
@@ -173,14 +178,14 @@ def main() -> int:
             return 0
         print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load "
               f"{os.getloadavg()[0]:.1f}; {args.servers} scripted server process(es), delay {args.delay * 1000:.0f} ms; "
-              "office tasks, LookPlanGraph planner, ground-truth replies")
+              f"office tasks, LookPlanGraph planner, ground-truth replies; structured {args.structured}")
         head = (f"{'K':>3} {'episodes':>8} {'ok':>4} {'LM calls':>8} {'wall s':>7} {'episodes/s':>10} {'bound/s':>8} "
                 f"{'of bound':>8} {'of sched':>8} {'overhead':>8} {'harness':>8} {'outside LM':>10} {'CPU share':>9} "
                 f"{'CPU ms/call':>11}  target")
         print(head)
         missed = False
         for k in (int(x) for x in args.ks.split(",")):
-            r = run_k(k, urls, args.delay, args.rounds)
+            r = run_k(k, urls, args.delay, args.rounds, structured=args.structured)
             ok = r["ratio"] >= TARGET_THROUGHPUT and r["overhead"] <= TARGET_OVERHEAD
             missed |= not ok
             print(f"{r['k']:>3} {r['episodes']:>8} {r['success']:>4} {r['calls']:>8} {r['wall']:>7.1f} {r['eps']:>10.2f} "
