@@ -307,8 +307,9 @@ class OpenAIBackend:
 
     Hooks for an endpoint pool (:mod:`lookplangraph.endpoints`): ``gate`` (a callable returning a
     context manager) is entered around every HTTP attempt, retries included (per-endpoint
-    concurrency and rate limits); ``give_up`` is asked before each retry and, when it returns
-    True (the endpoint was taken out meanwhile), the retries stop with :class:`LMUnavailable`.
+    concurrency and rate limits); ``give_up`` is asked while waiting for each retry and, when it
+    returns True (the endpoint was taken out meanwhile), the retries stop with
+    :class:`LMUnavailable`.
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
@@ -392,6 +393,20 @@ class OpenAIBackend:
         body.update(request.get("extra_body") or {})
         return self.client.post("/chat/completions", body=body, cast_to=self._openai.types.chat.ChatCompletion)
 
+    def _wait_to_retry(self, delay: float) -> bool:
+        """Sleep ``delay`` seconds before a retry; True (at once) when ``give_up`` says to stop."""
+        if self._give_up is None:
+            time.sleep(delay)
+            return False
+        end = time.monotonic() + delay
+        while True:
+            if self._give_up():
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(left, 0.2))
+
     def _server_models(self) -> list[str] | None:
         try:
             return [m.id for m in self.client.models.list()]
@@ -455,7 +470,7 @@ class OpenAIBackend:
                     raise LMError(f"{self.url} rejected the request (HTTP {status}): {_short(exc)}{hint}") from None
                 timed_out = isinstance(exc, oa.APITimeoutError)
                 refused = refused and status is None and not timed_out
-                given_up = self._give_up is not None and self._give_up()
+                given_up = attempt < self.max_retries and self._wait_to_retry(self._delay(attempt, exc))
                 if attempt >= self.max_retries or given_up:
                     if timed_out:
                         what = f"did not answer within {self.timeout:g} s"
@@ -466,7 +481,6 @@ class OpenAIBackend:
                     raise LMUnavailable(f"the LM server at {self.url} {what} after {attempt + 1} attempts"
                                         f"{' (given up: the endpoint was taken out)' if given_up else ''}: {_short(exc)}",
                                         refused=refused, status=status) from None
-                time.sleep(self._delay(attempt, exc))
                 attempt += 1
         text = (resp.choices[0].message.content or "") if resp.choices else ""
         u = resp.usage

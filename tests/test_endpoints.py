@@ -166,14 +166,16 @@ def test_all_endpoints_dead_is_a_clear_error():
 def test_workers_retrying_a_dead_endpoint_give_up_when_it_is_taken_out():
     with ScriptedServer() as a:
         pool, _ = pool_of(a)
-        slow = PooledBackend(pool, "scripted", backoff=0.5, max_retries=6, timeout=5)
+        slow = PooledBackend(pool, "scripted", backoff=2.0, max_retries=6, timeout=5)
         ask(slow)
         a.kill()
-        pool.failed(pool.endpoints[0], "taken out by another worker", refused=True)
+        # another worker takes the endpoint out while this one waits 2 s for its first retry
+        threading.Timer(0.3, pool.failed, (pool.endpoints[0], "taken out by another worker", True)).start()
         t0 = time.monotonic()
-        with pytest.raises(EndpointDown):
+        with pytest.raises(EndpointDown) as ei:
             ask(slow)
-        assert time.monotonic() - t0 < 0.5  # no 0.5+1+2+... s of backoff against a dead endpoint
+        assert time.monotonic() - t0 < 1.5  # not 2+4+8+... s of backoff against a dead endpoint
+        assert "given up" in str(ei.value)
 
 
 def test_evaluation_survives_an_endpoint_dying_mid_run(tmp_path, office_tasks):
