@@ -778,6 +778,10 @@ def make_backend(spec: str, **opts: Any) -> LMBackend:
     ``openai:local@http://127.0.0.1:8080/v1`` with ``structured="json_object"`` (llama.cpp server).
     """
     kind, model, base_url = parse_spec(spec)
+    pool_keys = sorted({"endpoints", "endpoint_concurrency", "endpoint_rate", "endpoint_failures"} & set(opts))
+    if pool_keys:
+        raise LMError(f"{', '.join(pool_keys)} belong to an endpoint pool, which one backend is not: "
+                      "build the workers' backends with lookplangraph.endpoints.pool_factory (as eval does)")
     if kind == "llamacpp":
         return LlamaCppBackend(model, **opts)
     if kind == "openai":
