@@ -109,3 +109,16 @@ def test_missing_config_is_a_clear_error(grasif_data, tmp_path, capsys):
     assert main(["reproduce", "table5", "--lm", SCRIPTED, "--limit", "1", "--out", str(tmp_path / "o"),
                  "--configs", str(tmp_path), "--data-dir", str(grasif_data), "--quiet"]) == 2
     assert "no such config" in capsys.readouterr().err
+
+
+def test_splits_restrict_the_columns_and_table5_adds_the_injection_curve(grasif_data, tmp_path):
+    out = tmp_path / "rep"
+    assert main(["reproduce", "table5", "--lm", SCRIPTED, "--limit", "1", "--splits", "office", "--out", str(out),
+                 "--data-dir", str(grasif_data), "--quiet"]) == 0
+    assert sorted(p.name for p in (out / "table5").iterdir()) == sorted(
+        ["injection"] + [f"{r.key}_office" for r in TABLES["table5"].rows if r.config])
+    curve = (out / "table5" / "injection" / "curve.csv").read_text().splitlines()
+    assert len(curve) == 1 + 7 * 3  # header, then every rate in every correction mode
+    assert (out / "report" / "injection_curve.svg").exists() and "injection_curve.png" in (out / "report" / "README.md").read_text()
+    md = (out / "report" / "table5.md").read_text()
+    assert "| GPT-4o | – | – *(0.76)* |" in md  # the paper's model rows: the paper's figures only

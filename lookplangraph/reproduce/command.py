@@ -19,6 +19,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--vlm", help="a describer that sees images (Table III and Table II's BEHAVIOR column, with --bank)")
     p.add_argument("--bank", help="an OmniGibson image bank (lookplangraph gam-eval --bank), for --vlm")
     p.add_argument("--limit", type=int, help="a seeded sample of N tasks per split, the same for every row (default: all)")
+    p.add_argument("--splits", nargs="+", choices=["office", "behavior", "virtualhome"],
+                   help="only these columns of each table (default: all of each table's)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed for --limit and Table III (default 0)")
     p.add_argument("--concurrency", type=int, default=1, help="episodes in parallel per row (server backends)")
     p.add_argument("--out", default="runs/reproduce", help="output directory (default runs/reproduce)")
@@ -52,7 +54,7 @@ def cmd_reproduce(args) -> int:
                    limit=args.limit, seed=args.seed, concurrency=max(1, args.concurrency))
     try:
         check_out(opts)
-        cells = plan(names, opts)
+        cells = plan(names, opts, splits=args.splits)
         if args.report_only:
             from lookplangraph.reproduce.run import assign_keys
 
@@ -60,7 +62,7 @@ def cmd_reproduce(args) -> int:
         else:
             run_cells(cells, opts, quiet=args.quiet)
             if "table5" in names:
-                run_injection(cells, opts, quiet=args.quiet)
+                run_injection(opts, args.splits, quiet=args.quiet)
         mds = write_report(names, cells, opts.out, opts.identity())
     except (ReproduceError, SettingsError, LMError, dataset.SourceError) as exc:
         print(f"error: {exc}", file=sys.stderr)

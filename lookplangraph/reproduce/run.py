@@ -130,8 +130,8 @@ def row_settings(table: Table, row: Row, split: str, opts: Options) -> RunSettin
                                      "concurrency": opts.concurrency})
 
 
-def plan(names: list[str], opts: Options) -> list[Cell]:
-    """Every cell of the tables ``names``, with its tasks (sampling is the same for every row)."""
+def plan(names: list[str], opts: Options, splits: list[str] | None = None) -> list[Cell]:
+    """Every cell of the tables ``names`` (only the columns ``splits``, when given)."""
     cells = []
     for name in names:
         table = TABLES[name]
@@ -139,6 +139,8 @@ def plan(names: list[str], opts: Options) -> list[Cell]:
             if row.config is None:
                 continue
             for split in table.splits:
+                if splits and split not in splits:
+                    continue
                 cells.append(Cell(name, row, split, opts.out / name / f"{row.key}_{split}"))
     return cells
 
@@ -224,13 +226,15 @@ def _run_gam(cell: Cell, cases, opts: Options, progress) -> None:
     evaluate_gam(cases, gam, cell.dir, progress=progress, meta=meta)
 
 
-def run_injection(cells: list[Cell], opts: Options, *, quiet: bool = False) -> Path:
+def run_injection(opts: Options, splits: list[str] | None = None, *, quiet: bool = False) -> Path:
     """Table V's error-injection curve (a scripted policy, no LM) on the sampled tasks of every
-    split; kept in ``out/table5/injection/curve.csv`` and reused when its tasks are the same."""
+    split (or of ``splits``); kept in ``out/table5/injection/curve.csv`` and reused when its
+    tasks are the same."""
     from lookplangraph.injection_curve import curve, write_curve
 
     out = opts.out / "table5" / "injection"
-    tasks = [t for split in ("virtualhome", "behavior", "office") for t in sample_tasks(opts.data_dir, split, opts.limit, opts.seed)]
+    tasks = [t for split in (splits or ("virtualhome", "behavior", "office"))
+             for t in sample_tasks(opts.data_dir, split, opts.limit, opts.seed)]
     meta = {"tasks": [f"{t.split}__{t.id}" for t in tasks], "rates": list(INJECTION_RATES), "seeds": INJECTION_SEEDS}
     meta_path = out / "meta.json"
     if (out / "curve.csv").exists() and meta_path.exists() and json.loads(meta_path.read_text()) == meta:
