@@ -8,15 +8,16 @@
 #   benchmarks/baselines_eval.sh runs/bl dynamic 0       # Table II (dynamic, seed 0)
 #   lookplangraph report runs/bl_static_* --splits
 #
-# PLANNERS="llm-as-p react" restricts the planners; SPLITS="behavior" the splits.
+# PLANNERS="llm-as-p react" restricts the planners; SPLITS="behavior" the splits; VH="..." and
+# BH="..." replace the task lists.
 # LookPlanGraph runs with --max-actions 12 (as benchmarks/lm_eval.sh), the baselines with the
 # limits of their configs. Hours of CPU on 2 cores.
 set -e
 OUT=${1:?usage: benchmarks/baselines_eval.sh OUT_PREFIX static|dynamic [SEED]}
 MODE=${2:?static or dynamic}
 SEED=${3:-0}
-VH="file120_1 file27_2 file331_2 file392_1 file432_1 file44_1 file463_2 file487_1 file647_2 file650_1 file705_1 file773_1"
-BH="buy_a_belt lighting_fireplace packing_recreational_vehicle_for_trip picking_up_trash putting_backpack_in_car_for_school putting_out_condiments"
+VH=${VH:-"file120_1 file27_2 file331_2 file392_1 file432_1 file44_1 file463_2 file487_1 file647_2 file650_1 file705_1 file773_1"}
+BH=${BH:-"buy_a_belt lighting_fireplace packing_recreational_vehicle_for_trip picking_up_trash putting_backpack_in_car_for_school putting_out_condiments"}
 L=${LOOKPLANGRAPH:-.venv/bin/lookplangraph}
 PLANNERS=${PLANNERS:-"llm-as-p llm+p sayplan-lite sayplan react lookplangraph"}
 SPLITS=${SPLITS:-"behavior virtualhome office"}

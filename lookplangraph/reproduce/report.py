@@ -186,9 +186,12 @@ def write_report(names: list[str], cells: list[Cell], out: Path, identity: dict)
 
         plot_curve(read_curve(curve), report / "injection_curve")
     index = ["# Reproduction report", "", f"Run: `{json.dumps(identity)}`", ""]
-    for md in mds:
+    for name in sorted(TABLES):  # every table written so far into this report, not only this command's
+        md = report / f"{name}.md"
+        if not md.exists():
+            continue
         index += [md.read_text(), ""]
-        for plot in sorted(report.glob(f"{md.stem}*.png")):
+        for plot in sorted(report.glob(f"{name}*.png")):
             index.append(f"![{plot.stem}]({plot.name})")
         index.append("")
     if (report / "injection_curve.png").exists():
