@@ -132,22 +132,24 @@ def _pyplot():
 
 
 def plot_table(table: Table, records: list[dict], report: Path) -> list[Path]:
-    """Grouped bars per metric (one panel per metric, one group per split): ours solid, the
-    paper's hatched. TPA gets its own figure (another scale)."""
+    """Grouped bars: one panel per (split, metric), a group of bars per method: ours solid, the
+    paper's hatched (none for the paper's own rows, where we have no figure). TPA gets its own
+    figure (another scale)."""
     plt = _pyplot()
     written = []
-    rows = [row for row in table.rows]
+    rows = list(table.rows)
     groups = [[m for m in table.metrics if m != "tpa"]] + ([["tpa"]] if "tpa" in table.metrics else [])
+    models = list(table.paper_models)
+    width = 0.8 / (1 + len(models))
     for metrics in groups:
-        fig, axes = plt.subplots(len(metrics), len(table.splits), squeeze=False,
-                                 figsize=(max(4.5, 0.55 * len(rows) * len(table.splits) + 2), 2.6 * len(metrics) + 0.8))
-        for i, metric in enumerate(metrics):
-            for j, split in enumerate(table.splits):
+        panel_w = max(3.0, 0.45 * len(rows) * (1 + len(models)) / 2 + 1.4)
+        fig, axes = plt.subplots(len(table.splits), len(metrics), squeeze=False,
+                                 figsize=(panel_w * len(metrics), 3.1 * len(table.splits) + 0.6))
+        for i, split in enumerate(table.splits):
+            for j, metric in enumerate(metrics):
                 ax = axes[i][j]
                 by = {r["row"]: r for r in records if r["split"] == split and r["metric"] == metric}
                 xs = range(len(rows))
-                models = list(table.paper_models)
-                width = 0.8 / (1 + len(models))
                 ours = [by[row.key]["ours"] for row in rows]
                 ax.bar([x - 0.4 + width / 2 for x in xs], [v or 0 for v in ours], width, label="ours", color="#1f77b4")
                 for k, model in enumerate(models):
@@ -155,11 +157,12 @@ def plot_table(table: Table, records: list[dict], report: Path) -> list[Path]:
                     ax.bar([x - 0.4 + width * (k + 1.5) for x in xs], [v or 0 for v in vals], width,
                            label=f"paper{' ' + model if model else ''}", color=["#ff7f0e", "#2ca02c"][k % 2],
                            alpha=0.55, hatch="//")
-                for x, v in zip(xs, ours):
-                    if v is None:
-                        ax.text(x - 0.4 + width / 2, 0, "–", ha="center", va="bottom", fontsize=8)
+                for x, v, row in zip(xs, ours, rows):
+                    if row.config is not None and not v:  # nothing finished (n/a), or a measured 0
+                        ax.text(x - 0.4 + width / 2, 0.01, "n/a" if v is None else "0", ha="center", va="bottom",
+                                fontsize=6, rotation=90 if v is None else 0)
                 ax.set_xticks(list(xs))
-                ax.set_xticklabels([row.label for row in rows], rotation=35, ha="right", fontsize=8)
+                ax.set_xticklabels([_short(row.label) for row in rows], rotation=35, ha="right", fontsize=8)
                 if metric != "tpa":
                     ax.set_ylim(0, 1.05)
                 ax.set_title(f"{table.columns[split]}: {METRIC_HEADERS[metric]}", fontsize=9)
@@ -173,6 +176,12 @@ def plot_table(table: Table, records: list[dict], report: Path) -> list[Path]:
             written.append(stem.with_suffix(f".{ext}"))
         plt.close(fig)
     return written
+
+
+def _short(label: str, width: int = 18) -> str:
+    """A method's name for an axis: the part before any parenthesis, at most ``width`` characters."""
+    name = label.split(" (")[0]
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def write_report(names: list[str], cells: list[Cell], out: Path, identity: dict) -> list[Path]:
