@@ -702,6 +702,9 @@ def build_parser() -> argparse.ArgumentParser:
     from lookplangraph.sandbox import cli as sandbox_cli
 
     sandbox_cli.add_parser(sub)
+    from lookplangraph.cypher import commands as cypher_commands
+
+    cypher_commands.add_parser(sub)
     return parser
 
 
