@@ -34,6 +34,7 @@ from lookplangraph.cypher.grounding import judge
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.store import GraphStore
 from lookplangraph.memory import MemoryGraph
+from lookplangraph.runner import read_results
 
 TASKS = ("qa", "grounding")
 
@@ -50,19 +51,6 @@ def select(items: list, splits: list[str] | None, limit: int | None, seed: int) 
         random.Random(f"{seed}:{split}").shuffle(mine)
         out += mine[:limit] if limit is not None else mine
     return out
-
-
-def read_rows(path: Path) -> list[dict]:
-    """Complete lines of a results file (a torn last line is skipped)."""
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
 
 
 def run_item(task: str, item, scene, lm: LMBackend, store: GraphStore, config: AgentConfig) -> dict[str, Any]:
@@ -150,7 +138,7 @@ def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, 
     else:
         meta_path.write_text(json.dumps(settings, indent=1) + "\n")
     results = out / "results.jsonl"
-    done = {r["id"] for r in read_rows(results)}
+    done = {r["id"] for r in read_results(results)}
     todo = [i for i in chosen if i.id not in done]
     lm = lm_factory() if todo else None
     if progress:
@@ -163,7 +151,7 @@ def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, 
             f.flush()
             if progress:
                 progress(k, len(chosen), row)
-    rows = [r for r in read_rows(results) if r["id"] in {i.id for i in chosen}]
+    rows = [r for r in read_results(results) if r["id"] in {i.id for i in chosen}]
     summary = summarize(rows)
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
