@@ -36,22 +36,22 @@ def test_every_row_config_exists_and_loads(grasif_data):
             if row.config in (None, "@gam"):
                 continue
             for split in table.splits:
-                s = row_settings(table, row, split, opts)
+                s = row_settings(row, split, opts)
                 assert s.split == split and s.lm == opts.lm and s.cache is True
     # Table II's perceiving rows use the augmentation module; their GT twins the true objects
     t2 = TABLES["table2"]
     by = {r.key: r for r in t2.rows}
-    assert row_settings(t2, by["react"], "behavior", opts).augmentation == "parser"
-    assert row_settings(t2, by["react_gt"], "behavior", opts).augmentation == "ground_truth"
-    assert row_settings(t2, by["lookplangraph"], "virtualhome", opts).dynamic is True
+    assert row_settings(by["react"], "behavior", opts).augmentation == "parser"
+    assert row_settings(by["react_gt"], "behavior", opts).augmentation == "ground_truth"
+    assert row_settings(by["lookplangraph"], "virtualhome", opts).dynamic is True
 
 
 def test_server_lm_drops_llamacpp_options(grasif_data):
     opts = Options(lm="openai:m@http://127.0.0.1:9/v1", out=Path("unused"), data_dir=grasif_data,
                    configs=default_configs_dir())
     row = TABLES["table4"].rows[0]
-    assert "n_ctx" in row_settings(TABLES["table4"], row, "office", Options(**{**opts.__dict__, "lm": "llamacpp:x"})).lm_options
-    assert row_settings(TABLES["table4"], row, "office", opts).lm_options == {}
+    assert "n_ctx" in row_settings(row, "office", Options(**{**opts.__dict__, "lm": "llamacpp:x"})).lm_options
+    assert row_settings(row, "office", opts).lm_options == {}
 
 
 def test_sample_is_seeded_and_the_same_for_every_row(grasif_data):

@@ -27,7 +27,7 @@ from grasif import dataset
 from grasif.task import Task
 
 from lookplangraph.backends import make_backend, parse_spec
-from lookplangraph.reproduce.tables import TABLES, Row, Table
+from lookplangraph.reproduce.tables import TABLES, Row
 from lookplangraph.runner import evaluate
 from lookplangraph.settings import RunSettings, load_settings
 
@@ -108,7 +108,7 @@ def check_out(opts: Options) -> None:
     tmp.replace(path)
 
 
-def row_settings(table: Table, row: Row, split: str, opts: Options) -> RunSettings:
+def row_settings(row: Row, split: str, opts: Options) -> RunSettings:
     """The row's config with the run's LM, the split, and the row's overrides. A config's
     ``lm_options`` are kept only when ``--lm`` is of the config's backend kind (``n_ctx`` means
     nothing to a server)."""
@@ -195,7 +195,7 @@ def run_cells(cells: list[Cell], opts: Options, *, quiet: bool = False) -> None:
             if c.row.config == "@gam":
                 _run_gam(c, gam_cases[c.split], opts, progress)
             else:
-                s = row_settings(TABLES[c.table], c.row, c.split, opts)
+                s = row_settings(c.row, c.split, opts)
                 evaluate(tasks_of[c.split], _lm_factory(s, c.dir), s.planner_config(), c.dir,
                          dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, progress=progress,
                          meta=s.as_dict(), env=s.env, augmentation_factory=_augmentation_factory(s), planner=s.planner)
