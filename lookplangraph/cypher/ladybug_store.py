@@ -22,7 +22,6 @@ module found is not the database, :class:`~.store.StoreError` says so and how to
 from __future__ import annotations
 
 import itertools
-import re
 import shutil
 import tempfile
 import time
@@ -34,7 +33,7 @@ from sgs.graph import SceneGraph
 from lookplangraph.cypher.guard import QueryRejected, check_read_only
 from lookplangraph.cypher.scene import NODE_LABELS, RELATIONSHIPS, SceneRows
 from lookplangraph.cypher.store import (
-    QueryError, QueryLimits, QueryResult, StoreError, WritesDisabled, check_result_size, plain,
+    QueryError, QueryLimits, QueryResult, StoreError, check_relabel, check_result_size, plain,
 )
 
 #: What the embedded engine does differently from Neo4j's Cypher, checked against ladybug 0.22.
@@ -148,12 +147,7 @@ class LadybugStore:
         return self._graph
 
     def relabel(self, name: str, new_class: str) -> None:
-        if not self.allow_writes:
-            raise WritesDisabled("this graph store is read-only; relabelling needs a store built with allow_writes=True")
-        if self._graph is None or name not in self._graph.nodes:
-            raise QueryError("unknown_name", f"no node named {name!r} to relabel")
-        if not new_class or not re.fullmatch(r"[A-Za-z0-9_ '\-]{1,60}", new_class):
-            raise QueryError("rejected", f"class {new_class!r}: use 1-60 letters, digits, spaces, '_' or '-'")
+        check_relabel(self.allow_writes, self._graph, name, new_class)
         self.relabels[name] = new_class
         self.load(self._graph, self._unseen)
 

@@ -22,7 +22,7 @@ from sgs.graph import SceneGraph
 from lookplangraph.cypher.guard import QueryRejected, check_read_only
 from lookplangraph.cypher.scene import NODE_LABELS, SceneRows
 from lookplangraph.cypher.store import (
-    QueryError, QueryLimits, QueryResult, StoreError, WritesDisabled, check_result_size, plain,
+    QueryError, QueryLimits, QueryResult, StoreError, check_relabel, check_result_size, plain,
 )
 
 DIALECT_NOTES = """\
@@ -95,10 +95,7 @@ class Neo4jStore:
         return self._graph
 
     def relabel(self, name: str, new_class: str) -> None:
-        if not self.allow_writes:
-            raise WritesDisabled("this graph store is read-only; relabelling needs a store built with allow_writes=True")
-        if self._graph is None or name not in self._graph.nodes:
-            raise QueryError("unknown_name", f"no node named {name!r} to relabel")
+        check_relabel(self.allow_writes, self._graph, name, new_class)
         self.relabels[name] = new_class
         with self._session(write=True) as session:
             session.execute_write(lambda tx: tx.run("MATCH (n {name: $name}) SET n.class = $cls",

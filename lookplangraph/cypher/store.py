@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Protocol, runtime_checkable
 
@@ -109,6 +110,17 @@ class GraphStore(Protocol):
 
     def close(self) -> None:
         """Free the database; the store cannot be used afterwards."""
+
+
+def check_relabel(allow_writes: bool, graph: SceneGraph | None, name: str, new_class: str) -> None:
+    """What every store checks before the one write it allows (``relabel``): writes enabled, a
+    node of that name in the loaded graph, and a class of 1-60 plain characters."""
+    if not allow_writes:
+        raise WritesDisabled("this graph store is read-only; relabelling needs a store built with allow_writes=True")
+    if graph is None or name not in graph.nodes:
+        raise QueryError("unknown_name", f"no node named {name!r} to relabel")
+    if not new_class or not re.fullmatch(r"[A-Za-z0-9_ '\-]{1,60}", new_class):
+        raise QueryError("rejected", f"class {new_class!r}: use 1-60 letters, digits, spaces, '_' or '-'")
 
 
 def check_result_size(columns: list[str], rows: list[list[Any]], more: bool, limits: QueryLimits,
