@@ -250,24 +250,36 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             termination = "unresolved"
             break
 
-    final = env.true_graph()
-    goal = evaluate_goal(task.goal, final, initial_true)
     infeasible = [f"{r.proposed}: {r.infeasible}" for r in records if r.infeasible]
+    return episode_result(task, env, lm, cfg, records, initial=initial_true, t0=t0, termination=termination,
+                          augmentation=perceive.mode, actions=[r.proposed for r in records if r.accepted],
+                          executed=[step for r in records for step in r.executed], infeasible=infeasible)
+
+
+def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: list[StepRecord], *, initial: SceneGraph,
+                   t0: float, termination: str, augmentation: str, actions: list[str], executed: list[str],
+                   infeasible: list[str] | None = None, **fields) -> EpisodeResult:
+    """The :class:`EpisodeResult` of a planner that acts step by step (LookPlanGraph, ReAct,
+    SG-RwR's step mode): the goal judged on the environment's true graph against ``initial``
+    (an infeasible step fails it), LM calls, tokens and seconds summed over ``records``, the
+    augmentations they list, ``t0`` (``time.perf_counter()`` at the start) to now as wall time;
+    ``fields`` are further :class:`EpisodeResult` fields (``planner``, ``failure`` ...)."""
+    infeasible = infeasible or []
+    goal = evaluate_goal(task.goal, env.true_graph(), initial)
     perceived = [p for r in records for p in r.perceived]
     return EpisodeResult(
         task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
         success=goal.success and not infeasible, success_changed_only=goal.success_changed_only and not infeasible,
-        precision=goal.precision, actions=[r.proposed for r in records if r.accepted],
-        executed=[step for r in records for step in r.executed], lm_calls=len(records),
+        precision=goal.precision, actions=actions, executed=executed, lm_calls=len(records),
         prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
         cached_tokens=sum(r.cached_tokens or 0 for r in records),
         lm_seconds=round(sum(r.seconds for r in records), 3), wall_s=round(time.perf_counter() - t0, 3),
         goal_not_met=goal.not_met(),
         config=asdict(cfg), moves=list(getattr(env, "moves", [])), infeasible=infeasible,
-        augmentation=perceive.mode, augmentation_calls=len(perceived),
+        augmentation=augmentation, augmentation_calls=len(perceived),
         augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
         augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
-        augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3),
+        augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3), **fields,
     )
 
 

@@ -48,7 +48,6 @@ import re
 import time
 from dataclasses import asdict
 
-from grasif.goals import evaluate_goal
 from sgs.actions import Action, make
 from sgs.graph import Layer, Relation
 from sgs.simulator import Infeasible, apply
@@ -56,7 +55,7 @@ from sgs.simulator import Infeasible, apply
 from lookplangraph.backends import ContextOverflow
 from lookplangraph.memory import MemoryGraph
 from lookplangraph.perception import Perception, PerceptionError
-from lookplangraph.planner import EpisodeResult, StepRecord
+from lookplangraph.planner import StepRecord, episode_result
 from lookplangraph.planners.sayplan import release_relation
 from lookplangraph.prompts import template
 
@@ -314,19 +313,7 @@ class ReAct:
                 break
             messages.append({"role": "assistant", "content": line or "(empty)"})
             messages.append({"role": "user", "content": answer})
-        final = env.true_graph()
-        goal = evaluate_goal(task.goal, final, initial)
-        perceived = [p for r in records for p in r.perceived]
-        return EpisodeResult(
-            task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
-            success=goal.success, success_changed_only=goal.success_changed_only, precision=goal.precision,
-            actions=actions, executed=[s for r in records for s in r.executed], lm_calls=len(records),
-            prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
-            cached_tokens=sum(r.cached_tokens or 0 for r in records), lm_seconds=round(sum(r.seconds for r in records), 3),
-            wall_s=round(time.perf_counter() - t0, 3), goal_not_met=goal.not_met(), config=asdict(config),
-            moves=list(getattr(env, "moves", [])), augmentation=perceive.mode, augmentation_calls=len(perceived),
-            augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
-            augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
-            augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3),
-            planner=self.name, failure=None if termination == "done" else termination,
-        )
+        return episode_result(task, env, lm, config, records, initial=initial, t0=t0, termination=termination,
+                              augmentation=perceive.mode, actions=actions,
+                              executed=[s for r in records for s in r.executed], planner=self.name,
+                              failure=None if termination == "done" else termination)

@@ -36,15 +36,14 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict, replace
+from dataclasses import replace
 from types import SimpleNamespace
 
-from grasif.goals import evaluate_goal
 
 from lookplangraph.backends import ContextOverflow
 from lookplangraph.memory import MemoryGraph
 from lookplangraph.perception import Perception
-from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, _attempt, _state_key
+from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, _attempt, _state_key, episode_result
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
 from lookplangraph.planners.static import execute
@@ -144,24 +143,9 @@ class SGRwR:
             termination = "context_overflow"
             s.overflow(exc)
         s.flush()
-        final = env.true_graph()
-        goal = evaluate_goal(task.goal, final, initial)
-        records = s.records
-        perceived = [p for r in records for p in r.perceived]
-        result = EpisodeResult(
-            task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
-            success=goal.success, success_changed_only=goal.success_changed_only, precision=goal.precision,
-            actions=actions, executed=executed, lm_calls=len(records),
-            prompt_tokens=sum(r.prompt_tokens for r in records),
-            completion_tokens=sum(r.completion_tokens for r in records),
-            cached_tokens=sum(r.cached_tokens or 0 for r in records), lm_seconds=round(sum(r.seconds for r in records), 3),
-            wall_s=round(time.perf_counter() - t0, 3), goal_not_met=goal.not_met(), config=asdict(cfg),
-            moves=list(getattr(env, "moves", [])), augmentation=perceive.mode, augmentation_calls=len(perceived),
-            augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
-            augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
-            augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3),
-            planner=self.name, failure=None if termination == "done" else termination,
-        )
+        result = episode_result(task, env, lm, cfg, s.records, initial=initial, t0=t0, termination=termination,
+                                augmentation=perceive.mode, actions=actions, executed=executed, planner=self.name,
+                                failure=None if termination == "done" else termination)
         return self._counted(result, s)
 
     @staticmethod
