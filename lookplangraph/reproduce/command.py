@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from lookplangraph.reproduce.tables import TABLES
 
 #: ``all`` runs these, cheapest first
 ORDER = ("table3", "table4", "table5", "table2")
