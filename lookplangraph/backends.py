@@ -177,11 +177,13 @@ class LMBackend(Protocol):
 
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
                  schema: Any = None, stop: Sequence[str] | None = None,
-                 max_tokens: int | None = None) -> Completion:
+                 max_tokens: int | None = None, grammar: str | None = None) -> Completion:
         """One chat completion. ``messages`` are OpenAI chat messages; ``images`` (file paths) are
         attached to the last user message; ``schema`` (pydantic model class or JSON-schema dict)
-        asks for a structured reply and is validated client-side; ``max_tokens`` None is the
-        backend's default. Raises :class:`LMError` only when the LM cannot be used (or
+        asks for a structured reply and is validated client-side; ``grammar`` (GBNF text, not
+        with ``schema``) constrains a free-text reply where the backend can enforce one (llama.cpp
+        in process and llama.cpp servers; elsewhere it is not sent and the reply is free);
+        ``max_tokens`` None is the backend's default. Raises :class:`LMError` only when the LM cannot be used (or
         :class:`ImageError` for an image that cannot be sent), never for a bad reply."""
 
     def decide(self, static: str, dynamic: str, names: list[str] | None,
@@ -272,6 +274,15 @@ def _completion(text: str, schema: Any, usage: Usage, seconds: float) -> Complet
 # --------------------------------------------------------------------------------------------
 
 STRUCTURED_MODES = ("json_schema", "json_object", "guided_json", "structured_outputs", "none", "auto")
+#: Where a ``grammar`` (GBNF) of :meth:`OpenAIBackend.complete` goes in each structured mode whose
+#: servers read one: the llama.cpp server's ``grammar`` field, vLLM's ``guided_grammar`` (before
+#: 0.12) and ``structured_outputs.grammar``. OpenAI itself takes no grammar (modes
+#: ``json_schema``, ``auto``, ``none``): there the reply is unconstrained.
+GRAMMAR_FIELDS: dict[str, tuple[str, Any]] = {
+    "json_object": ("grammar", lambda g: g),
+    "guided_json": ("guided_grammar", lambda g: g),
+    "structured_outputs": ("structured_outputs", lambda g: {"grammar": g}),
+}
 #: Structured modes whose servers compile the schema to a grammar and so accept an ``anyOf`` of
 #: variants at the root: excluded actions are removed from the schema there.
 GRAMMAR_MODES = ("json_object", "guided_json", "structured_outputs")
@@ -355,7 +366,7 @@ class OpenAIBackend:
 
     def _request(self, messages: list[dict[str, Any]], mode: str, schema: dict[str, Any] | None,
                  relaxed: Relaxed | None, stop: Sequence[str] | None, max_tokens: int | None,
-                 schema_name: str) -> dict[str, Any]:
+                 schema_name: str, grammar: str | None = None) -> dict[str, Any]:
         kw: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
                               "max_tokens": self.max_tokens if max_tokens is None else max_tokens}
         if self.seed is not None:
@@ -379,6 +390,9 @@ class OpenAIBackend:
                 extra["guided_json"] = schema
             elif mode == "structured_outputs":
                 extra["structured_outputs"] = {"json": schema}
+        if grammar is not None and mode in GRAMMAR_FIELDS:
+            key, value = GRAMMAR_FIELDS[mode]
+            extra[key] = value(grammar)
         extra.update(self.extra_body)
         if extra:
             kw["extra_body"] = extra
@@ -426,10 +440,13 @@ class OpenAIBackend:
 
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
                  schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
-                 relaxed: Relaxed | None = None, schema_name: str = "reply") -> Completion:
+                 relaxed: Relaxed | None = None, schema_name: str = "reply", grammar: str | None = None) -> Completion:
         """One chat completion (:meth:`LMBackend.complete`); see the class docstring for the
         structured modes, retries and errors. ``relaxed``: what to send in modes that cannot
-        enforce ``schema`` exactly (:class:`Relaxed`); ``schema_name`` names it for ``json_schema``."""
+        enforce ``schema`` exactly (:class:`Relaxed`); ``schema_name`` names it for ``json_schema``;
+        ``grammar`` goes where the mode's server reads one (:data:`GRAMMAR_FIELDS`), else nowhere."""
+        if grammar is not None and schema is not None:
+            raise ValueError("complete() takes a schema or a grammar, not both")
         oa = self._openai
         messages = with_images(messages, images, self.max_image_bytes)
         wire_schema = structured.json_schema(schema)
@@ -439,7 +456,7 @@ class OpenAIBackend:
         while True:
             mode = self.structured
             try:
-                request = self._request(messages, mode, wire_schema, relaxed, stop, max_tokens, schema_name)
+                request = self._request(messages, mode, wire_schema, relaxed, stop, max_tokens, schema_name, grammar)
                 if self._gate is None:
                     resp = self._post(request)
                 else:
@@ -598,14 +615,19 @@ class LlamaCppBackend:
             raise LMError(f"llama.cpp could not load {path}: {exc}") from None
         self._grammars: dict[str | None, Any] = {}
 
-    def _grammar(self, schema: dict[str, Any]) -> Any:
-        key = json.dumps(schema, sort_keys=True)
+    def _grammar(self, schema: dict[str, Any] | None, gbnf: str | None = None) -> Any:
+        """The compiled grammar of a reply schema or of GBNF text (cached)."""
+        key = json.dumps(schema, sort_keys=True) if gbnf is None else "gbnf:" + gbnf
         g = self._grammars.get(key)
         if g is None:
             try:
-                g = self._llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+                if gbnf is None:
+                    g = self._llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+                else:
+                    g = self._llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
             except Exception as exc:
-                raise LMError(f"llama.cpp cannot turn the reply schema into a grammar: {exc}") from None
+                what = "the reply schema" if gbnf is None else "the GBNF grammar"
+                raise LMError(f"llama.cpp cannot turn {what} into a grammar: {exc}") from None
             if len(self._grammars) > 64:
                 self._grammars.clear()
             self._grammars[key] = g
@@ -618,16 +640,22 @@ class LlamaCppBackend:
             close()
 
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
-                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None) -> Completion:
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
+                 grammar: str | None = None) -> Completion:
         """One chat completion (:meth:`LMBackend.complete`), constrained by the grammar of
-        ``schema``; raises :class:`LMError` only if the prompt does not fit the context or
+        ``schema`` or by the GBNF ``grammar``; raises :class:`LMError` only if the prompt does not fit the context or
         llama.cpp fails, :class:`ImageError` for images without a vision model."""
         if images and self.vision is None:
             raise ImageError(f"{self.name} cannot see images: load a multimodal model with its projector "
                              f"(mmproj=PATH, chat_handler=one of {', '.join(VISION_HANDLERS)})")
         messages = with_images(messages, images, self.max_image_bytes)
+        if grammar is not None and schema is not None:
+            raise ValueError("complete() takes a schema or a grammar, not both")
         wire_schema = structured.json_schema(schema)
-        grammar = self._grammar(wire_schema) if wire_schema is not None else None
+        if grammar is not None:
+            grammar = self._grammar(None, grammar)
+        elif wire_schema is not None:
+            grammar = self._grammar(wire_schema)
         before = self.llm.input_ids[: self.llm.n_tokens].tolist()
         t0 = time.perf_counter()
         try:
@@ -722,10 +750,11 @@ class ScriptedBackend:
         return text
 
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
-                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None) -> Completion:
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
+                 grammar: str | None = None) -> Completion:
         sent = with_images(messages, images)
         self.requests.append({"messages": sent, "schema": structured.json_schema(schema), "stop": stop,
-                              "max_tokens": max_tokens})
+                              "max_tokens": max_tokens, "grammar": grammar})
         text = self._next()
         prompt_chars = sum(len(m["content"]) if isinstance(m.get("content"), str) else
                            sum(len(part.get("text", "")) for part in m.get("content") or ()) for m in messages)

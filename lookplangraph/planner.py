@@ -92,6 +92,11 @@ class PlannerConfig:
     plan_max_tokens: int = 1536
     fd_time_limit_s: int = 60
     fd_memory_limit_mb: int = 4096
+    # LLM+P: decode the problem under a grammar of the domain's syntax, predicates and the scene's
+    # names (lookplangraph.planners.pddl.grammar) where the backend can enforce one
+    pddl_grammar: bool = True
+    # LLM+P: rewrite the problem's (:objects ...) from the scene names it uses (complete_declarations)
+    pddl_declare: bool = True
     # dynamic baselines (the paper names no values): ReAct's LM calls per episode (thoughts and
     # refused commands included), SayPlan's search commands and plan resubmissions after the first
     react_max_steps: int = 50

@@ -37,9 +37,10 @@ def reply_key(backend_name: str, static: str, dynamic: str, names: list[str] | N
 
 
 def completion_key(backend_name: str, messages: list[dict[str, Any]], images: Sequence[str | os.PathLike] | None,
-                   schema: Any, stop: Sequence[str] | None, max_tokens: int | None) -> str:
+                   schema: Any, stop: Sequence[str] | None, max_tokens: int | None, grammar: str | None = None) -> str:
     """SHA-256 hex digest of a :meth:`complete` request; images count by their bytes, not their
-    paths (a missing image raises :class:`ImageError`)."""
+    paths (a missing image raises :class:`ImageError`). A ``grammar`` joins the key only when
+    given, so the keys of requests without one are those of earlier caches."""
     digests = []
     for path in images or ():
         try:
@@ -48,6 +49,8 @@ def completion_key(backend_name: str, messages: list[dict[str, Any]], images: Se
             raise ImageError(f"image {path}: {exc.strerror or exc}") from None
     request = ["complete", backend_name, messages, digests, structured.json_schema(schema),
                list(stop) if stop else None, max_tokens]
+    if grammar is not None:
+        request.append({"grammar": grammar})
     blob = json.dumps(request, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -108,9 +111,10 @@ class CachedBackend:
         return reply
 
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
-                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None) -> Completion:
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
+                 grammar: str | None = None) -> Completion:
         """:meth:`LMBackend.complete` through the cache (see the module doc)."""
-        key = completion_key(self.name, messages, images, schema, stop, max_tokens)
+        key = completion_key(self.name, messages, images, schema, stop, max_tokens, grammar)
         stored = self._lookup(key)
         if stored is not None:
             parsed, error = check_reply(stored["text"], schema)
@@ -119,6 +123,7 @@ class CachedBackend:
         complete = getattr(self.inner, "complete", None)
         if complete is None:
             raise LMError(f"backend {self.name} has no complete()")
-        result = complete(messages, images=images, schema=schema, stop=stop, max_tokens=max_tokens)
+        extra = {"grammar": grammar} if grammar is not None else {}
+        result = complete(messages, images=images, schema=schema, stop=stop, max_tokens=max_tokens, **extra)
         self._store({"key": key, "backend": self.name, "kind": "complete", "reply": result.to_dict()})
         return result

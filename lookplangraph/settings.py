@@ -30,6 +30,8 @@ Keys (all optional)::
     plan_max_tokens = 1536               # static baselines: the reply budget of the whole-plan call
     fd_time_limit_s = 60                 # llm+p: Fast Downward's overall time and memory limits
     fd_memory_limit_mb = 4096
+    pddl_grammar = true                  # llm+p: decode the problem under the domain's and the scene's grammar (false: free text)
+    pddl_declare = true                  # llm+p: rewrite (:objects ...) from the scene names the problem uses
     react_max_steps = 50                 # react: LM calls per episode (thoughts, refused commands included)
     sayplan_search_steps = 50            # sayplan, sayplan-lite: expand/contract commands
     sayplan_replans = 4                  # sayplan, sayplan-lite: plan resubmissions after a failed check
@@ -100,6 +102,8 @@ class RunSettings:
     plan_max_tokens: int = 1536
     fd_time_limit_s: int = 60
     fd_memory_limit_mb: int = 4096
+    pddl_grammar: bool = True
+    pddl_declare: bool = True
     react_max_steps: int = 50
     sayplan_search_steps: int = 50
     sayplan_replans: int = 4

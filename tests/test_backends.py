@@ -332,6 +332,55 @@ def test_openai_structured_modes(mode):
 
 
 @needs_openai
+@pytest.mark.parametrize("mode, field", [("json_object", "grammar"), ("guided_json", "guided_grammar"),
+                                         ("structured_outputs", "structured_outputs"), ("json_schema", None),
+                                         ("none", None)])
+def test_openai_grammar_goes_where_the_mode_reads_one(mode, field):
+    grammar = 'root ::= "(" ("yes" | "no") ")"'
+    with FakeServer([(200, completion("(yes)"), 0)]) as srv:
+        c = backend(srv.url, structured=mode).complete([{"role": "user", "content": "Q"}], grammar=grammar)
+    body = srv.requests[0][1]
+    assert c.text == "(yes)" and "response_format" not in body
+    if field == "structured_outputs":
+        assert body["structured_outputs"] == {"grammar": grammar}
+    elif field is not None:
+        assert body[field] == grammar
+    else:
+        assert not any("grammar" in json.dumps(v) for k, v in body.items() if k != "messages")
+    with pytest.raises(ValueError, match="schema or a grammar"):
+        backend(srv.url, structured=mode).complete([{"role": "user", "content": "Q"}], grammar=grammar, schema={"type": "object"})
+
+
+def test_reply_cache_keys_a_grammar_only_when_given(tmp_path):
+    from lookplangraph.replycache import completion_key
+
+    msgs = [{"role": "user", "content": "Q"}]
+    plain = completion_key("b", msgs, None, None, None, 10)
+    assert completion_key("b", msgs, None, None, None, 10, None) == plain  # earlier caches stay valid
+    assert completion_key("b", msgs, None, None, None, 10, 'root ::= "a"') != plain
+    assert completion_key("b", msgs, None, None, None, 10, 'root ::= "a"') != completion_key("b", msgs, None, None, None, 10, 'root ::= "b"')
+    inner = ScriptedBackend(["(a)"])  # SCRIPTED replies, not an LM
+    cached = CachedBackend(inner, tmp_path / "c.jsonl")
+    cached.complete(msgs, grammar='root ::= "(a)"')
+    cached.complete(msgs, grammar='root ::= "(a)"')
+    assert inner.calls == 1 and inner.requests[0]["grammar"] == 'root ::= "(a)"'
+
+
+@pytest.mark.lm
+def test_real_llamacpp_server_and_in_process_follow_a_grammar(small_model_path, llama_server):
+    from lookplangraph.backends import LlamaCppBackend
+
+    grammar = 'root ::= "(" ("yes" | "no") ")"'
+    msgs = [{"role": "user", "content": "Is the sky green? Answer in one word."}]
+    local = LlamaCppBackend(small_model_path, n_ctx=1024).complete(msgs, grammar=grammar, max_tokens=8)
+    assert local.text in ("(yes)", "(no)"), local.text
+    if HAVE_OPENAI:
+        served = make_backend(f"openai:qwen-0.5b@{llama_server}", structured="json_object", timeout=120,
+                              max_retries=1).complete(msgs, grammar=grammar, max_tokens=8)
+        assert served.text in ("(yes)", "(no)"), served.text
+
+
+@needs_openai
 def test_openai_retries_500_and_429_then_succeeds():
     script = [err(500, "boom"), err(429, "slow down"), err(503, "busy"), (200, completion(GOOD), 0)]
     with FakeServer(script) as srv:

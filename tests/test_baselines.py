@@ -7,6 +7,7 @@ model. Fast Downward is the real planner (the ``pddl`` extra)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -18,7 +19,7 @@ from lookplangraph.planner import PlannerConfig
 from lookplangraph.planners import PLANNER_NAMES, get_planner
 from lookplangraph.planners.llm_plus_p import extract_problem
 from lookplangraph.planners.pddl import fast_downward
-from lookplangraph.planners.pddl.problem import (PddlNames, PlanError, domain, final_graph, frame_goal, graph_problem,
+from lookplangraph.planners.pddl.problem import (PddlNames, PlanError, complete_declarations, domain, final_graph, frame_goal, graph_problem,
                                                  oracle_goal, plan_actions, relevant_nodes)
 from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation
@@ -179,9 +180,77 @@ def test_the_domain_ignores_closed_containers_around_a_container_and_the_plan_fa
      "plan_unmappable"),
 ])
 def test_llm_plus_p_failure_kinds(reply, kind):
-    result, steps, _ = run("llm+p", [reply], task=fridge_task())
+    # declarations as written: rewritten from the scene, a name it lacks is undefined instead
+    result, steps, _ = run("llm+p", [reply], task=fridge_task(), pddl_declare=kind != "plan_unmappable")
     assert result.failure == kind, steps[0].feedback
     assert not result.success and result.termination == "no_plan" and result.lm_calls == 1
+
+
+def test_llm_plus_p_decodes_under_the_scene_grammar_unless_turned_off():
+    _, _, lm = run("llm+p", [PROBLEM], task=fridge_task())
+    grammar = lm.requests[0]["grammar"]
+    assert grammar.startswith('root ::= "(define (problem "') and lm.requests[0]["schema"] is None
+    rules = dict(line.split(" ::= ", 1) for line in grammar.splitlines())
+    assert set(rules["room"].split(" | ")) == {'"bedroom-1"', '"kitchen-1"'}
+    assert '"apple-2"' in rules["thing"] and '"kitchen-1"' not in rules["thing"]
+    for pred in ("robot-in", "object-room", "agent-hold", "hand-empty", "ontop", "inside", "closed", "on-state"):
+        assert f'"{pred}"' in rules["atom"]
+    assert '"object-room" " " thing " " room' in rules["atom"] and "pick_up" not in grammar
+    _, _, lm = run("llm+p", [PROBLEM], task=fridge_task(), pddl_grammar=False)
+    assert lm.requests[0]["grammar"] is None
+
+
+def test_problem_grammar_compiles_in_llama_cpp():
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+    from lookplangraph.planners.pddl.grammar import problem_grammar
+
+    for task in (fridge_task(), load_task(EXAMPLES / "gift_basket" / "task.json")):
+        assert llama_cpp.LlamaGrammar.from_string(problem_grammar(task.graph), verbose=False) is not None
+
+
+@needs_fd
+@pytest.mark.lm
+def test_real_model_writes_a_problem_of_the_domain_under_the_grammar(small_model_path):
+    # a real model (Qwen2.5-Coder-0.5B in process, greedy): the grammar makes its reply a problem
+    # of the domain over the scene's names, so Fast Downward reads it (parse_error, undefined
+    # predicates and prose cannot occur; whether it solves is the model's business)
+    from lookplangraph.backends import LlamaCppBackend
+    from lookplangraph.planners.pddl.grammar import PREDICATES
+
+    lm = LlamaCppBackend(small_model_path, n_ctx=4096)
+    task, steps = fridge_task(), []
+    result = get_planner("llm+p").run(task, GraphEnvironment(task.graph), lm, PlannerConfig(plan_max_tokens=400),
+                                      on_step=steps.append)
+    lm.close()
+    reply = steps[0].text
+    assert reply.startswith("(define (problem ") and extract_problem(reply) == reply, reply
+    heads = set(re.findall(r"\((?!(?:not|and|define|problem)\b|:)([a-z-]+)", reply))
+    assert heads <= set(PREDICATES), heads
+    names = set(re.findall(r"[a-z_]+-\d+", reply))
+    assert names <= {n.lower() for n in task.graph.nodes}, names
+    assert result.failure not in ("no_problem", "parse_error"), (result.failure, steps[0].feedback)
+    if result.failure == "undefined":  # an undeclared object can still be named; never a predicate
+        assert "predicate" not in steps[0].feedback.lower(), steps[0].feedback
+
+
+@needs_fd
+def test_declarations_are_rewritten_from_the_names_the_problem_uses():
+    # the problem a real 0.5B model wrote under the grammar: table-1 and bed-1 declared twice,
+    # apple-2 not declared; with pddl_declare off Fast Downward cannot read it
+    twice = PROBLEM.replace("(:objects kitchen-1 bedroom-1 - room fridge-1 table-1 apple-2 - object)",
+                            "(:objects kitchen-1 bedroom-1 - room\n fridge-1 table-1 - object\n table-1 bed-1 - object"
+                            "\n bed-1 - object)")
+    result, steps, _ = run("llm+p", [twice], task=fridge_task(), pddl_declare=False)
+    assert result.failure == "undefined" and "apple-2" in steps[0].feedback, steps[0].feedback
+    result, steps, _ = run("llm+p", [twice], task=fridge_task())
+    assert result.success and steps[0].feedback.endswith(
+        "; declared for the LM: apple-2; declared twice by the LM: bed-1, table-1"), steps[0].feedback
+    text, added, dropped = complete_declarations(extract_problem(twice), fridge_task().graph,
+                                                 PddlNames(fridge_task().graph.nodes))
+    assert "(:objects\n    kitchen-1 bedroom-1 - room\n    fridge-1 table-1 bed-1 apple-2 - object)" in text
+    assert added == ["apple-2"] and dropped == ["bed-1", "table-1"]
+    untouched = "(define (problem p) (:domain instruction-following) (:init (hand-empty)) (:goal (hand-empty)))"
+    assert complete_declarations(untouched, fridge_task().graph, PddlNames(fridge_task().graph.nodes)) == (untouched, [], [])
 
 
 def test_problem_extraction():

@@ -1,7 +1,8 @@
 """LLM-as-P (paper VI-A, appendix F1): one call, the whole scene graph, a whole plan, no feedback.
 
-The prompt (``prompts/llm_as_p.txt``) gives the instruction, the plan functions, one worked
-example and the task's map as compact JSON; the reply is ``{"plan": ["go_to(kitchen-1)", ...]}``
+The prompt (``prompts/llm_as_p.txt``) gives the plan functions, one worked example, the task's
+map as compact JSON and then the instruction (map first: tasks of one scene share the prompt up
+to the instruction, and llama.cpp keeps that prefix evaluated between calls); the reply is ``{"plan": ["go_to(kitchen-1)", ...]}``
 (JSON constrained by :data:`PLAN_SCHEMA`, and read leniently if a server ignores the schema).
 The plan runs as written (:func:`lookplangraph.planners.static.execute`). Failure kinds:
 ``context_overflow`` (the scene does not fit the model's context: raise ``n_ctx``),

@@ -2,11 +2,20 @@
 
 The prompt (``prompts/llm_plus_p.txt``) gives the appendix-D domain (``pddl/domain.pddl``), an
 example problem in that domain's own vocabulary (the paper's example uses another domain's
-predicates, which would teach the LM to write problems that cannot parse), the instruction and
-the task's map as compact JSON. The problem is cut from the reply (from ``(define`` to its
+predicates, which would teach the LM to write problems that cannot parse), the task's map as
+compact JSON and then the instruction (map first, as in LLM-as-P, so tasks of one scene share a
+prefix). The problem is cut from the reply (from ``(define`` to its
 closing parenthesis; code fences ignored); Fast Downward (``lama-first``, the config's time and
 memory limits) solves it as a separate program; the plan's lower-case names map back to the
 scene's names and the actions run as written (:func:`lookplangraph.planners.static.execute`).
+With ``config.pddl_grammar`` (the default) the reply is decoded under the grammar of
+:func:`~lookplangraph.planners.pddl.grammar.problem_grammar` where the backend enforces one
+(llama.cpp in process and llama.cpp servers): the problem's syntax, predicates and names are then
+the domain's and the scene's, its facts and goal still the LM's. ``pddl_grammar = false`` is the
+paper's free text. With ``config.pddl_declare`` (the default) the problem's ``(:objects ...)`` is
+rewritten from the scene names it uses (:func:`~lookplangraph.planners.pddl.problem.
+complete_declarations`), since a grammar cannot make a small model declare each name once;
+the record's ``feedback`` lists what was declared for it or declared twice.
 
 Failure kinds, each its own value of ``EpisodeResult.failure`` (SR 0, precision from the
 graph as it ends): ``context_overflow``, ``no_problem`` (no ``(define ...)`` in the reply),
@@ -24,7 +33,8 @@ import time
 from lookplangraph.backends import ContextOverflow
 from lookplangraph.planner import StepRecord
 from lookplangraph.planners.pddl.fast_downward import solve
-from lookplangraph.planners.pddl.problem import PddlNames, PlanError, domain, plan_actions
+from lookplangraph.planners.pddl.grammar import problem_grammar
+from lookplangraph.planners.pddl.problem import PddlNames, PlanError, complete_declarations, domain, plan_actions
 from lookplangraph.planners.static import call_record, execute, scene_json
 from lookplangraph.prompts import template
 
@@ -57,14 +67,21 @@ class LLMPlusP:
         t0 = time.perf_counter()
         messages = [{"role": "user", "content": self.prompt(task)}]
         try:
-            c = lm.complete(messages, max_tokens=config.plan_max_tokens)
+            extra = {"grammar": problem_grammar(task.graph)} if config.pddl_grammar else {}
+            c = lm.complete(messages, max_tokens=config.plan_max_tokens, **extra)
         except ContextOverflow as exc:
             rec = StepRecord(1, None, None, False, "", feedback=str(exc))
             if on_step:
                 on_step(rec)
             return execute(task, env, self.name, lm, config, [rec], None, "context_overflow", t0)
         plan, failure, feedback = None, None, None
+        names = PddlNames(task.graph.nodes)
         problem = extract_problem(re.sub(r"```[a-z]*", "", c.text))
+        declared = ""
+        if problem is not None and config.pddl_declare:
+            problem, added, twice = complete_declarations(problem, task.graph, names)
+            declared = "".join([f"; declared for the LM: {', '.join(added)}" if added else "",
+                                f"; declared twice by the LM: {', '.join(twice)}" if twice else ""])
         if problem is None:
             failure, feedback = "no_problem", "the reply holds no complete (define (problem ...)) form"
         else:
@@ -73,10 +90,11 @@ class LLMPlusP:
                 failure, feedback = sol.kind, f"Fast Downward: {sol.kind}: {sol.message}"
             else:
                 try:
-                    plan = plan_actions(sol.plan, PddlNames(task.graph.nodes))
+                    plan = plan_actions(sol.plan, names)
                     feedback = f"Fast Downward found {len(plan)} actions in {sol.seconds:.1f} s"
                 except PlanError as exc:
                     failure, feedback = "plan_unmappable", str(exc)
+            feedback += declared
         rec = call_record(1, c, f"plan of {len(plan)} actions" if plan is not None else None, plan is not None, feedback)
         result = execute(task, env, self.name, lm, config, [rec], plan, failure, t0)
         if on_step:

@@ -13,6 +13,9 @@
   checks the LLM+P pipeline itself.
 * :func:`frame_goal` — facts keeping the closed/off nodes of a problem closed/off at the end
   (strict success counts a container left open as a side effect).
+* :func:`complete_declarations` — an LM-written problem's ``(:objects ...)`` rewritten from the
+  scene names it uses anywhere (each once, typed by the scene), so a missing or repeated
+  declaration does not fail an otherwise readable problem (LLM+P's ``pddl_declare``).
 * :func:`plan_actions` — Fast Downward's plan lines → :class:`~sgs.actions.Action` primitives
   (``go_to ?from ?to`` → ``go_to(to)``, ``put_on ?obj ?s ?r`` → ``put_on(s)`` ...).
 
@@ -186,6 +189,53 @@ def relevant_nodes(graph: SceneGraph, nodes: Iterable[str]) -> set[str]:
     return keep
 
 
+def _objects_section(problem: str) -> tuple[int, int] | None:
+    """Start and end (exclusive) of the ``(:objects ...)`` form of ``problem``, or None."""
+    m = re.search(r"\(\s*:objects\b", problem, re.I)
+    if m is None:
+        return None
+    depth = 0
+    for i in range(m.start(), len(problem)):
+        if problem[i] == "(":
+            depth += 1
+        elif problem[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return m.start(), i + 1
+    return None
+
+
+def complete_declarations(problem: str, graph: SceneGraph, names: PddlNames) -> tuple[str, list[str], list[str]]:
+    """``problem`` with its ``(:objects ...)`` rewritten from the scene names it uses (module doc):
+    rooms as ``room``, assets and objects as ``object``, in order of first use, each once. Names
+    that are not the scene's are left where they are (Fast Downward reports them as undefined).
+    Returns the text, the names it declared that the LM had not, and the names the LM declared
+    more than once. A problem without a readable ``(:objects ...)`` comes back unchanged."""
+    span = _objects_section(problem)
+    if span is None:
+        return problem, [], []
+    start, end = span
+    section = problem[start:end]
+    declared_words = re.findall(r"[A-Za-z][A-Za-z0-9_-]*", section[section.index(":objects") + len(":objects"):])
+    declared_list = [w.lower() for w in declared_words if w.lower() not in ("room", "object", "agent")]
+    used = re.findall(r"[A-Za-z][A-Za-z0-9_-]*", problem[:start] + " " + section + " " + problem[end:])
+    rooms: list[str] = []
+    things: list[str] = []
+    for word in dict.fromkeys(w.lower() for w in used):
+        node = names.to_graph.get(word)
+        if node is None:
+            continue
+        (rooms if graph.nodes[node].layer == Layer.PLACE else things).append(word)
+    dropped = sorted({w for w in declared_list if declared_list.count(w) > 1})
+    added = [w for w in rooms + things if w not in declared_list and w in problem[end:]]
+    lines = ["(:objects"]
+    if rooms:
+        lines.append(f"    {' '.join(rooms)} - room")
+    if things:
+        lines.append(f"    {' '.join(things)} - object")
+    return problem[:start] + "\n".join(lines) + ")" + problem[end:], added, dropped
+
+
 _ARITY = {"go_to": 2, "pick_up": 3, "put_on": 3, "put_inside": 3, "turn_on": 2, "turn_off": 2, "open": 2, "close": 2}
 
 
@@ -210,5 +260,5 @@ def plan_actions(lines: Iterable[str], names: PddlNames) -> list[Action]:
     return out
 
 
-__all__ = ["PddlNames", "PlanError", "domain", "final_graph", "frame_goal", "graph_problem", "oracle_goal", "plan_actions",
+__all__ = ["PddlNames", "PlanError", "complete_declarations", "domain", "final_graph", "frame_goal", "graph_problem", "oracle_goal", "plan_actions",
            "relevant_nodes"]

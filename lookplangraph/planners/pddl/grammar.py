@@ -1,0 +1,57 @@
+"""A GBNF grammar for problems of the appendix-D domain over one scene (LLM+P's constrained mode).
+
+:func:`problem_grammar` writes a grammar (llama.cpp's GBNF) that admits exactly the problems an
+LLM+P reply may hold for one scene, laid out as the prompt's example is: ``(define (problem NAME)
+(:domain instruction-following) (:objects ROOMS - room OBJECTS - object) (:init ATOMS) (:goal
+(and LITERALS)))``. Every atom uses one of the domain's eight predicates with arguments of its
+types (``robot-in`` and the room of ``object-room`` take a room name, every other argument an
+asset or object name), goal literals may be negated, and every name is one of the scene's, in
+its PDDL form (:class:`~lookplangraph.planners.pddl.problem.PddlNames`).
+
+What it decides is syntax and vocabulary only: which facts hold, which nodes to declare and what
+the goal is stay the LM's. A grammar-constrained problem can still declare a node twice, use an
+undeclared one, state a false fact or ask for an unreachable goal; Fast Downward still judges it.
+The grammar removes the failures a small model makes most (actions written as predicates,
+invented names, prose around the problem); whether a backend can enforce it is the backend's
+business (``complete(..., grammar=...)``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sgs.graph import Layer, SceneGraph
+
+from lookplangraph.planners.pddl.problem import PddlNames
+
+#: predicates of the appendix-D domain and the type of each argument (``r``: room, ``o``: object)
+PREDICATES: dict[str, str] = {
+    "robot-in": "r", "object-room": "or", "agent-hold": "o", "hand-empty": "",
+    "ontop": "oo", "inside": "oo", "closed": "o", "on-state": "o",
+}
+
+
+def _alternatives(names: Iterable[str]) -> str:
+    quoted = [f'"{n}"' for n in sorted(set(names))]
+    return " | ".join(quoted) if quoted else '"none"'
+
+
+def problem_grammar(graph: SceneGraph, names: PddlNames | None = None) -> str:
+    """The GBNF grammar of appendix-D problems over ``graph``'s nodes (module doc)."""
+    names = names or PddlNames(graph.nodes)
+    rooms = [names(n.name) for n in graph.nodes.values() if n.layer == Layer.PLACE]
+    things = [names(n.name) for n in graph.nodes.values() if n.layer in (Layer.ASSET, Layer.OBJECT)]
+    atoms = []
+    for pred, types in PREDICATES.items():
+        args = "".join(' " " ' + ("room" if t == "r" else "thing") for t in types)
+        atoms.append(f'"{pred}"{args}')
+    return "\n".join([
+        'root ::= "(define (problem " ident ")\\n  (:domain instruction-following)\\n  (:objects" decl+ ")\\n'
+        '  (:init" ("\\n    " atom)+ ")\\n  (:goal (and" ("\\n    " literal)+ ")))"',
+        'ident ::= [a-z] [a-z0-9_-]{0,40}',
+        'decl ::= "\\n    " ((room " ")+ "- room" | (thing " ")+ "- object")',
+        'literal ::= atom | "(not " atom ")"',
+        "atom ::= \"(\" (" + " | ".join(atoms) + ") \")\"",
+        f"room ::= {_alternatives(rooms)}",
+        f"thing ::= {_alternatives(things)}",
+    ]) + "\n"
