@@ -44,6 +44,7 @@ Keys (all optional)::
     sgrwr_output_bytes = 4000            # sg-rwr: bytes of a run's output shown to the LM
     sgrwr_reply_tokens = 512             # sg-rwr: reply budget of one LM call
     sgrwr_require_strong = true          # sg-rwr: refuse to run LM code when only weak isolation is available
+    sgrwr_plan_guard = false             # sg-rwr (ours, not the paper's): send back a plan or action naming a node no answer contained
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -116,6 +117,7 @@ class RunSettings:
     sgrwr_output_bytes: int = 4000
     sgrwr_reply_tokens: int = 512
     sgrwr_require_strong: bool = True
+    sgrwr_plan_guard: bool = False
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None

@@ -412,6 +412,28 @@ def test_step_mode_acts_one_action_at_a_time_on_the_updated_memory():
     assert "[Action]" in lm.requests[0]["messages"][0]["content"]
 
 
+@needs_sandbox
+def test_plan_guard_sends_back_plans_and_actions_naming_nodes_no_answer_contained():
+    rooms = "print(sorted(n for n in G if G.nodes[n]['layer'] == 'place'))"
+    where = "print(sorted(G.predecessors('fridge-1')), list(G.successors('bed-1')))"
+    # static: the first plan is guessed (the 1.5B model's way); the guard sends it back, the
+    # Reasoner asks, and the same plan is accepted once every name came in an answer
+    result, steps, _ = run([solution(PLAN), query("Which rooms are there?"), code(rooms, marker=""),
+                            retrieved("bedroom-1, kitchen-1"), query("What is in fridge-1, and where is bed-1?"),
+                            code(where, marker=""), retrieved("box-1 holds apple-1; fridge-1 holds box-1; bed-1"),
+                            solution(PLAN)], sgrwr_plan_guard=True)
+    assert steps[0].feedback.startswith("Your plan was not run: it names kitchen-1, fridge-1, box-1, apple-1, "
+                                        "bedroom-1, bed-1, which no answer") and not steps[0].accepted
+    assert result.success and result.guard_refusals == 1 and result.agent_calls == {"reasoner": 4, "retriever": 4}
+    # off (the paper's guard: code only), the guessed plan runs at once
+    result, _, _ = run([solution(PLAN)])
+    assert result.success and result.guard_refusals == 0 and result.lm_calls == 1
+    # step: a guessed action is not executed, a named room from the robot's feedback is known
+    result, steps, _ = run([act("open(fridge-1)"), act("done()")], sgrwr_mode="step", sgrwr_plan_guard=True)
+    assert steps[0].feedback.startswith("open(fridge-1) was not run: it names fridge-1") and result.executed == []
+    assert result.guard_refusals == 1 and result.actions == ["done()"]
+
+
 def test_step_mode_ends_at_the_action_and_round_limits():
     result, _, _ = run([act("go_to(kitchen-1)"), act("go_to(bedroom-1)")], sgrwr_mode="step", max_actions=2)
     assert result.termination == "max_actions" and result.failure == "max_actions" and not result.success

@@ -16,6 +16,11 @@ simply writes down a node it never looked up, so the rule here has three parts. 
 
 Code that does not parse as Python is not judged here (parts 2 and 3 need its syntax tree): it
 goes to the sandbox, whose syntax error the LM debugs.
+
+:func:`invented_plan` applies part 2 to the Reasoner's actions (our extension; the paper guards
+code only, config ``sgrwr_plan_guard``): a plan or step that names a node no answer or output
+contained is sent back, since the Reasoner never sees the scene's data and such a name can only
+be a guess.
 """
 
 from __future__ import annotations
@@ -28,6 +33,25 @@ NODE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*-\d+$")
 _ASSUME = re.compile(r"\bassum(?:e|es|ed|ing|ption|ptions)\b", re.I)
 
 
+def unknown_names(names, known: str) -> list[str]:
+    """The node names among ``names`` that do not occur in ``known`` (each once, in order)."""
+    out: list[str] = []
+    for name in names:
+        if NODE_NAME.match(name) and not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", known) and name not in out:
+            out.append(name)
+    return out
+
+
+def invented_plan(actions, known: str) -> str | None:
+    """Why actions (:class:`sgs.actions.Action`) naming nodes absent from ``known`` are sent back
+    (a sentence for the LM), or None (module doc)."""
+    invented = unknown_names([n for a in actions for n in (a.node, a.destination) if n], known)
+    if not invented:
+        return None
+    return (f"not run: it names {', '.join(invented)}, which no answer from the retriever contained. You do not "
+            "see the scene: do not guess names. Ask the retriever for the nodes you need, then send it again.")
+
+
 def assumption(code: str, known: str, *, reads_graph: bool = False) -> str | None:
     """Why ``code`` is sent back (a sentence for the LM), or None when it may run (module doc)."""
     m = _ASSUME.search(code)
@@ -38,13 +62,8 @@ def assumption(code: str, known: str, *, reads_graph: bool = False) -> str | Non
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    invented = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            name = node.value.strip()
-            if NODE_NAME.match(name) and not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", known) \
-                    and name not in invented:
-                invented.append(name)
+    invented = unknown_names([node.value.strip() for node in ast.walk(tree)
+                              if isinstance(node, ast.Constant) and isinstance(node.value, str)], known)
     if invented:
         return (f"your code writes the node name{'s' if len(invented) > 1 else ''} {', '.join(invented)}, which "
                 "no answer or output so far contained: do not guess names. Find them in the graph first.")

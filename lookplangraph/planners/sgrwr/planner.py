@@ -4,7 +4,8 @@ A Reasoner and a Retriever (:mod:`.agents`) share one LM. The Reasoner knows the
 schema but never its data; it asks the Retriever, which answers by writing Python over the
 networkx graph ``G`` in the sandbox (:mod:`lookplangraph.sandbox`), and it may write code itself
 that calls its reasoning tools (:mod:`.graphdata`). Each reply is read as one message form
-(:mod:`.messages`); code that assumes facts is sent back (:mod:`.guard`).
+(:mod:`.messages`); code that assumes facts is sent back (:mod:`.guard`), and so, with
+``sgrwr_plan_guard``, is a plan or an action naming a node no answer contained.
 
 **Static mode** (``sgrwr_mode = "static"``; the paper's setting): the Retriever reads the task's
 map (``task.graph``; stale in dynamic runs, as for every static planner). The episode ends when
@@ -46,6 +47,7 @@ from lookplangraph.perception import Perception
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, _attempt, _state_key, episode_result
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
+from lookplangraph.planners.sgrwr.guard import invented_plan
 from lookplangraph.planners.static import execute
 from lookplangraph.sandbox import SandboxUnavailable
 
@@ -78,6 +80,11 @@ class SGRwR:
         try:
             for _ in range(cfg.sgrwr_max_rounds):
                 reply, rec = reasoner.ask()
+                why = invented_plan(reply.actions, reasoner.known) if reply.form == "summary" and cfg.sgrwr_plan_guard else None
+                if why is not None:
+                    s.guard_refusals += 1
+                    reasoner.tell(rec, f"Your plan was {why}")
+                    continue
                 if reply.form == "summary":
                     plan, failure = reply.actions, None
                     rec.accepted, rec.proposed = True, f"plan of {len(plan)} actions"
@@ -130,6 +137,11 @@ class SGRwR:
                     reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever))
                     continue
                 rec.proposed = str(reply.action)
+                why = invented_plan([reply.action], reasoner.known) if cfg.sgrwr_plan_guard else None
+                if why is not None:
+                    s.guard_refusals += 1
+                    reasoner.tell(rec, f"{rec.proposed} was {why}")
+                    continue
                 feedback = _attempt(SimpleNamespace(action=reply.action, error=None), memory, env, act_cfg, rec,
                                     last_accepted, visited, perceive)
                 if rec.accepted:
