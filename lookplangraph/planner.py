@@ -212,7 +212,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     feedback: str | None = None
     unresolved = 0
     last_accepted: str | None = None
-    state = _state_key(memory.graph)
+    state = state_key(memory.graph)
     visited = Counter([state])
     refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
     termination = "max_actions"
@@ -236,8 +236,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
         else:
-            feedback = _attempt(reply, memory, env, cfg, rec, last_accepted, visited, perceive)
-        new_state = _state_key(memory.graph)
+            feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive)
+        new_state = state_key(memory.graph)
         if rec.accepted:
             visited[new_state] += 1
             last_accepted = rec.proposed
@@ -318,15 +318,17 @@ def _as_done(rec: StepRecord) -> str:
     return ""
 
 
-def _state_key(g: SceneGraph):
-    """What a memory graph says about the scene, as a hashable value (for cycle detection)."""
+def state_key(g: SceneGraph):
+    """What a memory graph says about the scene, as a hashable value (for cycle detection; also
+    used by SG-RwR's step mode)."""
     return (frozenset((n, v.states) for n, v in g.nodes.items()), frozenset(g.parent.items()),
             g.agent.location, g.agent.holding, g.inspected)
 
 
-def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted: str | None,
-             visited: Counter, perceive: Perception) -> str | None:
-    """Validate, correct and execute one reply; fill ``rec``; return feedback or ``None``."""
+def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted: str | None,
+                   visited: Counter, perceive: Perception) -> str | None:
+    """Validate, correct and execute one reply (an object with ``action`` and ``error``) as the
+    loop does, also for SG-RwR's step mode; fill ``rec``; return feedback or ``None``."""
     action = reply.action
     if action is None:
         rec.feedback = reply.error or "your answer could not be read as an action"
@@ -350,7 +352,7 @@ def _attempt(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecor
             fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
         else:
             fb = f"{rec.proposed} changes nothing (you are already there or it is already so); choose another action"
-    if fb is None and cfg.refuse_cycles and visited[_state_key(outcome.graph)] >= 2:
+    if fb is None and cfg.refuse_cycles and visited[state_key(outcome.graph)] >= 2:
         fb = (f"{rec.proposed} would bring the scene back to a state it has already been in twice; "
               "you are going in circles, choose a step that moves the task forward")
     if fb is not None:

@@ -44,7 +44,7 @@ from types import SimpleNamespace
 from lookplangraph.backends import ContextOverflow
 from lookplangraph.memory import MemoryGraph
 from lookplangraph.perception import Perception
-from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, _attempt, _state_key, episode_result
+from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, attempt_action, episode_result, state_key
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
 from lookplangraph.planners.sgrwr.guard import invented_plan
@@ -118,7 +118,7 @@ class SGRwR:
         s = Session(lm, cfg, sandbox, graph_data(memory.graph, memory.unseen), on_step)
         reasoner, retriever = Reasoner(s, "step", task.instruction), Retriever(s, "step")
         act_cfg = replace(cfg, correction="feedback")  # the SGS checks, nothing is corrected
-        visited = Counter([_state_key(memory.graph)])
+        visited = Counter([state_key(memory.graph)])
         last_accepted, actions, executed = None, [], []
         termination = "round_limit"
         try:
@@ -142,10 +142,10 @@ class SGRwR:
                     s.guard_refusals += 1
                     reasoner.tell(rec, f"{rec.proposed} was {why}")
                     continue
-                feedback = _attempt(SimpleNamespace(action=reply.action, error=None), memory, env, act_cfg, rec,
+                feedback = attempt_action(SimpleNamespace(action=reply.action, error=None), memory, env, act_cfg, rec,
                                     last_accepted, visited, perceive)
                 if rec.accepted:
-                    visited[_state_key(memory.graph)] += 1
+                    visited[state_key(memory.graph)] += 1
                     last_accepted = rec.proposed
                     actions.append(rec.proposed)
                     executed.extend(rec.executed)
