@@ -122,3 +122,26 @@ def test_splits_restrict_the_columns_and_table5_adds_the_injection_curve(grasif_
     assert (out / "report" / "injection_curve.svg").exists() and "injection_curve.png" in (out / "report" / "README.md").read_text()
     md = (out / "report" / "table5.md").read_text()
     assert "| GPT-4o | – | – *(0.76)* |" in md  # the paper's model rows: the paper's figures only
+
+
+def test_reproduce_over_endpoints_shares_the_servers_among_the_rows(grasif_data, tmp_path, capsys):
+    # two SCRIPTED OpenAI-style servers (ground-truth steps, not a model): LookPlanGraph's row
+    # succeeds through them, the other rows get done() and fail to plan (harness test only)
+    from grasif.dataset import load_split
+    from lookplangraph.scripted_server import ScriptedServer
+
+    tasks = load_split(grasif_data, "office")
+    out = tmp_path / "rep"
+    with ScriptedServer(tasks) as a, ScriptedServer(tasks) as b:
+        argv = ["reproduce", "table4", "--lm", "openai:scripted", "--endpoints", f"{a.url},{b.url}",
+                "--endpoint-concurrency", "2", "--limit", "1", "--splits", "office", "--out", str(out),
+                "--data-dir", str(grasif_data), "--quiet"]
+        assert main(argv) == 0
+        assert a.answered + b.answered > 0
+    rows = _rows(out / "table4" / "lookplangraph_office" / "results.jsonl")
+    assert len(rows) == 1 and rows[0]["success"] and rows[0]["lm"] == "openai:scripted@pool"
+    assert len(list((out / "table4").iterdir())) == 6
+    capsys.readouterr()
+    bad = ["reproduce", "table4", "--lm", "llamacpp:qwen2.5-coder-1.5b", "--endpoints", "http://127.0.0.1:9/v1",
+           "--limit", "1", "--splits", "office", "--out", str(tmp_path / "bad"), "--data-dir", str(grasif_data), "--quiet"]
+    assert main(bad) == 2 and "needs an openai:MODEL backend" in capsys.readouterr().err

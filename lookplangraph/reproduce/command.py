@@ -22,6 +22,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="only these columns of each table (default: all of each table's)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed for --limit and Table III (default 0)")
     p.add_argument("--concurrency", type=int, default=1, help="episodes in parallel per row (server backends)")
+    p.add_argument("--endpoints", metavar="URL,URL",
+                   help="with --lm openai:MODEL: servers of that model shared round-robin by every row's workers")
+    p.add_argument("--endpoint-concurrency", type=int, metavar="N", help="with --endpoints: requests in flight per endpoint")
+    p.add_argument("--endpoint-rate", type=float, metavar="R", help="with --endpoints: request starts per second per endpoint")
     p.add_argument("--out", default="runs/reproduce", help="output directory (default runs/reproduce)")
     p.add_argument("--configs", help="folder of the tables' configs (default: the checkout's configs/)")
     p.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
@@ -50,7 +54,8 @@ def cmd_reproduce(args) -> int:
     opts = Options(lm=args.lm or DEFAULT_LM, out=Path(args.out),
                    data_dir=Path(args.data_dir) if args.data_dir else dataset.default_data_dir(),
                    configs=Path(args.configs) if args.configs else default_configs_dir(), vlm=args.vlm, bank=args.bank,
-                   limit=args.limit, seed=args.seed, concurrency=max(1, args.concurrency))
+                   limit=args.limit, seed=args.seed, concurrency=max(1, args.concurrency), endpoints=args.endpoints,
+                   endpoint_concurrency=args.endpoint_concurrency, endpoint_rate=args.endpoint_rate)
     try:
         check_out(opts)
         cells = plan(names, opts, splits=args.splits)

@@ -55,6 +55,9 @@ class Options:
     limit: int | None = None
     seed: int = 0
     concurrency: int = 1
+    endpoints: str | None = None  # "URL,URL": servers of ``lm`` shared by every row (lookplangraph.endpoints)
+    endpoint_concurrency: int | None = None
+    endpoint_rate: float | None = None
 
     def identity(self) -> dict:
         """What must be equal for two runs to share ``out``."""
@@ -145,10 +148,21 @@ def plan(names: list[str], opts: Options, splits: list[str] | None = None) -> li
     return cells
 
 
-def _lm_factory(s: RunSettings, out: Path):
+def _lm_factory(s: RunSettings, out: Path, opts: Options):
+    """One cached LM per worker; with ``opts.endpoints`` each is a client of one endpoint pool
+    for the cell (:func:`lookplangraph.endpoints.pool_factory`)."""
     from lookplangraph.replycache import CachedBackend
 
-    return lambda: CachedBackend(make_backend(s.lm, **s.lm_options), out / "lm_cache.jsonl")
+    if not opts.endpoints:
+        return lambda: CachedBackend(make_backend(s.lm, **s.lm_options), out / "lm_cache.jsonl")
+    from lookplangraph.endpoints import pool_factory
+
+    try:
+        pooled = pool_factory(s.lm, opts.endpoints, s.lm_options, concurrency=opts.endpoint_concurrency,
+                              rate=opts.endpoint_rate)
+    except ValueError as exc:
+        raise ReproduceError(str(exc)) from None
+    return lambda: CachedBackend(pooled(), out / "lm_cache.jsonl")
 
 
 def _augmentation_factory(s: RunSettings):
@@ -196,7 +210,7 @@ def run_cells(cells: list[Cell], opts: Options, *, quiet: bool = False) -> None:
                 _run_gam(c, gam_cases[c.split], opts, progress)
             else:
                 s = row_settings(c.row, c.split, opts)
-                evaluate(tasks_of[c.split], _lm_factory(s, c.dir), s.planner_config(), c.dir,
+                evaluate(tasks_of[c.split], _lm_factory(s, c.dir, opts), s.planner_config(), c.dir,
                          dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, progress=progress,
                          meta=s.as_dict(), env=s.env, augmentation_factory=_augmentation_factory(s), planner=s.planner)
             bar.close()
