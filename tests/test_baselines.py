@@ -200,6 +200,28 @@ def test_llm_plus_p_decodes_under_the_scene_grammar_unless_turned_off():
     assert lm.requests[0]["grammar"] is None
 
 
+def test_oracle_problems_are_sentences_of_the_grammar_and_broken_ones_are_not(small_model_path):
+    # llama.cpp's own grammar engine over the 0.5B model's vocabulary (no weights used)
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+    from lookplangraph.planners.pddl.grammar import accepts, problem_grammar
+
+    vocab = llama_cpp.Llama(model_path=str(small_model_path), vocab_only=True, verbose=False)
+    task = load_task(EXAMPLES / "gift_basket" / "task.json")
+    names = PddlNames(task.graph.nodes)
+    final = final_graph(task.graph, task.ground_truth_plan)
+    facts, nodes, _ = oracle_goal(task.graph, final, names)
+    keep = relevant_nodes(task.graph, nodes)
+    problem = graph_problem(task.graph, facts + frame_goal(final, keep, names), name=task.id, keep=keep, names=names)
+    grammar = problem_grammar(task.graph, names)
+    assert accepts(grammar, problem, vocab)
+    assert accepts(grammar, graph_problem(task.graph, [], name="empty"), vocab)  # an empty goal (VirtualHome has 79)
+    for broken in (problem.replace("(hand-empty)", "(pick_up candle-1 table-1)"),  # an action as a predicate
+                   problem.replace("living_room-1", "kitchen-1"),                # a name the scene lacks
+                   problem.replace("(robot-in living_room-1)", "(robot-in table-1)"),  # a room argument of type object
+                   problem + "\nThis problem puts the candles in the baskets."):   # prose after it
+        assert not accepts(grammar, broken, vocab)
+
+
 def test_problem_grammar_compiles_in_llama_cpp():
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
     from lookplangraph.planners.pddl.grammar import problem_grammar

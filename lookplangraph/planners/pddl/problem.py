@@ -104,15 +104,16 @@ def graph_problem(graph: SceneGraph, goal: Iterable[str], *, name: str = "task",
         if "on" in states:
             init.append(_fact("on-state", names(n)))
     goal = list(goal)
-    lines = [f"(define (problem {re.sub(r'[^a-z0-9_-]', '_', name.lower()) or 'task'})",
-             "  (:domain instruction-following)",
-             "  (:objects",
-             f"    {' '.join(names(r) for r in rooms)} - room"]
+    pname = re.sub(r"[^a-z0-9_-]", "_", name.lower()) or "task"
+    if not pname[0].isalpha():
+        pname = "p" + pname
+    decls = [f"\n    {' '.join(names(r) for r in rooms)} - room"]
     if things:
-        lines.append(f"    {' '.join(names(n) for n in things)} - object")
-    lines += ["  )", "  (:init"] + [f"    {f}" for f in init] + ["  )", "  (:goal (and"]
-    lines += [f"    {g}" for g in goal] + ["  ))", ")"]
-    return "\n".join(lines) + "\n"
+        decls.append(f"\n    {' '.join(names(n) for n in things)} - object")
+    # the layout of the LLM+P prompt's example, which is also the grammar's (pddl/grammar.py)
+    return (f"(define (problem {pname})\n  (:domain instruction-following)\n  (:objects{''.join(decls)})\n"
+            f"  (:init{''.join(f'{chr(10)}    {f}' for f in init)})\n"
+            f"  (:goal (and{''.join(f'{chr(10)}    {g}' for g in goal)})))")
 
 
 def final_graph(initial: SceneGraph, plan: Iterable) -> SceneGraph:
