@@ -282,14 +282,17 @@ def test_assume_guard_sends_code_back_without_running_it():
         query("Where is the apple?"), code("# assume the apple is in the fridge\nprint(G.nodes['apple-1'])", marker=""),
         code("print('apple-1 is in fridge-1')", marker=""), code("print(list(G.successors('fridge-1')))", marker=""),
         code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"),
-        code("print(place_steps('ontop', 'bed-1'))"), solution(PLAN)], sgrwr_debug_attempts=3, sgrwr_retriever_turns=6)
-    assert result.success and result.guard_refusals == 4 and result.sandbox_runs == 1
+        code("print(place_steps('ontop', 'bed-1'))"), code("print(place_steps('ontop', 'bed-1'))"), solution(PLAN)],
+        sgrwr_debug_attempts=3, sgrwr_retriever_turns=6)
+    # the same guessing code twice: the refusal names bed-1, which does not make it known
+    assert result.success and result.guard_refusals == 5 and result.sandbox_runs == 1
     retr = [s for s in steps if s.agent == "retriever"]
     assert "do not assume" in retr[0].feedback and retr[0].sandbox is None
     assert "does not read the graph" in retr[1].feedback
     assert "fridge-1" in retr[2].feedback and "do not guess names" in retr[2].feedback
     reasoner = [s for s in steps if s.agent == "reasoner"]
     assert reasoner[1].feedback.startswith("Your code was not run:") and "bed-1" in reasoner[1].feedback
+    assert reasoner[2].feedback == reasoner[1].feedback
 
 
 @needs_sandbox
@@ -418,13 +421,14 @@ def test_plan_guard_sends_back_plans_and_actions_naming_nodes_no_answer_containe
     where = "print(sorted(G.predecessors('fridge-1')), list(G.successors('bed-1')))"
     # static: the first plan is guessed (the 1.5B model's way); the guard sends it back, the
     # Reasoner asks, and the same plan is accepted once every name came in an answer
-    result, steps, _ = run([solution(PLAN), query("Which rooms are there?"), code(rooms, marker=""),
+    result, steps, _ = run([solution(PLAN), solution(PLAN), query("Which rooms are there?"), code(rooms, marker=""),
                             retrieved("bedroom-1, kitchen-1"), query("What is in fridge-1, and where is bed-1?"),
                             code(where, marker=""), retrieved("box-1 holds apple-1; fridge-1 holds box-1; bed-1"),
                             solution(PLAN)], sgrwr_plan_guard=True)
     assert steps[0].feedback.startswith("Your plan was not run: it names kitchen-1, fridge-1, box-1, apple-1, "
                                         "bedroom-1, bed-1, which no answer") and not steps[0].accepted
-    assert result.success and result.guard_refusals == 1 and result.agent_calls == {"reasoner": 4, "retriever": 4}
+    assert steps[1].feedback == steps[0].feedback  # the refusal quoted the names: they are not learned from it
+    assert result.success and result.guard_refusals == 2 and result.agent_calls == {"reasoner": 5, "retriever": 4}
     # off (the paper's guard: code only), the guessed plan runs at once
     result, _, _ = run([solution(PLAN)])
     assert result.success and result.guard_refusals == 0 and result.lm_calls == 1

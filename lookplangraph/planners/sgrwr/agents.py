@@ -221,11 +221,15 @@ class Reasoner:
             self.failed = 0
         return reply, rec
 
-    def tell(self, rec: StepRecord, text: str) -> None:
-        """Answer the Reasoner's last reply with ``text`` (and write its record to the trace)."""
+    def tell(self, rec: StepRecord, text: str, *, learned: bool = True) -> None:
+        """Answer the Reasoner's last reply with ``text`` (and write its record to the trace).
+        ``learned``: the text reports the scene (an answer, its code's output, an action's result)
+        and joins what the guards count as known; a refusal or an error message, which may quote
+        the Reasoner's own guesses back to it, does not."""
         rec.feedback = text
         self.messages.append({"role": "user", "content": text})
-        self.known += "\n" + text
+        if learned:
+            self.known += "\n" + text
         self.session.emit(rec)
 
     def run_code(self, code: str, rec: StepRecord) -> str:

@@ -83,14 +83,14 @@ class SGRwR:
                 why = invented_plan(reply.actions, reasoner.known) if reply.form == "summary" and cfg.sgrwr_plan_guard else None
                 if why is not None:
                     s.guard_refusals += 1
-                    reasoner.tell(rec, f"Your plan was {why}")
+                    reasoner.tell(rec, f"Your plan was {why}", learned=False)
                     continue
                 if reply.form == "summary":
                     plan, failure = reply.actions, None
                     rec.accepted, rec.proposed = True, f"plan of {len(plan)} actions"
                     rec.reason = reply.summary or None
                     break
-                reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever))
+                reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever), learned=rec.accepted)
         except ContextOverflow as exc:
             failure = "context_overflow"
             s.overflow(exc)
@@ -99,7 +99,8 @@ class SGRwR:
         return self._counted(result, s)
 
     def _answer(self, reply, rec: StepRecord, reasoner: Reasoner, retriever: Retriever) -> str:
-        """The message that answers a query, code or malformed reply of the Reasoner."""
+        """The message that answers a query, code or malformed reply of the Reasoner;
+        ``rec.accepted`` says whether it reports the scene (an answer, a successful code run)."""
         if reply.form == "query":
             rec.proposed = reply.query
             text, ok = retriever.answer(reply.query)
@@ -134,13 +135,13 @@ class SGRwR:
                     termination = "done"
                     break
                 if reply.form != "action":
-                    reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever))
+                    reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever), learned=rec.accepted)
                     continue
                 rec.proposed = str(reply.action)
                 why = invented_plan([reply.action], reasoner.known) if cfg.sgrwr_plan_guard else None
                 if why is not None:
                     s.guard_refusals += 1
-                    reasoner.tell(rec, f"{rec.proposed} was {why}")
+                    reasoner.tell(rec, f"{rec.proposed} was {why}", learned=False)
                     continue
                 feedback = attempt_action(SimpleNamespace(action=reply.action, error=None), memory, env, act_cfg, rec,
                                     last_accepted, visited, perceive)
