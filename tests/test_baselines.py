@@ -50,6 +50,18 @@ def run(planner, replies, task=None, env=None, **cfg):
     return result, steps, lm
 
 
+def gift_basket_oracle():
+    """The gift-basket example's oracle problem (benchmarks/pddl_oracle.py's construction):
+    the task, its PDDL names, the problem text and what the domain cannot express."""
+    task = load_task(EXAMPLES / "gift_basket" / "task.json")
+    names = PddlNames(task.graph.nodes)
+    final = final_graph(task.graph, task.ground_truth_plan)
+    facts, nodes, unexpressed = oracle_goal(task.graph, final, names)
+    keep = relevant_nodes(task.graph, nodes)
+    problem = graph_problem(task.graph, facts + frame_goal(final, keep, names), name=task.id, keep=keep, names=names)
+    return task, names, problem, unexpressed
+
+
 GOOD_PLAN = ["go_to(kitchen-1)", "open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "close(box-1)", "close(fridge-1)",
              "go_to(bedroom-1)", "put_on(bed-1)"]
 
@@ -206,12 +218,7 @@ def test_oracle_problems_are_sentences_of_the_grammar_and_broken_ones_are_not(sm
     from lookplangraph.planners.pddl.grammar import accepts, problem_grammar
 
     vocab = llama_cpp.Llama(model_path=str(small_model_path), vocab_only=True, verbose=False)
-    task = load_task(EXAMPLES / "gift_basket" / "task.json")
-    names = PddlNames(task.graph.nodes)
-    final = final_graph(task.graph, task.ground_truth_plan)
-    facts, nodes, _ = oracle_goal(task.graph, final, names)
-    keep = relevant_nodes(task.graph, nodes)
-    problem = graph_problem(task.graph, facts + frame_goal(final, keep, names), name=task.id, keep=keep, names=names)
+    task, names, problem, _ = gift_basket_oracle()
     grammar = problem_grammar(task.graph, names)
     assert accepts(grammar, problem, vocab)
     assert accepts(grammar, graph_problem(task.graph, [], name="empty"), vocab)  # an empty goal (VirtualHome has 79)
@@ -310,12 +317,7 @@ def test_pddl_names_round_trip_and_plans_map_back():
 def test_oracle_problem_of_the_gift_basket_solves_and_validates():
     from grasif.validate import validate_plan
 
-    task = load_task(EXAMPLES / "gift_basket" / "task.json")
-    names = PddlNames(task.graph.nodes)
-    final = final_graph(task.graph, task.ground_truth_plan)
-    facts, nodes, unexpressed = oracle_goal(task.graph, final, names)
-    keep = relevant_nodes(task.graph, nodes)
-    problem = graph_problem(task.graph, facts + frame_goal(final, keep, names), name=task.id, keep=keep, names=names)
+    task, names, problem, unexpressed = gift_basket_oracle()
     assert "(:domain instruction-following)" in problem and unexpressed == []
     sol = fast_downward.solve(domain(), problem, time_limit_s=60)
     assert sol.solved, sol.message
