@@ -538,8 +538,16 @@ def _short(exc: Exception) -> str:
 # --------------------------------------------------------------------------------------------
 
 def default_threads() -> int:
-    """CPUs available to this process minus the 1-minute load average rounded down, at least 1:
-    all CPUs on an idle machine, 1 on a 2-CPU machine that already runs one busy process."""
+    """``$LOOKPLANGRAPH_THREADS`` when set (a positive integer); otherwise the CPUs available to
+    this process minus the 1-minute load average rounded down, at least 1: all CPUs on an idle
+    machine, 1 on a 2-CPU machine that already runs one busy process. The load average lags: a
+    run started right after another LM run ended still sees its load, so scripts that run
+    evaluations back to back set the variable."""
+    env = os.environ.get("LOOKPLANGRAPH_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise LMError(f"LOOKPLANGRAPH_THREADS must be a positive integer, not {env!r}")
+        return int(env)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
         load = os.getloadavg()[0]

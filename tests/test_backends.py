@@ -153,6 +153,7 @@ def test_scripted_backend_and_make_backend():
 
 
 def test_default_threads_leaves_busy_cpus_alone(monkeypatch):
+    monkeypatch.delenv("LOOKPLANGRAPH_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
     assert default_threads() == 4
@@ -162,6 +163,12 @@ def test_default_threads_leaves_busy_cpus_alone(monkeypatch):
     assert default_threads() == 1
     monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 0.0, 0.0))
     assert default_threads() == 1
+    monkeypatch.setenv("LOOKPLANGRAPH_THREADS", "3")  # a queue of runs sets it: the load average lags
+    assert default_threads() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("LOOKPLANGRAPH_THREADS", bad)
+        with pytest.raises(LMError, match="LOOKPLANGRAPH_THREADS must be a positive integer"):
+            default_threads()
 
 
 def test_reply_cache_records_and_replays(tmp_path):
