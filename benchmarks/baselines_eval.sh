@@ -13,6 +13,9 @@
 # LookPlanGraph runs with --max-actions 12 (as benchmarks/lm_eval.sh), the baselines with the
 # limits of their configs. Hours of CPU on 2 cores.
 set -e
+# Back to back, each run would see the previous one's load average and take 1 llama.cpp thread:
+# use every CPU unless LOOKPLANGRAPH_THREADS says otherwise.
+export LOOKPLANGRAPH_THREADS=${LOOKPLANGRAPH_THREADS:-$(nproc)}
 OUT=${1:?usage: benchmarks/baselines_eval.sh OUT_PREFIX static|dynamic [SEED]}
 MODE=${2:?static or dynamic}
 SEED=${3:-0}

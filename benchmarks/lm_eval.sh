@@ -11,6 +11,9 @@
 # Then: lookplangraph report runs/lm47_* --splits, or benchmarks/rejudge.py (judges results written
 # by older versions under today's goals).
 set -e
+# Back to back, each run would see the previous one's load average and take 1 llama.cpp thread:
+# use every CPU unless LOOKPLANGRAPH_THREADS says otherwise.
+export LOOKPLANGRAPH_THREADS=${LOOKPLANGRAPH_THREADS:-$(nproc)}
 OUT=${1:?usage: benchmarks/lm_eval.sh OUT_PREFIX [extra lookplangraph eval flags]}
 shift
 VH="file120_1 file27_2 file331_2 file392_1 file432_1 file44_1 file463_2 file487_1 file647_2 file650_1 file705_1 file773_1"
