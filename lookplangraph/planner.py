@@ -116,7 +116,7 @@ class PlannerConfig:
     sgrwr_output_bytes: int = 4000
     sgrwr_reply_tokens: int = 512
     sgrwr_require_strong: bool = True
-    sgrwr_plan_guard: bool = False  # (ours) send back a plan/action naming a node no answer contained (guard.invented_plan)
+    sgrwr_plan_guard: bool = False  # (ours) send back a plan/action naming a node no answer contained
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:

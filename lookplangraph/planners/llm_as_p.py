@@ -2,8 +2,8 @@
 
 The prompt (``prompts/llm_as_p.txt``) gives the plan functions, one worked example, the task's
 map as compact JSON and then the instruction (map first: tasks of one scene share the prompt up
-to the instruction, and llama.cpp keeps that prefix evaluated between calls); the reply is ``{"plan": ["go_to(kitchen-1)", ...]}``
-(JSON constrained by :data:`PLAN_SCHEMA`, and read leniently if a server ignores the schema).
+to the instruction, and llama.cpp keeps that prefix evaluated between calls); the reply is
+``{"plan": ["go_to(kitchen-1)", ...]}`` (JSON constrained by :data:`PLAN_SCHEMA`, and read leniently if a server ignores the schema).
 The plan runs as written (:func:`lookplangraph.planners.static.execute`). Failure kinds:
 ``context_overflow`` (the scene does not fit the model's context: raise ``n_ctx``),
 ``unreadable_plan`` (no plan list, or a step that is not an action), then the executor's.

@@ -3,12 +3,13 @@
 :func:`problem_grammar` writes a grammar (llama.cpp's GBNF) that admits exactly the problems an
 LLM+P reply may hold for one scene, laid out as the prompt's example is: ``(define (problem NAME)
 (:domain instruction-following) (:objects ROOMS - room OBJECTS - object) (:init ATOMS) (:goal
-(and LITERALS)))`` (at least one atom in ``:init``, any number of literals in the goal: 79
-VirtualHome tasks have none). :func:`~lookplangraph.planners.pddl.problem.graph_problem` writes
-problems in the same layout, so every oracle problem is a sentence of the grammar. Every atom uses one of the domain's eight predicates with arguments of its
-types (``robot-in`` and the room of ``object-room`` take a room name, every other argument an
-asset or object name), goal literals may be negated, and every name is one of the scene's, in
-its PDDL form (:class:`~lookplangraph.planners.pddl.problem.PddlNames`).
+(and LITERALS)))``, with at least one atom in ``:init`` and any number of goal literals (79
+VirtualHome tasks have none). Every atom uses one of the domain's eight predicates with
+arguments of its types (``robot-in`` and the room of ``object-room`` take a room name, every
+other argument an asset or object name), goal literals may be negated, and every name is one of
+the scene's, in its PDDL form (:class:`~lookplangraph.planners.pddl.problem.PddlNames`).
+:func:`~lookplangraph.planners.pddl.problem.graph_problem` writes problems in the same layout, so
+every oracle problem is a sentence of the grammar (:func:`accepts` checks one).
 
 What it decides is syntax and vocabulary only: which facts hold, which nodes to declare and what
 the goal is stay the LM's. A grammar-constrained problem can still declare a node twice, use an

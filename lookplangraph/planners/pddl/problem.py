@@ -261,5 +261,5 @@ def plan_actions(lines: Iterable[str], names: PddlNames) -> list[Action]:
     return out
 
 
-__all__ = ["PddlNames", "PlanError", "complete_declarations", "domain", "final_graph", "frame_goal", "graph_problem", "oracle_goal", "plan_actions",
-           "relevant_nodes"]
+__all__ = ["PddlNames", "PlanError", "complete_declarations", "domain", "final_graph", "frame_goal", "graph_problem",
+           "oracle_goal", "plan_actions", "relevant_nodes"]

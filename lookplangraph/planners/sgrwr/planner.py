@@ -80,7 +80,8 @@ class SGRwR:
         try:
             for _ in range(cfg.sgrwr_max_rounds):
                 reply, rec = reasoner.ask()
-                why = invented_plan(reply.actions, reasoner.known) if reply.form == "summary" and cfg.sgrwr_plan_guard else None
+                guarded = reply.form == "summary" and cfg.sgrwr_plan_guard
+                why = invented_plan(reply.actions, reasoner.known) if guarded else None
                 if why is not None:
                     s.guard_refusals += 1
                     reasoner.tell(rec, f"Your plan was {why}", learned=False)
