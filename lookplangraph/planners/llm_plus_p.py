@@ -5,17 +5,17 @@ example problem in that domain's own vocabulary (the paper's example uses anothe
 predicates, which would teach the LM to write problems that cannot parse), the task's map as
 compact JSON and then the instruction (map first, as in LLM-as-P, so tasks of one scene share a
 prefix). The problem is cut from the reply (from ``(define`` to its closing parenthesis; code
-fences ignored); Fast Downward (``lama-first``, the config's time and
-memory limits) solves it as a separate program; the plan's lower-case names map back to the
-scene's names and the actions run as written (:func:`lookplangraph.planners.static.execute`).
+fences ignored); Fast Downward (``lama-first``, the config's time and memory limits) solves it
+as a separate program; the plan's lower-case names map back to the scene's names and the actions
+run as written (:func:`lookplangraph.planners.static.execute`).
 With ``config.pddl_grammar`` (the default) the reply is decoded under the grammar of
 :func:`~lookplangraph.planners.pddl.grammar.problem_grammar` where the backend enforces one
 (llama.cpp in process and llama.cpp servers): the problem's syntax, predicates and names are then
 the domain's and the scene's, its facts and goal still the LM's. ``pddl_grammar = false`` is the
 paper's free text. With ``config.pddl_declare`` (the default) the problem's ``(:objects ...)`` is
 rewritten from the scene names it uses (``pddl.problem.complete_declarations``), since a
-grammar cannot make a small model declare each name once;
-the record's ``feedback`` lists what was declared for it or declared twice.
+grammar cannot make a small model declare each name once; the record's ``feedback`` lists what
+was declared for it or declared twice.
 
 Failure kinds, each its own value of ``EpisodeResult.failure`` (SR 0, precision from the
 graph as it ends): ``context_overflow``, ``no_problem`` (no ``(define ...)`` in the reply),
