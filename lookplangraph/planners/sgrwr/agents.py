@@ -36,7 +36,7 @@ from typing import Callable
 from lookplangraph.backends import Completion
 from lookplangraph.planner import PlannerConfig, StepRecord
 from lookplangraph.planners.sgrwr.graphdata import ALLOWED_IMPORTS, prelude
-from lookplangraph.planners.sgrwr.guard import assumption
+from lookplangraph.planners.sgrwr.guard import assumption, invented_plan
 from lookplangraph.planners.sgrwr.messages import RETRIEVED, Reply, read_reasoner, read_retriever
 from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, task_message
 from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
@@ -231,6 +231,17 @@ class Reasoner:
         if learned:
             self.known += "\n" + text
         self.session.emit(rec)
+
+    def send_back_guesses(self, rec: StepRecord, actions, what: str) -> bool:
+        """The plan guard (:func:`.guard.invented_plan`): when ``actions`` name a node no answer
+        contained, tell the Reasoner "``what`` was not run: ..." (not learned), count a guard
+        refusal and return True; otherwise False."""
+        why = invented_plan(actions, self.known)
+        if why is None:
+            return False
+        self.session.guard_refusals += 1
+        self.tell(rec, f"{what} was {why}", learned=False)
+        return True
 
     def run_code(self, code: str, rec: StepRecord) -> str:
         """Guard and run the Reasoner's code; the message that answers it."""

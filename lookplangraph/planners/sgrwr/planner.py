@@ -47,7 +47,6 @@ from lookplangraph.perception import Perception
 from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, attempt_action, episode_result, state_key
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
-from lookplangraph.planners.sgrwr.guard import invented_plan
 from lookplangraph.planners.static import execute
 from lookplangraph.sandbox import SandboxUnavailable
 
@@ -81,10 +80,7 @@ class SGRwR:
             for _ in range(cfg.sgrwr_max_rounds):
                 reply, rec = reasoner.ask()
                 guarded = reply.form == "summary" and cfg.sgrwr_plan_guard
-                why = invented_plan(reply.actions, reasoner.known) if guarded else None
-                if why is not None:
-                    s.guard_refusals += 1
-                    reasoner.tell(rec, f"Your plan was {why}", learned=False)
+                if guarded and reasoner.send_back_guesses(rec, reply.actions, "Your plan"):
                     continue
                 if reply.form == "summary":
                     plan, failure = reply.actions, None
@@ -139,10 +135,7 @@ class SGRwR:
                     reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever), learned=rec.accepted)
                     continue
                 rec.proposed = str(reply.action)
-                why = invented_plan([reply.action], reasoner.known) if cfg.sgrwr_plan_guard else None
-                if why is not None:
-                    s.guard_refusals += 1
-                    reasoner.tell(rec, f"{rec.proposed} was {why}", learned=False)
+                if cfg.sgrwr_plan_guard and reasoner.send_back_guesses(rec, [reply.action], rec.proposed):
                     continue
                 feedback = attempt_action(SimpleNamespace(action=reply.action, error=None), memory, env, act_cfg, rec,
                                     last_accepted, visited, perceive)
