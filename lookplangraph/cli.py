@@ -219,30 +219,23 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
 
 def _lm_factory(s, out: Path, args=None):
     """One LM per call (per worker); with ``--endpoints`` (or ``lm_options.endpoints``) each is a
-    client of one shared endpoint pool (:mod:`lookplangraph.endpoints`)."""
-    from lookplangraph.backends import LMError, make_backend
+    client of one shared endpoint pool (:func:`lookplangraph.endpoints.lm_factory`)."""
+    from lookplangraph.backends import LMError
+    from lookplangraph.endpoints import lm_factory
 
-    endpoints = getattr(args, "endpoints", None) or s.lm_options.get("endpoints")
-    pooled = None
-    if endpoints:
-        from lookplangraph.endpoints import pool_factory
-
-        try:
-            pooled = pool_factory(s.lm, endpoints, s.lm_options, concurrency=getattr(args, "endpoint_concurrency", None),
-                                  rate=getattr(args, "endpoint_rate", None))
-        except (ValueError, LMError) as exc:
-            raise InputError(str(exc)) from None
+    cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
+    try:
+        make = lm_factory(s.lm, s.lm_options, endpoints=getattr(args, "endpoints", None),
+                          concurrency=getattr(args, "endpoint_concurrency", None),
+                          rate=getattr(args, "endpoint_rate", None), cache=cache)
+    except (ValueError, LMError) as exc:
+        raise InputError(str(exc)) from None
 
     def factory():
         try:
-            lm = pooled() if pooled else make_backend(s.lm, **s.lm_options)
+            return make()
         except LMError as exc:
             raise InputError(str(exc)) from None
-        if s.cache:
-            from lookplangraph.replycache import CachedBackend
-
-            lm = CachedBackend(lm, out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
-        return lm
 
     return factory
 

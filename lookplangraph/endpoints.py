@@ -28,6 +28,7 @@ cache recorded with one set of endpoints replays with another.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -37,11 +38,11 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
 from lookplangraph.backends import (
-    ActionKey, Completion, LMError, LMReply, LMUnavailable, OpenAIBackend, parse_spec,
+    ActionKey, Completion, LMError, LMReply, LMUnavailable, OpenAIBackend, make_backend, parse_spec,
 )
 
-__all__ = ["Endpoint", "EndpointPool", "EndpointDown", "AllEndpointsDown", "PooledBackend", "parse_endpoints",
-           "pool_factory"]
+__all__ = ["Endpoint", "EndpointPool", "EndpointDown", "AllEndpointsDown", "PooledBackend", "lm_factory",
+           "parse_endpoints", "pool_factory"]
 
 
 class EndpointDown(LMError):
@@ -304,4 +305,24 @@ def pool_factory(spec: str, endpoints: str | Sequence[str | dict[str, Any]], opt
         return PooledBackend(pool, model, **opts)
 
     factory.pool = pool  # type: ignore[attr-defined]
+    return factory
+
+
+def lm_factory(spec: str, options: dict[str, Any], *, endpoints: str | Sequence | None = None,
+               concurrency: int | None = None, rate: float | None = None,
+               cache: str | os.PathLike | None = None) -> Callable[[], Any]:
+    """What ``eval`` and ``reproduce`` give their workers: a function making one LM per worker.
+    With ``endpoints`` (or ``options["endpoints"]``) each LM is a client of one shared
+    :class:`EndpointPool` (:func:`pool_factory`), else ``make_backend(spec, **options)``; with
+    ``cache`` (a file) each is wrapped in the reply cache. Raises ``ValueError`` for a bad
+    endpoint list at once and :class:`~lookplangraph.backends.LMError` when an LM is made."""
+    from lookplangraph.replycache import CachedBackend
+
+    endpoints = endpoints or options.get("endpoints")
+    pooled = pool_factory(spec, endpoints, options, concurrency=concurrency, rate=rate) if endpoints else None
+
+    def factory():
+        lm = pooled() if pooled else make_backend(spec, **options)
+        return CachedBackend(lm, cache) if cache is not None else lm
+
     return factory

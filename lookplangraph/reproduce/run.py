@@ -149,20 +149,15 @@ def plan(names: list[str], opts: Options, splits: list[str] | None = None) -> li
 
 
 def _lm_factory(s: RunSettings, out: Path, opts: Options):
-    """One cached LM per worker; with ``opts.endpoints`` each is a client of one endpoint pool
-    for the cell (:func:`lookplangraph.endpoints.pool_factory`)."""
-    from lookplangraph.replycache import CachedBackend
-
-    if not opts.endpoints:
-        return lambda: CachedBackend(make_backend(s.lm, **s.lm_options), out / "lm_cache.jsonl")
-    from lookplangraph.endpoints import pool_factory
+    """One cached LM per worker, over ``opts.endpoints`` when given
+    (:func:`lookplangraph.endpoints.lm_factory`)."""
+    from lookplangraph.endpoints import lm_factory
 
     try:
-        pooled = pool_factory(s.lm, opts.endpoints, s.lm_options, concurrency=opts.endpoint_concurrency,
-                              rate=opts.endpoint_rate)
+        return lm_factory(s.lm, s.lm_options, endpoints=opts.endpoints, concurrency=opts.endpoint_concurrency,
+                          rate=opts.endpoint_rate, cache=out / "lm_cache.jsonl")
     except ValueError as exc:
         raise ReproduceError(str(exc)) from None
-    return lambda: CachedBackend(pooled(), out / "lm_cache.jsonl")
 
 
 def _augmentation_factory(s: RunSettings):
