@@ -66,8 +66,9 @@ class LLMPlusP:
     def run(self, task, env, lm, config, *, on_step=None, augmentation=None):
         t0 = time.perf_counter()
         messages = [{"role": "user", "content": self.prompt(task)}]
+        names = PddlNames(task.graph.nodes)
         try:
-            extra = {"grammar": problem_grammar(task.graph)} if config.pddl_grammar else {}
+            extra = {"grammar": problem_grammar(task.graph, names)} if config.pddl_grammar else {}
             c = lm.complete(messages, max_tokens=config.plan_max_tokens, **extra)
         except ContextOverflow as exc:
             rec = StepRecord(1, None, None, False, "", feedback=str(exc))
@@ -75,7 +76,6 @@ class LLMPlusP:
                 on_step(rec)
             return execute(task, env, self.name, lm, config, [rec], None, "context_overflow", t0)
         plan, failure, feedback = None, None, None
-        names = PddlNames(task.graph.nodes)
         problem = extract_problem(re.sub(r"```[a-z]*", "", c.text))
         declared = ""
         if problem is not None and config.pddl_declare:

@@ -28,6 +28,7 @@ a table), and only the states closed/on exist.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 from importlib import resources
 from typing import Iterable
@@ -227,7 +228,7 @@ def complete_declarations(problem: str, graph: SceneGraph, names: PddlNames) -> 
         if node is None:
             continue
         (rooms if graph.nodes[node].layer == Layer.PLACE else things).append(word)
-    dropped = sorted({w for w in declared_list if declared_list.count(w) > 1})
+    dropped = sorted(w for w, n in Counter(declared_list).items() if n > 1)
     added = [w for w in rooms + things if w not in declared_list and w in problem[end:]]
     lines = ["(:objects"]
     if rooms:
