@@ -556,6 +556,23 @@ def default_threads() -> int:
     return max(1, min(cpus, cpus - int(load)))
 
 
+def default_gpu_layers() -> int:
+    """``$LOOKPLANGRAPH_GPU_LAYERS`` when set (an integer: layers offloaded to the GPU, -1 for
+    all); otherwise 0. It matters only for a llama-cpp-python built with a GPU backend (e.g.
+    ``CMAKE_ARGS="-DGGML_CUDA=on" pip install llama-cpp-python``); a CPU build ignores it. An
+    explicit ``n_gpu_layers`` in ``lm_options`` wins."""
+    env = os.environ.get("LOOKPLANGRAPH_GPU_LAYERS", "").strip()
+    if not env:
+        return 0
+    try:
+        layers = int(env)
+    except ValueError:
+        raise LMError(f"LOOKPLANGRAPH_GPU_LAYERS must be an integer (-1 for all layers), not {env!r}") from None
+    if layers < -1:
+        raise LMError(f"LOOKPLANGRAPH_GPU_LAYERS must be -1 (all layers) or more, not {layers}")
+    return layers
+
+
 class LlamaCppBackend:
     """A GGUF model run in process through ``llama-cpp-python``.
 
@@ -571,6 +588,7 @@ class LlamaCppBackend:
     ``n_threads`` (also used for prompt processing) defaults to :func:`default_threads`: the CPUs
     not already busy. llama.cpp threads spin at barriers, so on an oversubscribed machine
     asking for more threads than idle CPUs is several times slower, not faster.
+    ``n_gpu_layers`` defaults to :func:`default_gpu_layers` (0 unless ``$LOOKPLANGRAPH_GPU_LAYERS``).
 
     :meth:`complete` compiles its ``schema`` to a grammar the same way (cached per schema).
     Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
@@ -609,6 +627,7 @@ class LlamaCppBackend:
         if n_threads is None:
             n_threads = default_threads()
         llama_kwargs.setdefault("n_threads_batch", n_threads)
+        llama_kwargs.setdefault("n_gpu_layers", default_gpu_layers())
         self.path, self.name = path, f"llamacpp:{label}"
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
         self.reason_first, self.reason_max_length = reason_first, reason_max_length

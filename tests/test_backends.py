@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from lookplangraph.backends import (
-    LMBackend, LMError, LMReply, ScriptedBackend, Usage, action_schema, default_threads, make_backend, parse_reply,
+    LMBackend, LMError, LMReply, ScriptedBackend, Usage, action_schema, default_gpu_layers, default_threads, make_backend, parse_reply,
     parse_spec, reply_format_instructions,
 )
 from lookplangraph.replycache import CachedBackend, reply_key
@@ -169,6 +169,18 @@ def test_default_threads_leaves_busy_cpus_alone(monkeypatch):
         monkeypatch.setenv("LOOKPLANGRAPH_THREADS", bad)
         with pytest.raises(LMError, match="LOOKPLANGRAPH_THREADS must be a positive integer"):
             default_threads()
+
+
+def test_default_gpu_layers_reads_the_environment(monkeypatch):
+    monkeypatch.delenv("LOOKPLANGRAPH_GPU_LAYERS", raising=False)
+    assert default_gpu_layers() == 0
+    for value, layers in (("-1", -1), ("28", 28), (" 0 ", 0)):
+        monkeypatch.setenv("LOOKPLANGRAPH_GPU_LAYERS", value)
+        assert default_gpu_layers() == layers
+    for bad, message in (("all", "must be an integer"), ("-2", "must be -1")):
+        monkeypatch.setenv("LOOKPLANGRAPH_GPU_LAYERS", bad)
+        with pytest.raises(LMError, match=message):
+            default_gpu_layers()
 
 
 def test_reply_cache_records_and_replays(tmp_path):
