@@ -2,15 +2,19 @@
 
     .venv/bin/python benchmarks/baselines_table.py runs/bl static      # Markdown on stdout
     .venv/bin/python benchmarks/baselines_table.py runs/bl dynamic0
+    .venv/bin/python benchmarks/baselines_table.py runs/gpu static --planners llm-as-p lookplangraph sg-rwr --own
 
 One line per planner and split over the tasks that every planner run on that split finished (so
 a run stopped early still compares like with like; a planner with no result there is "not run"): SR (strict), SR over changed nodes, the extra
 with-correction verdict of static plans, APP, TPA, LM calls, seconds per task, the failure kinds;
-the paper's Table IV figures (static) beside.
+the paper's Table IV figures (static) beside. ``--own`` adds a second table: each planner over
+every task it finished (its own sample, larger than the common one when a run was cut short).
+``--planners`` chooses the planners (default: the paper's six; ``sg-rwr`` has no paper figure).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import Counter
 from pathlib import Path
@@ -21,36 +25,50 @@ from lookplangraph.reproduce.tables import TABLE4
 from lookplangraph.runner import read_results, to_record
 
 PLANNERS = ("llm-as-p", "llm+p", "sayplan", "sayplan-lite", "react", "lookplangraph")
+KNOWN = PLANNERS + ("sg-rwr",)
 SPLITS = ("behavior", "virtualhome", "office")
 ROW_KEY = {"llm-as-p": "llm_as_p", "llm+p": "llm_plus_p", "sayplan": "sayplan", "sayplan-lite": "sayplan_lite",
            "react": "react", "lookplangraph": "lookplangraph"}
+HEADER = ("| split | planner | tasks | SR | SR chg. | SR w/ corr. | APP | TPA | LM calls/task | s/task | failure kinds | paper SR / APP / TPA |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
-def main(prefix: str, tag: str) -> int:
+def main(prefix: str, tag: str, planners: tuple[str, ...] = PLANNERS, own: bool = False) -> int:
     paper = {r.key: r.paper for r in TABLE4.rows}
-    print("| split | planner | tasks | SR | SR chg. | SR w/ corr. | APP | TPA | LM calls/task | s/task | failure kinds | paper SR / APP / TPA |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    totals: dict[str, list[dict]] = {p: [] for p in PLANNERS}
+    runs_of = {split: {p: {r["task_id"]: r for r in read_results(_run_dir(prefix, tag, p, split) / "results.jsonl")}
+                       for p in planners} for split in SPLITS}
+    print(f"Tasks every planner finished ({prefix}_{tag}_*):\n")
+    _table(runs_of, planners, tag, paper, common_only=True)
+    if own:
+        print(f"\nEach planner over every task it finished ({prefix}_{tag}_*):\n")
+        _table(runs_of, planners, tag, paper, common_only=False)
+    return 0
+
+
+def _run_dir(prefix: str, tag: str, planner: str, split: str) -> Path:
+    return Path(f"{prefix}_{tag}_{planner.replace('+', '_plus_')}_{split}")
+
+
+def _table(runs_of: dict, planners: tuple[str, ...], tag: str, paper: dict, common_only: bool) -> None:
+    print(HEADER)
+    totals: dict[str, list[dict]] = {p: [] for p in planners}
     for split in SPLITS:
-        runs = {}
-        for p in PLANNERS:
-            d = Path(f"{prefix}_{tag}_{p.replace('+', '_plus_')}_{split}")
-            runs[p] = {r["task_id"]: r for r in read_results(d / "results.jsonl")}
-        ran = [p for p in PLANNERS if runs[p]]
+        runs = runs_of[split]
+        ran = [p for p in planners if runs[p]]
         common = set.intersection(*(set(runs[p]) for p in ran)) if ran else set()
         if not common:
             continue
-        for p in PLANNERS:
+        for p in planners:
             if p not in ran:
                 print(f"| {split} | {p} | not run | | | | | | | | | |")
                 continue
-            rows = [runs[p][t] for t in sorted(common)]
+            rows = [runs[p][t] for t in sorted(common if common_only else runs[p])]
             totals[p] += rows
-            print(_line(split, p, rows, paper[ROW_KEY[p]].get(split) if tag == "static" else None))
-    for p in PLANNERS:
+            theirs = paper[ROW_KEY[p]].get(split) if tag == "static" and p in ROW_KEY else None
+            print(_line(split, p, rows, theirs))
+    for p in planners:
         if totals[p]:
             print(_line("**all**", p, totals[p], None))
-    return 0
 
 
 def _line(split: str, planner: str, rows: list[dict], paper: dict | None) -> str:
@@ -66,6 +84,10 @@ def _line(split: str, planner: str, rows: list[dict], paper: dict | None) -> str
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("prefix", help="the OUT_PREFIX given to baselines_eval.sh (e.g. runs/bl)")
+    ap.add_argument("tag", help="static, dynamic0, dynamic1, ...")
+    ap.add_argument("--planners", nargs="+", choices=KNOWN, default=PLANNERS)
+    ap.add_argument("--own", action="store_true", help="also each planner over every task it finished")
+    a = ap.parse_args()
+    sys.exit(main(a.prefix, a.tag, tuple(a.planners), a.own))
