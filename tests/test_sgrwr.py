@@ -23,6 +23,7 @@ from lookplangraph.planners import get_planner
 from lookplangraph.planners.sgrwr.agents import STOPS, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
 from lookplangraph.planners.sgrwr.guard import assumption
+from lookplangraph.planners.sgrwr.hints import NO_CODE_YET, debug_hint
 from lookplangraph.planners.sgrwr.messages import RETRIEVED, TERMINATE, read_action_list, read_reasoner, read_retriever
 from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, shared
 from lookplangraph.sandbox import SandboxUnavailable
@@ -301,6 +302,48 @@ def test_retriever_must_run_code_before_its_summary():
                             code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"), solution(PLAN)])
     assert result.success and steps[1].form == "summary" and not steps[1].accepted
     assert "not run any code" in steps[1].feedback and steps[3].accepted
+
+
+@needs_sandbox
+@pytest.mark.parametrize("bad, hint", [
+    ("print([G.successors(n)[0] for n in G if G.nodes[n]['class'] == 'apple'])", "list(G.successors(n))"),
+    ("print([G.nodes[n]['holding'] for n in G if G.nodes[n]['class'] == 'apple'])", "attribute of the agent node only"),
+])
+def test_retriever_debugging_explains_known_mistakes(bad, hint):
+    # the two mistakes the 1.5B model made most: an iterator indexed, the holder read as an attribute
+    replies = [query("Where is the apple?"), code(bad, marker=""), code(FIND_APPLES, marker=""),
+               retrieved("apple-1 in box-1"), solution(PLAN)]
+    result, steps, lm = run(replies)
+    assert result.success and steps[1].sandbox["kind"] == "exception"
+    assert "Hint: " in steps[1].feedback and hint in steps[1].feedback
+    assert steps[1].feedback.endswith("Send corrected code.")
+    # the hint reaches the LM in the Retriever's next prompt, and goes when the option is off
+    assert hint in lm.requests[2]["messages"][-1]["content"]
+    _, steps, _ = run(replies, sgrwr_debug_hints=False)
+    assert "Hint:" not in steps[1].feedback and hint not in steps[1].feedback
+
+
+def test_debug_hints_name_the_mistake_and_nothing_else():
+    assert "list(...)" in debug_hint("TypeError: 'dict_keyiterator' object is not subscriptable")
+    assert "is an edge" in debug_hint("Traceback (most recent call last):\nKeyError: 'location'")
+    assert "instead of guessing names" in debug_hint("KeyError: 'money-1'")
+    assert "is not a node attribute" in debug_hint("KeyError: 'colour'")
+    assert debug_hint("KeyError: 'states'") is None  # a real attribute: missing on some node, no rule to give
+    assert debug_hint("ZeroDivisionError: division by zero") is None and debug_hint(None) is None
+
+
+@needs_sandbox
+def test_a_summary_before_any_code_gets_a_runnable_example(kitchen):
+    result, steps, _ = run([query("Where is the apple?"), retrieved("apple-1 is in the fridge"),
+                            code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"), solution(PLAN)])
+    assert result.success and "```python" in steps[1].feedback and steps[1].feedback == NO_CODE_YET
+    # the example itself passes the sandbox's policy and runs over a real scene graph
+    example = NO_CODE_YET.split("```python\n")[1].split("```")[0]
+    sandbox, data = config_sandbox(PlannerConfig()), graph_data(kitchen)
+    r = sandbox.run(example, data=data, prelude=prelude("retriever"))
+    assert r.ok and r.stdout.strip() == "cup-1 [] ['tray-1'] ['ontop']"
+    r = sandbox.run(example.replace('"cup"', '"giraffe"'), data=data, prelude=prelude("retriever"))
+    assert r.ok and r.stdout.strip() == "None"
 
 
 @needs_sandbox

@@ -37,6 +37,7 @@ from lookplangraph.backends import Completion
 from lookplangraph.planner import PlannerConfig, StepRecord
 from lookplangraph.planners.sgrwr.graphdata import ALLOWED_IMPORTS, prelude
 from lookplangraph.planners.sgrwr.guard import assumption, invented_plan
+from lookplangraph.planners.sgrwr.hints import NO_CODE_YET, debug_hint
 from lookplangraph.planners.sgrwr.messages import RETRIEVED, Reply, read_reasoner, read_retriever
 from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, task_message
 from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
@@ -140,6 +141,12 @@ class Session:
         return out
 
 
+def _hinted(error: str | None, cfg: PlannerConfig) -> str:
+    """The debug hint for ``error`` as a line of its own, or nothing (``sgrwr_debug_hints``)."""
+    hint = debug_hint(error) if cfg.sgrwr_debug_hints else None
+    return f"Hint: {hint}\n" if hint else ""
+
+
 def _output(r: SandboxResult) -> str:
     return r.stdout.strip() or "(the code printed nothing)"
 
@@ -167,8 +174,9 @@ class Retriever:
                     rec.accepted, rec.proposed = True, reply.summary
                     s.emit(rec)
                     return reply.summary, True
-                message = ("You have not run any code on the graph for this query, so nothing is retrieved yet. "
-                           "Write code that finds the answer in G.")
+                message = NO_CODE_YET if cfg.sgrwr_debug_hints else (
+                    "You have not run any code on the graph for this query, so nothing is retrieved yet. "
+                    "Write code that finds the answer in G.")
             elif reply.form == "code":
                 why = assumption(reply.code, known, reads_graph=True)
                 if why is not None:
@@ -185,7 +193,7 @@ class Retriever:
                                    f"{RETRIEVED}; otherwise send new code.")
                     else:
                         failed, last_problem = failed + 1, r.error
-                        message = f"Your code failed ({r.kind}):\n{r.error}\nSend corrected code."
+                        message = f"Your code failed ({r.kind}):\n{r.error}\n{_hinted(r.error, cfg)}Send corrected code."
                 if failed > cfg.sgrwr_debug_attempts:
                     rec.feedback = message
                     s.emit(rec)
@@ -262,7 +270,7 @@ class Reasoner:
                 rec.accepted = True
                 return f"Output of your code:\n{_output(r)}"
             self.failed += 1
-            message = f"Your code failed ({r.kind}):\n{r.error}\nFix it and send the corrected code."
+            message = f"Your code failed ({r.kind}):\n{r.error}\n{_hinted(r.error, s.cfg)}Fix it and send the corrected code."
             if r.error and re.search(r"NameError: name '(G|nx|DATA)' is not defined", r.error):
                 message += " The graph is not in your namespace: ask the retriever a query to read it."
         if self.failed > limit:
