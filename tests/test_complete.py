@@ -210,7 +210,7 @@ def test_llamacpp_without_projector_refuses_images(png):
 
 def test_llamacpp_vision_handler_errors(tmp_path):
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
-    from lookplangraph.backends import _vision_handler
+    from lookplangraph.backends.llamacpp import _vision_handler
 
     with pytest.raises(LMError, match="need both mmproj"):
         _vision_handler(llama_cpp, None, "qwen2.5-vl", False)
