@@ -117,7 +117,7 @@ class PlannerConfig:
     sgrwr_reply_tokens: int = 512
     sgrwr_require_strong: bool = True
     sgrwr_plan_guard: bool = False  # (ours) send back a plan/action naming a node no answer contained
-    sgrwr_debug_hints: bool = True  # (ours) explain known code mistakes when code is sent back (planners/sgrwr/hints.py)
+    sgrwr_debug_hints: bool = False  # (ours) explain known code mistakes when code is sent back (planners/sgrwr/hints.py)
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:

@@ -45,7 +45,7 @@ Keys (all optional)::
     sgrwr_reply_tokens = 512             # sg-rwr: reply budget of one LM call
     sgrwr_require_strong = true          # sg-rwr: refuse to run LM code when only weak isolation is available
     sgrwr_plan_guard = false             # sg-rwr (ours, not the paper's): send back a plan or action naming a node no answer contained
-    sgrwr_debug_hints = true             # sg-rwr (ours): explain known code mistakes (iterators, holders as edges) when code is sent back
+    sgrwr_debug_hints = false            # sg-rwr (ours): explain known code mistakes (iterators, holders as edges) when code is sent back
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -119,7 +119,7 @@ class RunSettings:
     sgrwr_reply_tokens: int = 512
     sgrwr_require_strong: bool = True
     sgrwr_plan_guard: bool = False
-    sgrwr_debug_hints: bool = True
+    sgrwr_debug_hints: bool = False
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None

@@ -313,13 +313,13 @@ def test_retriever_debugging_explains_known_mistakes(bad, hint):
     # the two mistakes the 1.5B model made most: an iterator indexed, the holder read as an attribute
     replies = [query("Where is the apple?"), code(bad, marker=""), code(FIND_APPLES, marker=""),
                retrieved("apple-1 in box-1"), solution(PLAN)]
-    result, steps, lm = run(replies)
+    result, steps, lm = run(replies, sgrwr_debug_hints=True)
     assert result.success and steps[1].sandbox["kind"] == "exception"
     assert "Hint: " in steps[1].feedback and hint in steps[1].feedback
     assert steps[1].feedback.endswith("Send corrected code.")
-    # the hint reaches the LM in the Retriever's next prompt, and goes when the option is off
+    # the hint reaches the LM in the Retriever's next prompt; off by default
     assert hint in lm.requests[2]["messages"][-1]["content"]
-    _, steps, _ = run(replies, sgrwr_debug_hints=False)
+    _, steps, _ = run(replies)
     assert "Hint:" not in steps[1].feedback and hint not in steps[1].feedback
 
 
@@ -335,7 +335,8 @@ def test_debug_hints_name_the_mistake_and_nothing_else():
 @needs_sandbox
 def test_a_summary_before_any_code_gets_a_runnable_example(kitchen):
     result, steps, _ = run([query("Where is the apple?"), retrieved("apple-1 is in the fridge"),
-                            code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"), solution(PLAN)])
+                            code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"), solution(PLAN)],
+                           sgrwr_debug_hints=True)
     assert result.success and "```python" in steps[1].feedback and steps[1].feedback == NO_CODE_YET
     # the example itself passes the sandbox's policy and runs over a real scene graph
     example = NO_CODE_YET.split("```python\n")[1].split("```")[0]
