@@ -8,8 +8,8 @@
 #   benchmarks/baselines_eval.sh runs/bl dynamic 0       # Table II (dynamic, seed 0)
 #   lookplangraph report runs/bl_static_* --splits
 #
-# PLANNERS="llm-as-p react" restricts the planners (sg-rwr may be added: configs/table*_sg_rwr.toml); SPLITS="behavior" the splits; VH="..." and
-# BH="..." replace the task lists.
+# PLANNERS="llm-as-p react" restricts the planners (sg-rwr may be added: configs/table*_sg_rwr.toml);
+# SPLITS="behavior" the splits; VH="..." and BH="..." replace the task lists.
 # LookPlanGraph runs with --max-actions 12 (as benchmarks/lm_eval.sh), the baselines with the
 # limits of their configs. Hours of CPU on 2 cores.
 set -e
