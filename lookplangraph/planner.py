@@ -118,6 +118,7 @@ class PlannerConfig:
     sgrwr_require_strong: bool = True
     sgrwr_plan_guard: bool = False  # (ours) send back a plan/action naming a node no answer contained
     sgrwr_debug_hints: bool = False  # (ours) explain known code mistakes when code is sent back (planners/sgrwr/hints.py)
+    sgrwr_code_grammar: bool = False  # (ours) the Retriever's replies are a code block until its code has run
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:

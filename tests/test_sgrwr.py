@@ -20,7 +20,7 @@ from lookplangraph.backends import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
 from lookplangraph.planner import PlannerConfig
 from lookplangraph.planners import get_planner
-from lookplangraph.planners.sgrwr.agents import STOPS, config_sandbox
+from lookplangraph.planners.sgrwr.agents import CODE_GRAMMAR, STOPS, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
 from lookplangraph.planners.sgrwr.guard import assumption
 from lookplangraph.planners.sgrwr.hints import NO_CODE_YET, debug_hint
@@ -345,6 +345,32 @@ def test_a_summary_before_any_code_gets_a_runnable_example(kitchen):
     assert r.ok and r.stdout.strip() == "cup-1 [] ['tray-1'] ['ontop']"
     r = sandbox.run(example.replace('"cup"', '"giraffe"'), data=data, prelude=prelude("retriever"))
     assert r.ok and r.stdout.strip() == "None"
+
+
+@needs_sandbox
+def test_code_grammar_holds_the_retriever_to_code_until_its_code_has_run():
+    replies = [query("Where is the apple?"), code("print(G.nodes['apple-1'])", marker=""),  # refused: a guessed name
+               code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"), solution(PLAN)]
+    result, steps, lm = run(replies, sgrwr_code_grammar=True)
+    assert result.success
+    grammars = [(r["messages"][0]["content"][-40:] == lm.requests[1]["messages"][0]["content"][-40:], r["grammar"])
+                for r in lm.requests]
+    # Retriever calls: code required before its code ran (the refused try included), free after; Reasoner never
+    assert [g for is_retriever, g in grammars if is_retriever] == [CODE_GRAMMAR, CODE_GRAMMAR, None]
+    assert [g for is_retriever, g in grammars if not is_retriever] == [None, None]
+    _, _, lm = run(replies)  # off by default
+    assert all(r["grammar"] is None for r in lm.requests)
+
+
+def test_code_grammar_admits_a_code_block_and_nothing_else(small_model_path):
+    # llama.cpp's own grammar engine over the 0.5B model's vocabulary (no weights used)
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+    from lookplangraph.planners.pddl.grammar import accepts
+
+    vocab = llama_cpp.Llama(model_path=str(small_model_path), vocab_only=True, verbose=False)
+    assert accepts(CODE_GRAMMAR, f"```python\n{FIND_APPLES}\n```", vocab)
+    assert not accepts(CODE_GRAMMAR, retrieved("apple-1 is in the fridge"), vocab)
+    assert not accepts(CODE_GRAMMAR, f"Here is the code:\n```python\n{FIND_APPLES}\n```", vocab)
 
 
 @needs_sandbox

@@ -49,6 +49,14 @@ from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
 STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo answer:"),
          "retriever": ("\nOutput:", "Your code failed")}
 
+#: GBNF of a Retriever reply that must be code (``sgrwr_code_grammar``): one ```python block of
+#: lines without backticks. Enforced where the backend takes a grammar (llama.cpp in process and
+#: llama.cpp servers); elsewhere the reply stays free.
+CODE_GRAMMAR = (
+    'root ::= "```python\\n" line+ "```"\n'
+    'line ::= [^`\\n]* "\\n"'
+)
+
 
 @lru_cache(maxsize=8)
 def sandbox_for(cpu_seconds: float, memory_mb: int, output_bytes: int, require_strong: bool) -> Sandbox:
@@ -87,11 +95,12 @@ class Session:
     emitted: set = field(default_factory=set)  # calls already handed to on_step
     calling: str | None = None  # the agent of the call in progress (or the last one)
 
-    def complete(self, agent: str, messages: list[dict]) -> Completion:
+    def complete(self, agent: str, messages: list[dict], grammar: str | None = None) -> Completion:
         """One LM call for ``agent`` (``ContextOverflow`` and other :class:`LMError` go to the
-        caller), stopped where the reply starts to imagine the other side (:data:`STOPS`)."""
+        caller), stopped where the reply starts to imagine the other side (:data:`STOPS`),
+        decoded under ``grammar`` (GBNF) when one is given."""
         self.calling = agent
-        return self.lm.complete(messages, stop=STOPS[agent], max_tokens=self.cfg.sgrwr_reply_tokens)
+        return self.lm.complete(messages, stop=STOPS[agent], max_tokens=self.cfg.sgrwr_reply_tokens, grammar=grammar)
 
     def record(self, agent: str, c: Completion, reply: Reply) -> StepRecord:
         """A trace entry for one call of ``agent`` whose reply was read as ``reply``."""
@@ -165,7 +174,9 @@ class Retriever:
         known = query
         failed, last_output, last_problem = 0, None, None
         for _ in range(cfg.sgrwr_retriever_turns):
-            c = s.complete("retriever", messages)
+            # until a run of its code has succeeded for this query, the reply may have to be code
+            c = s.complete("retriever", messages,
+                           grammar=CODE_GRAMMAR if cfg.sgrwr_code_grammar and last_output is None else None)
             reply = read_retriever(c.text)
             rec = s.record("retriever", c, reply)
             messages.append({"role": "assistant", "content": c.text})
