@@ -111,11 +111,12 @@ def test_rate_limit_paces_request_starts():
             t.join()
     starts = sorted(a.starts)
     assert len(starts) == 12
-    # 20 requests/s: starts 50 ms apart at the client; the server sees them with some jitter,
-    # so look at five gaps at a time
+    # 20 requests/s: starts 50 ms apart at the client; the server sees them with some jitter
+    # (on a loaded machine ~0.05 s: one request seen late shortens the whole span), so look at
+    # five gaps at a time. Unpaced, the 12 requests take a few ms each, far below either bound.
     spans = [b - a for a, b in zip(starts, starts[5:])]
     assert min(spans) >= 5 * 0.05 - 0.05
-    assert starts[-1] - starts[0] >= 11 * 0.05 - 0.03
+    assert starts[-1] - starts[0] >= 11 * 0.05 - 0.1
 
 
 def test_dead_endpoint_is_taken_out_and_the_worker_moves():
