@@ -92,10 +92,10 @@ def _plot(shown: dict, planners: tuple[str, ...], tag: str, paper: dict, out: Pa
     fig, axes = plt.subplots(len(splits), 2, squeeze=False, figsize=(11, 2.8 * len(splits) + 0.6))
     xs = range(len(planners))
     for i, split in enumerate(splits):
+        ours = [summarize([to_record(r) for r in shown[split, p]]) if (split, p) in shown else None
+                for p in planners]
         for j, metric in enumerate(("sr", "app")):
             ax = axes[i][j]
-            ours = [summarize([to_record(r) for r in shown[split, p]]) if (split, p) in shown else None
-                    for p in planners]
             ax.bar([x - 0.2 for x in xs], [getattr(s, metric) if s else 0 for s in ours], 0.4, label="ours",
                    color="#1f77b4")
             theirs = [paper[ROW_KEY[p]].get(split, {}).get(metric) if tag == "static" and p in ROW_KEY else None

@@ -353,8 +353,7 @@ def test_code_grammar_holds_the_retriever_to_code_until_its_code_has_run():
                code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"), solution(PLAN)]
     result, steps, lm = run(replies, sgrwr_code_grammar=True)
     assert result.success
-    grammars = [(r["messages"][0]["content"][-40:] == lm.requests[1]["messages"][0]["content"][-40:], r["grammar"])
-                for r in lm.requests]
+    grammars = [("you answer questions" in r["messages"][0]["content"], r["grammar"]) for r in lm.requests]
     # Retriever calls: code required before its code ran (the refused try included), free after; Reasoner never
     assert [g for is_retriever, g in grammars if is_retriever] == [CODE_GRAMMAR, CODE_GRAMMAR, None]
     assert [g for is_retriever, g in grammars if not is_retriever] == [None, None]

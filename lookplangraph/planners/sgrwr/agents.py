@@ -37,7 +37,7 @@ from lookplangraph.backends import Completion
 from lookplangraph.planner import PlannerConfig, StepRecord
 from lookplangraph.planners.sgrwr.graphdata import ALLOWED_IMPORTS, prelude
 from lookplangraph.planners.sgrwr.guard import assumption, invented_plan
-from lookplangraph.planners.sgrwr.hints import NO_CODE_YET, debug_hint
+from lookplangraph.planners.sgrwr.hints import NO_CODE, NO_CODE_YET, debug_hint
 from lookplangraph.planners.sgrwr.messages import RETRIEVED, Reply, read_reasoner, read_retriever
 from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, task_message
 from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
@@ -52,10 +52,8 @@ STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo 
 #: GBNF of a Retriever reply that must be code (``sgrwr_code_grammar``): one ```python block of
 #: lines without backticks. Enforced where the backend takes a grammar (llama.cpp in process and
 #: llama.cpp servers); elsewhere the reply stays free.
-CODE_GRAMMAR = (
-    'root ::= "```python\\n" line+ "```"\n'
-    'line ::= [^`\\n]* "\\n"'
-)
+CODE_GRAMMAR = r'''root ::= "```python\n" line+ "```"
+line ::= [^`\n]* "\n"'''
 
 
 @lru_cache(maxsize=8)
@@ -185,9 +183,7 @@ class Retriever:
                     rec.accepted, rec.proposed = True, reply.summary
                     s.emit(rec)
                     return reply.summary, True
-                message = NO_CODE_YET if cfg.sgrwr_debug_hints else (
-                    "You have not run any code on the graph for this query, so nothing is retrieved yet. "
-                    "Write code that finds the answer in G.")
+                message = NO_CODE_YET if cfg.sgrwr_debug_hints else NO_CODE
             elif reply.form == "code":
                 why = assumption(reply.code, known, reads_graph=True)
                 if why is not None:

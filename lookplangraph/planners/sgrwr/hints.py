@@ -27,9 +27,12 @@ _ATTRIBUTES = ("name", "layer", "class", "states", "affordances", "properties", 
 _HOLDER_WORDS = ("holding", "holder", "held", "parent", "location", "room", "on", "in", "inside", "ontop",
                  "in_room", "position", "container")
 
+#: What a Retriever's summary sent before any of its code ran is answered (the plain refusal).
+NOT_RUN_YET = "You have not run any code on the graph for this query, so nothing is retrieved yet. "
+NO_CODE = NOT_RUN_YET + "Write code that finds the answer in G."
+#: The same with a worked example (``sgrwr_debug_hints``).
 NO_CODE_YET = (
-    "You have not run any code on the graph for this query, so nothing is retrieved yet. "
-    "Reply with a ```python block that finds the answer in G; for example, for \"where are the cups?\" "
+    NOT_RUN_YET + "Reply with a ```python block that finds the answer in G; for example, for \"where are the cups?\" "
     "in another scene:\n```python\nfor n, d in G.nodes(data=True):\n    if d[\"class\"] == \"cup\":\n"
     "        holder = list(G.successors(n))\n"
     "        print(n, d[\"states\"], holder, [G.edges[n, h][\"relation\"] for h in holder])\n"
