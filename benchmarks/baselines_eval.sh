@@ -9,7 +9,12 @@
 #   lookplangraph report runs/bl_static_* --splits
 #
 # PLANNERS="llm-as-p react" restricts the planners (sg-rwr may be added: configs/table*_sg_rwr.toml);
-# SPLITS="behavior" the splits; VH="..." and BH="..." replace the task lists.
+# SPLITS="behavior" the splits; VH="..." and BH="..." replace the task lists, OFFICE="office-01 ..."
+# the office tasks (default: all 29).
+# SG-RwR: static mode runs configs/table4_sg_rwr.toml; SGRWR_STEP=1 runs its step mode there instead
+# (configs/table4_sg_rwr_step.toml, run directory *_static_sg-rwr-step_*); the dynamic config is
+# step mode already. SGRWR_ROUNDS=N replaces the config's sgrwr_max_rounds (a copy of the config is
+# written beside the run directory).
 # LookPlanGraph runs with --max-actions 12 (as benchmarks/lm_eval.sh), the baselines with the
 # limits of their configs. Hours of CPU on 2 cores.
 set -e
@@ -29,7 +34,7 @@ for split in $SPLITS; do
   case $split in
     behavior) TASKS="--tasks $BH";;
     virtualhome) TASKS="--tasks $VH";;
-    office) TASKS="";;
+    office) TASKS=${OFFICE:+--tasks $OFFICE};;
   esac
   for p in $PLANNERS; do
     case $p in
@@ -37,8 +42,15 @@ for split in $SPLITS; do
                      LIMIT="--max-actions 12";;
       *) CFG=configs/${TABLE}_$(echo $p | sed 's/llm+p/llm_plus_p/; s/-/_/g').toml; LIMIT="";;
     esac
+    NAME=$(echo $p | sed 's/+/_plus_/')
+    if [ $p = sg-rwr ]; then
+      if [ -n "$SGRWR_STEP" ] && [ $TABLE = table4 ]; then CFG=configs/table4_sg_rwr_step.toml; NAME=sg-rwr-step; fi
+      if [ -n "$SGRWR_ROUNDS" ]; then
+        sed "s/^sgrwr_max_rounds = .*/sgrwr_max_rounds = $SGRWR_ROUNDS/" $CFG > "${OUT}_${TAG}_${NAME}_$split.toml"
+        CFG="${OUT}_${TAG}_${NAME}_$split.toml"
+      fi
+    fi
     # shellcheck disable=SC2086
-    $L eval --config $CFG --planner $p --split $split $TASKS $EXTRA $LIMIT --cache \
-       --out "${OUT}_${TAG}_$(echo $p | sed 's/+/_plus_/')_$split"
+    $L eval --config $CFG --planner $p --split $split $TASKS $EXTRA $LIMIT --cache --out "${OUT}_${TAG}_${NAME}_$split"
   done
 done

@@ -119,6 +119,7 @@ class PlannerConfig:
     sgrwr_plan_guard: bool = False  # (ours) send back a plan/action naming a node no answer contained
     sgrwr_debug_hints: bool = False  # (ours) explain known code mistakes when code is sent back (planners/sgrwr/hints.py)
     sgrwr_code_grammar: bool = False  # (ours) the Retriever's replies are a code block until its code has run
+    sgrwr_repeat_answers: bool = False  # (ours) a repeated query on unchanged data gets its earlier answer back
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:
@@ -186,13 +187,14 @@ class EpisodeResult:
     success_with_correction: bool | None = None  # static plans: the verdict had the SGS corrected them
     # planners that run LM-written code (SG-RwR): sandbox runs, those that failed (error, timeout,
     # limit, policy), their seconds, the isolation levels they ran under; LM calls per agent; code
-    # sent back by the assume-guard without running
+    # sent back by the assume-guard without running; queries answered from an earlier answer
     sandbox_runs: int = 0
     sandbox_failures: int = 0
     sandbox_seconds: float = 0.0
     sandbox_isolation: str | None = None
     agent_calls: dict = field(default_factory=dict)
     guard_refusals: int = 0
+    repeated_queries: int = 0
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,

@@ -25,6 +25,7 @@ from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
 from lookplangraph.planners.sgrwr.guard import assumption
 from lookplangraph.planners.sgrwr.hints import NO_CODE_YET, debug_hint
 from lookplangraph.planners.sgrwr.messages import RETRIEVED, TERMINATE, read_action_list, read_reasoner, read_retriever
+from lookplangraph.planners.sgrwr.planner import GO_ON, REPEATED
 from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, shared
 from lookplangraph.sandbox import SandboxUnavailable
 from lookplangraph.settings import load_settings
@@ -505,6 +506,31 @@ def test_plan_guard_sends_back_plans_and_actions_naming_nodes_no_answer_containe
     result, steps, _ = run([act("open(fridge-1)"), act("done()")], sgrwr_mode="step", sgrwr_plan_guard=True)
     assert steps[0].feedback.startswith("open(fridge-1) was not run: it names fridge-1") and result.executed == []
     assert result.guard_refusals == 1 and result.actions == ["done()"]
+
+
+@needs_sandbox
+def test_a_repeated_query_on_unchanged_data_gets_its_earlier_answer():
+    inside = "print(sorted(G.predecessors('fridge-1')))"
+    asked = [query("What is inside fridge-1?"), code(inside, marker=""), retrieved("box-1")]
+    # static: the data never changes; the repeat (case and spacing aside) costs no Retriever call
+    result, steps, _ = run(asked + [query("what is inside  fridge-1?"), solution(PLAN)], sgrwr_repeat_answers=True)
+    assert result.success and result.repeated_queries == 1 and result.agent_calls == {"reasoner": 3, "retriever": 2}
+    assert steps[3].accepted and steps[3].feedback == f"{REPEATED}, so the answer is the same (the retriever was not asked again):\nbox-1\n{GO_ON}"
+    # off (the paper's way): the Retriever is asked again
+    result, steps, _ = run(asked + asked + [solution(PLAN)])
+    assert result.repeated_queries == 0 and result.agent_calls == {"reasoner": 3, "retriever": 4}
+    assert steps[3].feedback == "Answer from the retriever:\nbox-1"
+    # a query that could not be answered is given back as such
+    result, steps, _ = run([query("Where is the cat?"), retrieved("on the bed"), query("Where is the cat?"), solution(PLAN)],
+                           sgrwr_repeat_answers=True, sgrwr_retriever_turns=1)
+    assert result.agent_calls == {"reasoner": 3, "retriever": 1} and not steps[2].accepted
+    assert steps[2].feedback == (f"{REPEATED}; it could not be answered then: the retriever found no answer in 1 replies. "
+                                 f"{GO_ON}")
+    # step: an executed action replaces the data, so the same query goes to the Retriever again
+    result, steps, _ = run(asked + [query("What is inside fridge-1?"), act("go_to(kitchen-1)")] + asked + [act("done()")],
+                           sgrwr_mode="step", sgrwr_repeat_answers=True)
+    assert result.repeated_queries == 1 and result.agent_calls == {"reasoner": 5, "retriever": 4}
+    assert result.actions == ["go_to(kitchen-1)", "done()"] and steps[5].feedback == "Answer from the retriever:\nbox-1"
 
 
 def test_step_mode_ends_at_the_action_and_round_limits():

@@ -45,8 +45,10 @@ from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
 
 #: Where a reply is cut: the openings of the messages the host sends back (a small model that
 #: goes on to write "Answer from the retriever: ..." or "Output: ..." imagines what it should ask
-#: for, and spends tokens on it).
-STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo answer:"),
+#: for, and spends tokens on it), and, for the Reasoner, the start of a second message (its
+#: replies hold one message of one form; the 1.5B model repeated the whole message until the
+#: reply budget ran out in 209 of 555 replies of the GPU run, over half of its tokens).
+STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo answer:", "\n[Explanation]"),
          "retriever": ("\nOutput:", "Your code failed")}
 
 #: GBNF of a Retriever reply that must be code (``sgrwr_code_grammar``): one ```python block of
@@ -90,8 +92,25 @@ class Session:
     sandbox_seconds: float = 0.0
     isolation: list[str] = field(default_factory=list)  # levels the runs achieved ("none": refused before a process)
     guard_refusals: int = 0
+    repeated_queries: int = 0  # queries answered from an earlier answer (``sgrwr_repeat_answers``)
+    answers: dict = field(default_factory=dict)  # query key -> (data version, answer text, answered)
+    data_version: int = 0  # bumped whenever ``data`` is replaced
     emitted: set = field(default_factory=set)  # calls already handed to on_step
     calling: str | None = None  # the agent of the call in progress (or the last one)
+
+    def update(self, data: dict) -> None:
+        """Replace the scene data the agents' code runs on (step mode, after an action)."""
+        self.data = data
+        self.data_version += 1
+
+    def earlier_answer(self, query: str) -> tuple[str, bool] | None:
+        """The answer given to the same query (case and spacing aside) while the data was what it
+        is now, or None."""
+        hit = self.answers.get(" ".join(query.lower().split()))
+        return hit[1:] if hit and hit[0] == self.data_version else None
+
+    def remember_answer(self, query: str, text: str, ok: bool) -> None:
+        self.answers[" ".join(query.lower().split())] = (self.data_version, text, ok)
 
     def complete(self, agent: str, messages: list[dict], grammar: str | None = None) -> Completion:
         """One LM call for ``agent`` (``ContextOverflow`` and other :class:`LMError` go to the

@@ -30,7 +30,14 @@ The sandbox is built before the first LM call: when ``sgrwr_require_strong`` is 
 isolation is available, :class:`WeakIsolation` (a :class:`~lookplangraph.sandbox.SandboxUnavailable`
 and a ``ValueError``) is raised: nothing is planned, no LM call is made. Counts: ``lm_calls`` and tokens over both agents and every debug
 loop, ``agent_calls`` per agent, ``sandbox_runs``/``sandbox_failures``/``sandbox_seconds``,
-``sandbox_isolation``, ``guard_refusals``.
+``sandbox_isolation``, ``guard_refusals``, ``repeated_queries``.
+
+**Repeated queries** (``sgrwr_repeat_answers``, ours, off by default): a query the Reasoner asked
+before (case and spacing aside), while the scene data was what it is now, is not sent to the
+Retriever again; the Reasoner gets the earlier answer back with a sentence saying so. In static
+mode the data never changes; in step mode every executed action replaces it. With greedy decoding
+the Retriever (which sees only the query and its own attempts) would give the same answer; what
+changes is that the Reasoner is told it is repeating itself.
 """
 
 from __future__ import annotations
@@ -49,6 +56,11 @@ from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, co
 from lookplangraph.planners.sgrwr.graphdata import graph_data
 from lookplangraph.planners.static import execute
 from lookplangraph.sandbox import SandboxUnavailable
+
+
+#: How a repeated query's earlier answer is given back (``sgrwr_repeat_answers``).
+REPEATED = "You asked this query before and the scene data has not changed since"
+GO_ON = "Do not ask it again: act on what you know, or ask something else."
 
 
 class WeakIsolation(SandboxUnavailable, ValueError):
@@ -99,8 +111,16 @@ class SGRwR:
         """The message that answers a query, code or malformed reply of the Reasoner;
         ``rec.accepted`` says whether it reports the scene (an answer, a successful code run)."""
         if reply.form == "query":
-            rec.proposed = reply.query
+            rec.proposed, s = reply.query, retriever.session
+            earlier = s.earlier_answer(reply.query) if s.cfg.sgrwr_repeat_answers else None
+            if earlier is not None:
+                s.repeated_queries += 1
+                text, rec.accepted = earlier
+                if rec.accepted:
+                    return f"{REPEATED}, so the answer is the same (the retriever was not asked again):\n{text}\n{GO_ON}"
+                return f"{REPEATED}; it could not be answered then: {text}. {GO_ON}"
             text, ok = retriever.answer(reply.query)
+            s.remember_answer(reply.query, text, ok)
             rec.accepted = ok
             return f"Answer from the retriever:\n{text}" if ok else f"No answer: {text}. Ask differently."
         if reply.form == "code":
@@ -144,7 +164,7 @@ class SGRwR:
                     last_accepted = rec.proposed
                     actions.append(rec.proposed)
                     executed.extend(rec.executed)
-                    s.data = graph_data(memory.graph, memory.unseen)
+                    s.update(graph_data(memory.graph, memory.unseen))
                 reasoner.tell(rec, self._result(rec, feedback, memory))
         except ContextOverflow as exc:
             termination = "context_overflow"
@@ -173,4 +193,4 @@ class SGRwR:
         return replace(result, sandbox_runs=s.runs, sandbox_failures=s.failures,
                        sandbox_seconds=round(s.sandbox_seconds, 3),
                        sandbox_isolation=" | ".join(s.isolation) or None, agent_calls=s.agent_calls(),
-                       guard_refusals=s.guard_refusals)
+                       guard_refusals=s.guard_refusals, repeated_queries=s.repeated_queries)
