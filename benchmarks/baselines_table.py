@@ -9,7 +9,8 @@ a run stopped early still compares like with like; a planner with no result ther
 with-correction verdict of static plans, APP, TPA, LM calls, seconds per task, the failure kinds;
 the paper's Table IV figures (static) beside. ``--own`` adds a second table: each planner over
 every task it finished (its own sample, larger than the common one when a run was cut short).
-``--planners`` chooses the planners (default: the paper's six; ``sg-rwr`` has no paper figure);
+``--planners`` chooses the planners (default: the paper's six; ``sg-rwr`` and ``sg-rwr-step``, its
+step mode, have no paper figure);
 ``--plot F.png`` draws SR and APP of the first table beside the paper's figures.
 """
 
@@ -26,7 +27,7 @@ from lookplangraph.reproduce.tables import TABLE4
 from lookplangraph.runner import read_results, to_record
 
 PLANNERS = ("llm-as-p", "llm+p", "sayplan", "sayplan-lite", "react", "lookplangraph")
-KNOWN = PLANNERS + ("sg-rwr",)
+KNOWN = PLANNERS + ("sg-rwr", "sg-rwr-step")  # sg-rwr-step: baselines_eval.sh with SGRWR_STEP=1
 SPLITS = ("behavior", "virtualhome", "office")
 ROW_KEY = {"llm-as-p": "llm_as_p", "llm+p": "llm_plus_p", "sayplan": "sayplan", "sayplan-lite": "sayplan_lite",
            "react": "react", "lookplangraph": "lookplangraph"}

@@ -138,6 +138,9 @@ def test_retriever_forms_and_its_marker():
     assert read_retriever("The apple is in the box.").form == "malformed"
     assert read_retriever("for n in G:\n    print(n)").code == "for n in G:\n    print(n)"  # unfenced code
     assert read_retriever("print('the apple')").form == "malformed"  # Python, but it reads nothing
+    # the marker written as the block's last line (the 1.5B model under the code grammar) is not code
+    assert read_retriever(f"```python\nfor n in G:\n    print(n)\n{RETRIEVED}\n```").code == "for n in G:\n    print(n)"
+    assert read_retriever(f"```python\nprint('{RETRIEVED}', G)\n```").code == f"print('{RETRIEVED}', G)"
 
 
 # -- the assume-guard --------------------------------------------------------------------------------

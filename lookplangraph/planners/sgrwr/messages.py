@@ -20,7 +20,7 @@ action list (:attr:`Reply.error` says what was wrong, in words meant for the LM)
 ends the episode like ``done()`` (its action list, if any, is not executed).
 
 **Retriever**: a reply with a fenced code block is ``code`` (a marker in the same reply is ignored:
-the code has not run yet); otherwise a reply with :data:`RETRIEVED` is a ``summary`` (the text of
+the code has not run yet; a line of the block holding only the marker is dropped); otherwise a reply with :data:`RETRIEVED` is a ``summary`` (the text of
 ``[Summary]``, or the whole reply, without the marker); a reply that is, as a whole, Python
 reading ``G`` (no fence) is ``code`` too; anything else is ``malformed``.
 
@@ -183,11 +183,19 @@ def _is_graph_code(text: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == "G" for n in ast.walk(tree))
 
 
+def _without_marker_lines(code: str) -> str:
+    """``code`` without lines that hold only :data:`RETRIEVED` (the 1.5B model, held to a code
+    block by ``sgrwr_code_grammar``, wrote its marker as the block's last line in 15 of 22
+    snippets, a SyntaxError that self-debugging resent unchanged)."""
+    lines = [line for line in code.splitlines() if line.strip(" \t*#") != RETRIEVED]
+    return "\n".join(lines) if len(lines) < len(code.splitlines()) else code
+
+
 def read_retriever(text: str) -> Reply:
     """The Retriever's reply as a form (module doc)."""
     code = first_code_block(text)
     if code is not None:
-        return Reply("code", code=code)
+        return Reply("code", code=_without_marker_lines(code))
     if RETRIEVED in text:
         summary = _section(text, "Summary")
         if summary is None:
