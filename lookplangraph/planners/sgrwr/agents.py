@@ -104,13 +104,14 @@ class Session:
         self.data_version += 1
 
     def earlier_answer(self, query: str) -> tuple[str, bool] | None:
-        """The answer given to the same query (case and spacing aside) while the data was what it
-        is now, or None."""
-        hit = self.answers.get(" ".join(query.lower().split()))
+        """The answer (text, answered) given to the same query, case and spacing aside, while the
+        data was what it is now; None when there is none."""
+        hit = self.answers.get(_query_key(query))
         return hit[1:] if hit and hit[0] == self.data_version else None
 
     def remember_answer(self, query: str, text: str, ok: bool) -> None:
-        self.answers[" ".join(query.lower().split())] = (self.data_version, text, ok)
+        """Keep the answer to ``query`` on the current data (:meth:`earlier_answer`)."""
+        self.answers[_query_key(query)] = (self.data_version, text, ok)
 
     def complete(self, agent: str, messages: list[dict], grammar: str | None = None) -> Completion:
         """One LM call for ``agent`` (``ContextOverflow`` and other :class:`LMError` go to the
@@ -165,6 +166,10 @@ class Session:
         for r in self.records:
             out[r.agent or "?"] = out.get(r.agent or "?", 0) + 1
         return out
+
+
+def _query_key(query: str) -> str:
+    return " ".join(query.lower().split())
 
 
 def _hinted(error: str | None, cfg: PlannerConfig) -> str:

@@ -20,9 +20,10 @@ action list (:attr:`Reply.error` says what was wrong, in words meant for the LM)
 ends the episode like ``done()`` (its action list, if any, is not executed).
 
 **Retriever**: a reply with a fenced code block is ``code`` (a marker in the same reply is ignored:
-the code has not run yet; a line of the block holding only the marker is dropped); otherwise a reply with :data:`RETRIEVED` is a ``summary`` (the text of
-``[Summary]``, or the whole reply, without the marker); a reply that is, as a whole, Python
-reading ``G`` (no fence) is ``code`` too; anything else is ``malformed``.
+the code has not run yet; a line of the block holding only the marker is dropped); otherwise a
+reply with :data:`RETRIEVED` is a ``summary`` (the text of ``[Summary]``, or the whole reply,
+without the marker); a reply that is, as a whole, Python reading ``G`` (no fence) is ``code`` too;
+anything else is ``malformed``.
 
 Action lists are read leniently: ``[go_to(kitchen-1), open(fridge-1)]``, a JSON list of strings,
 or one call per line (``1. go_to(kitchen-1)``); every call must parse as an action.
