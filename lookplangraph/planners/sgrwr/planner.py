@@ -111,7 +111,8 @@ class SGRwR:
         """The message that answers a query, code or malformed reply of the Reasoner;
         ``rec.accepted`` says whether it reports the scene (an answer, a successful code run)."""
         if reply.form == "query":
-            rec.proposed, s = reply.query, retriever.session
+            rec.proposed = reply.query
+            s = retriever.session
             earlier = s.earlier_answer(reply.query) if s.cfg.sgrwr_repeat_answers else None
             if earlier is not None:
                 s.repeated_queries += 1
