@@ -93,25 +93,24 @@ class Session:
     isolation: list[str] = field(default_factory=list)  # levels the runs achieved ("none": refused before a process)
     guard_refusals: int = 0
     repeated_queries: int = 0  # queries answered from an earlier answer (``sgrwr_repeat_answers``)
-    answers: dict = field(default_factory=dict)  # query key -> (data version, answer text, answered)
-    data_version: int = 0  # bumped whenever ``data`` is replaced
+    answers: dict = field(default_factory=dict)  # query key -> (answer text, answered), on the current data
     emitted: set = field(default_factory=set)  # calls already handed to on_step
     calling: str | None = None  # the agent of the call in progress (or the last one)
 
     def update(self, data: dict) -> None:
-        """Replace the scene data the agents' code runs on (step mode, after an action)."""
+        """Replace the scene data the agents' code runs on (step mode, after an action); the
+        answers given on the old data are forgotten."""
         self.data = data
-        self.data_version += 1
+        self.answers.clear()
 
     def earlier_answer(self, query: str) -> tuple[str, bool] | None:
         """The answer (text, answered) given to the same query, case and spacing aside, while the
         data was what it is now; None when there is none."""
-        hit = self.answers.get(_query_key(query))
-        return hit[1:] if hit and hit[0] == self.data_version else None
+        return self.answers.get(_query_key(query))
 
     def remember_answer(self, query: str, text: str, ok: bool) -> None:
         """Keep the answer to ``query`` on the current data (:meth:`earlier_answer`)."""
-        self.answers[_query_key(query)] = (self.data_version, text, ok)
+        self.answers[_query_key(query)] = (text, ok)
 
     def complete(self, agent: str, messages: list[dict], grammar: str | None = None) -> Completion:
         """One LM call for ``agent`` (``ContextOverflow`` and other :class:`LMError` go to the
@@ -169,6 +168,7 @@ class Session:
 
 
 def _query_key(query: str) -> str:
+    """A query with case and spacing ignored."""
     return " ".join(query.lower().split())
 
 

@@ -188,8 +188,9 @@ def _without_marker_lines(code: str) -> str:
     """``code`` without lines that hold only :data:`RETRIEVED` (the 1.5B model, held to a code
     block by ``sgrwr_code_grammar``, wrote its marker as the block's last line in 15 of 22
     snippets, a SyntaxError that self-debugging resent unchanged)."""
-    lines = [line for line in code.splitlines() if line.strip(" \t*#") != RETRIEVED]
-    return "\n".join(lines) if len(lines) < len(code.splitlines()) else code
+    lines = code.splitlines()
+    kept = [line for line in lines if line.strip(" \t*#") != RETRIEVED]
+    return "\n".join(kept) if len(kept) < len(lines) else code
 
 
 def read_retriever(text: str) -> Reply:
