@@ -120,6 +120,7 @@ class PlannerConfig:
     sgrwr_debug_hints: bool = False  # (ours) explain known code mistakes when code is sent back (planners/sgrwr/hints.py)
     sgrwr_code_grammar: bool = False  # (ours) the Retriever's replies are a code block until its code has run
     sgrwr_repeat_answers: bool = False  # (ours) a repeated query on unchanged data gets its earlier answer back
+    sgrwr_reasoner_grammar: bool = False  # (ours) each Reasoner reply is decoded as one message of one form
 
     def __post_init__(self):
         if self.correction not in CORRECTION_MODES:

@@ -48,6 +48,7 @@ Keys (all optional)::
     sgrwr_debug_hints = false            # sg-rwr (ours): explain known code mistakes (iterators, holders as edges) when code is sent back
     sgrwr_code_grammar = false           # sg-rwr (ours): decode the Retriever's replies as a code block until its code has run
     sgrwr_repeat_answers = false         # sg-rwr (ours): a query repeated on unchanged data gets its earlier answer, no Retriever call
+    sgrwr_reasoner_grammar = false       # sg-rwr (ours): decode each Reasoner reply as one message of one form
     concurrency = 1
     cache = false                        # true: record/replay LM replies in OUT/lm_cache.jsonl;
                                          # a path: use that cache file (replay another run's replies)
@@ -124,6 +125,7 @@ class RunSettings:
     sgrwr_debug_hints: bool = False
     sgrwr_code_grammar: bool = False
     sgrwr_repeat_answers: bool = False
+    sgrwr_reasoner_grammar: bool = False
     concurrency: int = 1
     cache: bool | str = False
     out: str | None = None

@@ -20,7 +20,7 @@ from lookplangraph.backends import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
 from lookplangraph.planner import PlannerConfig
 from lookplangraph.planners import get_planner
-from lookplangraph.planners.sgrwr.agents import CODE_GRAMMAR, STOPS, config_sandbox
+from lookplangraph.planners.sgrwr.agents import CODE_GRAMMAR, REASONER_GRAMMAR, STOPS, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
 from lookplangraph.planners.sgrwr.guard import assumption
 from lookplangraph.planners.sgrwr.hints import NO_CODE_YET, debug_hint
@@ -58,6 +58,10 @@ def solution(actions):
 
 def retrieved(text):
     return f"[Summary]\n{text}\n{RETRIEVED}"
+
+
+def act(call):
+    return f"[Explanation]\nnext\n[Action]\n{call}"
 
 
 FIND_APPLES = "for n, d in G.nodes(data=True):\n    if d['class'] == 'apple':\n        print(n, list(G.successors(n)))"
@@ -377,6 +381,51 @@ def test_code_grammar_admits_a_code_block_and_nothing_else(small_model_path):
 
 
 @needs_sandbox
+def test_reasoner_grammar_goes_with_every_reasoner_call_of_its_mode():
+    replies = [query("Where is the apple?"), code(FIND_APPLES, marker=""), retrieved("apple-1 in box-1"), solution(PLAN)]
+    result, _, lm = run(replies, sgrwr_reasoner_grammar=True)
+    assert result.success
+    grammars = [("you answer questions" in r["messages"][0]["content"], r["grammar"]) for r in lm.requests]
+    assert [g for is_retriever, g in grammars if not is_retriever] == [REASONER_GRAMMAR["static"]] * 2
+    assert [g for is_retriever, g in grammars if is_retriever] == [None, None]  # the Retriever's own option
+    result, _, lm = run([act("go_to(kitchen-1)"), act("done()")], sgrwr_mode="step", sgrwr_reasoner_grammar=True)
+    assert [r["grammar"] for r in lm.requests] == [REASONER_GRAMMAR["step"]] * 2
+    _, _, lm = run(replies)  # off by default
+    assert all(r["grammar"] is None for r in lm.requests)
+
+
+# every form of a mode, as the scripted replies write it, and the form read_reasoner finds in it
+_ONE_MESSAGE = {
+    "static": [(query("Where is the apple?"), "query"), (code(FIND_APPLES), "code"),
+               (solution(PLAN), "summary"), ("[Explanation]\nTwo lines\nof thought.\n[Query]\nWhere?", "query")],
+    "step": [(query("Where is the apple?"), "query"), (code("print(fetch_steps('apple-1'))"), "code"),
+             (act("go_to(kitchen-1)"), "action"), (act("done()"), "action")],
+}
+# what the 1.5B model wrote past the end of its message, or a form of the other mode
+_MORE = {
+    "static": [query("Where?") + "\n[Code]\n```python\nprint(1)\n```", code("print(1)") + "\nThe robot must know.",
+               act("go_to(kitchen-1)"), solution(PLAN) + "\n[Explanation]\nagain", "I think the apple is here."],
+    "step": [query("Where?") + "\n\n[Code]\nprint(fetch_steps('a-1'))\n```\nThe robot must know where the watch is.",
+             act("go_to(kitchen-1)") + "\n[Action]\nopen(fridge-1)", solution(PLAN), "[Action]\ngo_to(kitchen-1)",
+             "[Explanation]\na\nb\nc\nd\n[Query]\nWhere?"],
+}
+
+
+@pytest.mark.parametrize("mode", ["static", "step"])
+def test_reasoner_grammar_admits_one_message_of_one_form_and_nothing_after_it(mode, small_model_path):
+    # llama.cpp's own grammar engine over the 0.5B model's vocabulary (no weights used)
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
+    from lookplangraph.planners.pddl.grammar import accepts
+
+    vocab = llama_cpp.Llama(model_path=str(small_model_path), vocab_only=True, verbose=False)
+    for text, form in _ONE_MESSAGE[mode]:
+        assert accepts(REASONER_GRAMMAR[mode], text, vocab), text
+        assert read_reasoner(text, step_mode=mode == "step").form == form
+    for text in _MORE[mode]:
+        assert not accepts(REASONER_GRAMMAR[mode], text, vocab), text
+
+
+@needs_sandbox
 @pytest.mark.parametrize("snippet, kind, cfg", [
     ("while True:\n    pass\nprint(G)", "timeout", {"sgrwr_code_seconds": 1}),
     ("print('x' * 100000)\nprint(G)", "output", {"sgrwr_output_bytes": 1000}),
@@ -462,10 +511,6 @@ def test_sandbox_limits_come_from_the_config():
 
 
 # -- step mode ---------------------------------------------------------------------------------------
-def act(call):
-    return f"[Explanation]\nnext\n[Action]\n{call}"
-
-
 @needs_sandbox
 def test_step_mode_acts_one_action_at_a_time_on_the_updated_memory():
     seen = "for n in G.predecessors('fridge-1'):\n    print(n, G.nodes[n]['seen'])"

@@ -57,6 +57,25 @@ STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo 
 CODE_GRAMMAR = r'''root ::= "```python\n" line+ "```"
 line ::= [^`\n]* "\n"'''
 
+#: GBNF of one Reasoner message per mode (``sgrwr_reasoner_grammar``): ``[Explanation]`` with one to
+#: three lines of text, then one form, each ending where its section ends: a one-line ``[Query]``,
+#: a ``[Code]`` section of one ```python block, in step mode one ``[Action]`` call, in static mode
+#: the solution (``[Summary]`` text, a one-line ``[Actions]`` list, ``TASK TERMINATE``). After the
+#: form only the end of the reply is allowed, so a message cannot run on into a second one (the
+#: 1.5B model's office replies repeated a whole message without a new ``[Explanation]``, past the
+#: ``STOPS``, until the reply budget ran out).
+_REASONER_RULES = r'''text ::= line (line line?)?
+line ::= [^\n\[`] [^\n]* "\n"
+query ::= "[Query]\n" [^\n]+
+code ::= "[Code]\n```python\n" codeline+ "```"
+codeline ::= [^`\n]* "\n"
+action ::= "[Action]\n" [a-z_]+ "(" [^()\n]* ")"
+summary ::= "[Summary]\n" text "[Actions]\n[" [^\]\n]* "]\nTASK TERMINATE"'''
+REASONER_GRAMMAR = {
+    "static": 'root ::= "[Explanation]\\n" text (query | code) | summary\n' + _REASONER_RULES,
+    "step": 'root ::= "[Explanation]\\n" text (query | code | action)\n' + _REASONER_RULES,
+}
+
 
 @lru_cache(maxsize=8)
 def sandbox_for(cpu_seconds: float, memory_mb: int, output_bytes: int, require_strong: bool) -> Sandbox:
@@ -252,7 +271,8 @@ class Reasoner:
 
     def ask(self) -> tuple[Reply, StepRecord]:
         """One Reasoner call, read as a form; the reply joins its history."""
-        c = self.session.complete("reasoner", self.messages)
+        grammar = REASONER_GRAMMAR[self.mode] if self.session.cfg.sgrwr_reasoner_grammar else None
+        c = self.session.complete("reasoner", self.messages, grammar=grammar)
         reply = read_reasoner(c.text, step_mode=self.mode == "step")
         rec = self.session.record("reasoner", c, reply)
         self.messages.append({"role": "assistant", "content": c.text})
