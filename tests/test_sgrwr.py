@@ -398,7 +398,7 @@ def test_reasoner_grammar_goes_with_every_reasoner_call_of_its_mode():
 _ONE_MESSAGE = {
     "static": [(query("Where is the apple?"), "query"), (code(FIND_APPLES), "code"),
                (solution(PLAN), "summary"), ("[Explanation]\nTwo lines\nof thought.\n[Query]\nWhere?", "query")],
-    "step": [(query("Where is the apple?"), "query"), (code("print(fetch_steps('apple-1'))"), "code"),
+    "step": [(query("Where is the apple? " * 15), "query"), (code("print(fetch_steps('apple-1'))"), "code"),
              (act("go_to(kitchen-1)"), "action"), (act("done()"), "action")],
 }
 # what the 1.5B model wrote past the end of its message, or a form of the other mode
@@ -407,7 +407,8 @@ _MORE = {
                act("go_to(kitchen-1)"), solution(PLAN) + "\n[Explanation]\nagain", "I think the apple is here."],
     "step": [query("Where?") + "\n\n[Code]\nprint(fetch_steps('a-1'))\n```\nThe robot must know where the watch is.",
              act("go_to(kitchen-1)") + "\n[Action]\nopen(fridge-1)", solution(PLAN), "[Action]\ngo_to(kitchen-1)",
-             "[Explanation]\na\nb\nc\nd\n[Query]\nWhere?"],
+             "[Explanation]\na\nb\nc\nd\n[Query]\nWhere?",
+             query(" ".join(["Which nodes have the class \"pick_up\", and are they seen?"] * 6))],  # > 300 characters
 }
 
 

@@ -63,14 +63,16 @@ line ::= [^`\n]* "\n"'''
 #: the solution (``[Summary]`` text, a one-line ``[Actions]`` list, ``TASK TERMINATE``). After the
 #: form only the end of the reply is allowed, so a message cannot run on into a second one (the
 #: 1.5B model's office replies repeated a whole message without a new ``[Explanation]``, past the
-#: ``STOPS``, until the reply budget ran out).
+#: ``STOPS``, until the reply budget ran out). Lengths are bounded too (a query of 300 characters,
+#: 40 code lines of 160): unbounded, one query line grew into the same sub-question over and over
+#: until the budget ran out.
 _REASONER_RULES = r'''text ::= line (line line?)?
-line ::= [^\n\[`] [^\n]* "\n"
-query ::= "[Query]\n" [^\n]+
-code ::= "[Code]\n```python\n" codeline+ "```"
-codeline ::= [^`\n]* "\n"
-action ::= "[Action]\n" [a-z_]+ "(" [^()\n]* ")"
-summary ::= "[Summary]\n" text "[Actions]\n[" [^\]\n]* "]\nTASK TERMINATE"'''
+line ::= [^\n\[`] [^\n]{0,200} "\n"
+query ::= "[Query]\n" [^\n]{1,300}
+code ::= "[Code]\n```python\n" codeline{1,40} "```"
+codeline ::= [^`\n]{0,160} "\n"
+action ::= "[Action]\n" [a-z_]{1,30} "(" [^()\n]{0,80} ")"
+summary ::= "[Summary]\n" text "[Actions]\n[" [^\]\n]{0,1200} "]\nTASK TERMINATE"'''
 REASONER_GRAMMAR = {
     "static": 'root ::= "[Explanation]\\n" text (query | code) | summary\n' + _REASONER_RULES,
     "step": 'root ::= "[Explanation]\\n" text (query | code | action)\n' + _REASONER_RULES,
