@@ -401,7 +401,8 @@ _ONE_MESSAGE = {
     "step": [(query("Where is the apple? " * 15), "query"), (code("print(fetch_steps('apple-1'))"), "code"),
              (act("go_to(kitchen-1)"), "action"), (act("done()"), "action")],
 }
-# what the 1.5B model wrote past the end of its message, or a form of the other mode
+# what the 1.5B model wrote past the end of its message, a form of the other mode, a message without
+# [Explanation] or with four lines of it, a query over 300 characters
 _MORE = {
     "static": [query("Where?") + "\n[Code]\n```python\nprint(1)\n```", code("print(1)") + "\nThe robot must know.",
                act("go_to(kitchen-1)"), solution(PLAN) + "\n[Explanation]\nagain", "I think the apple is here."],
