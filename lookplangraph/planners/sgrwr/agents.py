@@ -65,7 +65,7 @@ line ::= [^`\n]* "\n"'''
 #: 1.5B model's office replies repeated a whole message without a new ``[Explanation]``, past the
 #: ``STOPS``, until the reply budget ran out). Lengths are bounded too (a query of 300 characters,
 #: 40 code lines of 160): unbounded, one query line grew into the same sub-question over and over
-#: until the budget ran out.
+#: until the budget ran out. The rules are shared; a mode's root leaves the other mode's form unused.
 _REASONER_RULES = r'''text ::= line (line line?)?
 line ::= [^\n\[`] [^\n]{0,200} "\n"
 query ::= "[Query]\n" [^\n]{1,300}
