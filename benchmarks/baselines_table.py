@@ -23,8 +23,8 @@ from pathlib import Path
 from statistics import mean
 
 from grasif.metrics import summarize
-from lookplangraph.reproduce.tables import TABLE4
-from lookplangraph.runner import read_results, to_record
+from lookplangraph.evaluation.reproduce.tables import TABLE4
+from lookplangraph.evaluation.runner import read_results, to_record
 
 PLANNERS = ("llm-as-p", "llm+p", "sayplan", "sayplan-lite", "react", "lookplangraph")
 KNOWN = PLANNERS + ("sg-rwr", "sg-rwr-step")  # sg-rwr-step: baselines_eval.sh with SGRWR_STEP=1

@@ -62,7 +62,7 @@ def scaled(graph, copies: int):
 
 
 def prompt_sizes(root: Path, tokenizer: str) -> None:
-    from lookplangraph.backends import ScriptedBackend
+    from lookplangraph.lm import ScriptedBackend
     from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 
     count = lambda text: len(text) // 4  # noqa: E731
@@ -70,7 +70,7 @@ def prompt_sizes(root: Path, tokenizer: str) -> None:
     try:
         import llama_cpp
 
-        from lookplangraph import models
+        from lookplangraph.lm import embedded as models
 
         vocab = llama_cpp.Llama(model_path=str(models.ensure_model(tokenizer)), vocab_only=True, verbose=False)
         count = lambda text: len(vocab.tokenize(text.encode(), add_bos=False, special=True))  # noqa: E731

@@ -1,11 +1,11 @@
 """Throughput of the evaluation harness against scripted OpenAI-compatible servers.
 
-The servers are ``lookplangraph.scripted_server`` processes (a SCRIPTED stand-in, not a language
+The servers are ``lookplangraph.evaluation.scripted_server`` processes (a SCRIPTED stand-in, not a language
 model): each answers every chat completion after a fixed ``--delay`` (default 200 ms) with the next
 step of the task's ground-truth plan, so LookPlanGraph episodes run to their end on the real
 GraSIF office tasks (each task repeated under new ids to have enough episodes). The harness is
-``lookplangraph.runner.evaluate`` with ``--concurrency K`` workers on an endpoint pool
-(``lookplangraph.endpoints``) over the servers, exactly what ``lookplangraph eval --lm
+``lookplangraph.evaluation.runner.evaluate`` with ``--concurrency K`` workers on an endpoint pool
+(``lookplangraph.lm.pool``) over the servers, exactly what ``lookplangraph eval --lm
 openai:MODEL --endpoints ...`` runs. The servers run in their own processes, so their CPU is not
 counted as the harness's.
 
@@ -51,9 +51,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grasif import office  # noqa: E402
-from lookplangraph.endpoints import pool_factory  # noqa: E402
-from lookplangraph.planner import PlannerConfig  # noqa: E402
-from lookplangraph.runner import evaluate  # noqa: E402
+from lookplangraph.lm.pool import pool_factory  # noqa: E402
+from lookplangraph.planners.config import PlannerConfig  # noqa: E402
+from lookplangraph.evaluation.runner import evaluate  # noqa: E402
 
 TARGET_THROUGHPUT = 0.80  # of the delay bound
 TARGET_OVERHEAD = 0.02  # of episode wall time
@@ -63,7 +63,7 @@ def start_servers(n: int, delay: float) -> tuple[list[subprocess.Popen], list[st
     procs, urls = [], []
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     for _ in range(n):
-        p = subprocess.Popen([sys.executable, "-m", "lookplangraph.scripted_server", "--split", "office",
+        p = subprocess.Popen([sys.executable, "-m", "lookplangraph.evaluation.scripted_server", "--split", "office",
                               "--delay", str(delay)], stdout=subprocess.PIPE, text=True, env=env)
         procs.append(p)
     for p in procs:
@@ -114,7 +114,7 @@ def run_k(k: int, urls: list[str], delay: float, rounds: int, profile: bool = Fa
     if profile:  # cProfile sees one thread: profile each worker's episodes, the main thread's work
         import cProfile
 
-        from lookplangraph import runner
+        from lookplangraph.evaluation import runner
 
         plain = runner.traced_episode
 

@@ -15,10 +15,10 @@ import platform
 import time
 
 from grasif.task import load_task
-from lookplangraph.backends import LlamaCppBackend, default_threads
-from lookplangraph.memory import MemoryGraph
+from lookplangraph.lm import LlamaCppBackend, default_threads
+from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.prompts import dynamic_prompt, static_prompt
-from lookplangraph.serialize import render, visible_names
+from lookplangraph.agent.view import render, visible_names
 
 
 def main() -> None:

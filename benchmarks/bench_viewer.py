@@ -3,7 +3,7 @@
 Builds (once; rerun reuses it) an evaluation directory of 500 real GraSIF episodes in the
 ``lookplangraph eval`` layout (``results.jsonl``, ``traces/``, ``summary.json``, ``config.json``),
 run in the graph environment by the runner with the SCRIPTED error-injection policy
-(:class:`lookplangraph.injection.ErrorInjectionPolicy`: the ground-truth plan with injected
+(:class:`lookplangraph.evaluation.injection.ErrorInjectionPolicy`: the ground-truth plan with injected
 mistakes; not a language model), every third episode in dynamic mode so that some fail: all
 VirtualHome and BEHAVIOR tasks and office tasks up to 500. Then writes the page and reports its
 size and the seconds to write it; with ``--browser`` (Debian's chromium + chromedriver), also the
@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grasif import dataset  # noqa: E402
-from lookplangraph.backends import ScriptedBackend  # noqa: E402
-from lookplangraph.injection import ErrorInjectionPolicy  # noqa: E402
-from lookplangraph.planner import PlannerConfig  # noqa: E402
-from lookplangraph.runner import traced_episode, write_summary  # noqa: E402
-from lookplangraph.viewer import write_view  # noqa: E402
-from lookplangraph.viewer.load import load_runs  # noqa: E402
-from lookplangraph.viewer.page import render_page  # noqa: E402
+from lookplangraph.lm import ScriptedBackend  # noqa: E402
+from lookplangraph.evaluation.injection import ErrorInjectionPolicy  # noqa: E402
+from lookplangraph.planners.config import PlannerConfig  # noqa: E402
+from lookplangraph.evaluation.runner import traced_episode, write_summary  # noqa: E402
+from lookplangraph.apps.viewer import write_view  # noqa: E402
+from lookplangraph.apps.viewer.load import load_runs  # noqa: E402
+from lookplangraph.apps.viewer.page import render_page  # noqa: E402
 
 DONE = json.dumps({"function_name": "done", "node": None, "relation": None, "destination": None,
                    "reason": "scripted: no script for this task"})

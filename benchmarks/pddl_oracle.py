@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     vocab = None
     if args.grammar:
         import llama_cpp
-        from lookplangraph import models
+        from lookplangraph.lm import embedded as models
 
         vocab = llama_cpp.Llama(model_path=str(models.ensure_model("qwen2.5-coder-0.5b")), vocab_only=True, verbose=False)
 

@@ -23,7 +23,7 @@ from statistics import mean
 
 from grasif import dataset
 from grasif.goals import evaluate_goal
-from lookplangraph.runner import read_results
+from lookplangraph.evaluation.runner import read_results
 from sgs.actions import parse_action
 from sgs.simulator import Infeasible, apply
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from lookplangraph.runner import read_results
+from lookplangraph.evaluation.runner import read_results
 
 
 def main(argv: list[str]) -> int:

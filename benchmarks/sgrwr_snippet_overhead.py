@@ -16,7 +16,7 @@ import time
 from tqdm import tqdm
 
 from grasif import office
-from lookplangraph.planner import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.sgrwr.agents import config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
 

@@ -159,7 +159,7 @@ def cmd_grasif(args) -> int:
 
 # -- episodes and evaluation -------------------------------------------------------------------
 def _settings(args):
-    from lookplangraph.settings import SettingsError, load_settings
+    from lookplangraph.evaluation.settings import SettingsError, load_settings
 
     overrides = {
         "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
@@ -219,9 +219,9 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
 
 def _lm_factory(s, out: Path, args=None):
     """One LM per call (per worker); with ``--endpoints`` (or ``lm_options.endpoints``) each is a
-    client of one shared endpoint pool (:func:`lookplangraph.endpoints.lm_factory`)."""
-    from lookplangraph.backends import LMError
-    from lookplangraph.endpoints import lm_factory
+    client of one shared endpoint pool (:func:`lookplangraph.lm.pool.lm_factory`)."""
+    from lookplangraph.lm import LMError
+    from lookplangraph.lm.pool import lm_factory
 
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
@@ -246,7 +246,7 @@ def _augmentation_factory(s):
     planner's LM (parser mode)."""
     if s.augmentation == "ground_truth":
         return None
-    from lookplangraph.backends import LMError, make_backend
+    from lookplangraph.lm import LMError, make_backend
     from vlm.gam import GraphAugmentation
 
     def factory(lm):
@@ -261,7 +261,7 @@ def _augmentation_factory(s):
 
 
 def _check_env(s, tasks) -> None:
-    from lookplangraph.runner import check_env
+    from lookplangraph.evaluation.runner import check_env
 
     try:
         check_env(s.env, tasks, s.augmentation)
@@ -270,8 +270,8 @@ def _check_env(s, tasks) -> None:
 
 
 def cmd_run(args) -> int:
-    from lookplangraph.backends import LMError
-    from lookplangraph.runner import format_result, now_stamp, run_episode_to_dir
+    from lookplangraph.lm import LMError
+    from lookplangraph.evaluation.runner import format_result, now_stamp, run_episode_to_dir
     from sim_adapters.virtualhome import VirtualHomeError
 
     s = _settings(args)
@@ -298,7 +298,7 @@ def cmd_run(args) -> int:
 
 
 def _progress_bar(desc: str = "episodes"):
-    """``progress(done, total, row)`` for :func:`lookplangraph.runner.evaluate` and the injection
+    """``progress(done, total, row)`` for :func:`lookplangraph.evaluation.runner.evaluate` and the injection
     curve, drawn by tqdm on stderr (the last episode's verdict in the postfix)."""
     from tqdm import tqdm
 
@@ -318,8 +318,8 @@ def _progress_bar(desc: str = "episodes"):
 
 
 def cmd_eval(args) -> int:
-    from lookplangraph.backends import LMError
-    from lookplangraph.runner import evaluate, now_stamp, summary_text
+    from lookplangraph.lm import LMError
+    from lookplangraph.evaluation.runner import evaluate, now_stamp, summary_text
     from sim_adapters.virtualhome import VirtualHomeError
 
     s = _settings(args)
@@ -344,8 +344,8 @@ def cmd_report(args) -> int:
     human-in-the-loop trials among them: trial directories, or directories holding them)."""
     from collections import Counter
 
-    from lookplangraph.runner import read_results, summary_text
-    from lookplangraph.trial import report_table, trial_dirs
+    from lookplangraph.evaluation.runner import read_results, summary_text
+    from lookplangraph.apps.trial import report_table, trial_dirs
 
     trials = trial_dirs(args.dirs)
     if trials:
@@ -373,11 +373,11 @@ def cmd_report(args) -> int:
 
 
 def cmd_trial(args) -> int:
-    """A human-in-the-loop trial (lookplangraph/trial.py): the web console or the terminal."""
-    from lookplangraph.backends import LMError
-    from lookplangraph.planner import PlannerConfig
-    from lookplangraph.settings import DEFAULT_LM
-    from lookplangraph.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
+    """A human-in-the-loop trial (lookplangraph/apps/trial.py): the web console or the terminal."""
+    from lookplangraph.lm import LMError
+    from lookplangraph.planners.config import PlannerConfig
+    from lookplangraph.evaluation.settings import DEFAULT_LM
+    from lookplangraph.apps.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
                                      photo_file_check, task_from_graph)
     from sim_adapters.human import Desk, TerminalOperator, TrialPaused
 
@@ -435,7 +435,7 @@ def cmd_trial(args) -> int:
               f"{len(result['actions'])} actions, {len(result['executed'])} steps, {len(result['failed_steps'])} failed, "
               f"operator {result['operator_seconds'] / 60:.1f} min; result: {trial.path('result.json')}")
         return 0 if result["success"] else 1
-    from lookplangraph.console.app import serve
+    from lookplangraph.apps.console.app import serve
 
     desk = Desk()
     session = TrialSession(trial, desk, lm=lm, augmentation=augmentation, max_photo_bytes=limit)
@@ -450,7 +450,7 @@ def cmd_trial(args) -> int:
 
 
 def cmd_inject(args) -> int:
-    from lookplangraph.injection_curve import curve, curve_table, write_curve
+    from lookplangraph.evaluation.injection_curve import curve, curve_table, write_curve
 
     s = _settings(args)
     tasks = []
@@ -471,7 +471,7 @@ def cmd_gam_eval(args) -> int:
     """Table III: the graph augmentation scored against true subgraphs, on GraSIF (the parser
     stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
     from grasif import dataset
-    from lookplangraph.backends import LMError, make_backend
+    from lookplangraph.lm import LMError, make_backend
     from vlm.evaluate import bank_cases, evaluate, sample_cases, table
     from vlm.gam import GraphAugmentation
 
@@ -517,7 +517,7 @@ def cmd_gam_eval(args) -> int:
         except LMError as exc:
             raise InputError(str(exc)) from None
         if args.cache:
-            from lookplangraph.replycache import CachedBackend
+            from lookplangraph.lm.cache import CachedBackend
 
             path = out / cache_name if args.cache is True else Path(args.cache)
             if cache_name != "lm_cache.jsonl" and args.cache is not True:
@@ -686,10 +686,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "or FILE_vlm_cache) and replay identical calls")
     p.set_defaults(func=cmd_gam_eval)
 
-    from lookplangraph.reproduce.command import add_parser as add_reproduce
+    from lookplangraph.evaluation.reproduce.command import add_parser as add_reproduce
 
     add_reproduce(sub)
-    from lookplangraph.viewer import add_parser as add_view
+    from lookplangraph.apps.viewer import add_parser as add_view
 
     add_view(sub)
     from lookplangraph.sandbox import cli as sandbox_cli

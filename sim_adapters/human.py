@@ -10,7 +10,7 @@ The environment talks to the operator through a small protocol, :class:`Operator
   photo path and/or a typed description (or :func:`failed`: the node cannot be reached).
 
 Implementations: :class:`TerminalOperator` (a laptop without a browser), :class:`Desk` (answered
-from another thread: the web console, :mod:`lookplangraph.console`). A scripted operator for
+from another thread: the web console, :mod:`lookplangraph.apps.console`). A scripted operator for
 tests lives in the tests, not here: it is a test double.
 
 :class:`HumanEnvironment` implements the environment protocol (:mod:`sim_adapters.base`) over an
@@ -19,13 +19,13 @@ operator:
 * a failed step is ``StepResult(ok=False)`` whose feedback carries the operator's reason, so the
   planner tells the LM;
 * ``discover_objects`` returns an :class:`~sim_adapters.base.Observation` with no objects and the
-  photo as its image; the planner's graph augmentation (:mod:`lookplangraph.perception`) turns
+  photo as its image; the planner's graph augmentation (:mod:`lookplangraph.agent.perception`) turns
   it into objects: the VLM describer and parser for a photo, the parser alone for a typed
   description (``typed_descriptions = True``; :meth:`HumanEnvironment.describe` gives the text);
 * there is no ground truth. :meth:`HumanEnvironment.true_graph` is **what the operator
   reported**: the task's graph with every confirmed step applied by the SGS and every
   augmentation merged (:meth:`HumanEnvironment.merge`), which is also exactly the planner's memory
-  graph. A trial's success comes from the operator's checklist (:mod:`lookplangraph.trial`), not
+  graph. A trial's success comes from the operator's checklist (:mod:`lookplangraph.apps.trial`), not
   from this graph.
 """
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
-from lookplangraph.memory import MemoryGraph
+from lookplangraph.agent.memory import MemoryGraph
 from sgs.actions import Action
 from sgs.graph import SceneGraph
 from sgs.simulator import Infeasible
@@ -127,7 +127,7 @@ class Operator(Protocol):
 class HumanEnvironment:
     """The environment protocol over an :class:`Operator` (module doc).
 
-    ``memory`` is a :class:`lookplangraph.memory.MemoryGraph` of ``graph`` built as the planner
+    ``memory`` is a :class:`lookplangraph.agent.memory.MemoryGraph` of ``graph`` built as the planner
     builds its own (give the same ``priors``): the environment keeps it in step with what the
     operator confirmed and what augmentation made of each observation (:meth:`merge`), so it
     equals the planner's memory at every decision; ``true_graph()`` returns its graph.
@@ -186,7 +186,7 @@ class HumanEnvironment:
             self.typed[node] = answer.description
         else:
             self.typed.pop(node, None)
-        # a typed description goes to the parser alone (lookplangraph.perception): no image then
+        # a typed description goes to the parser alone (lookplangraph.agent.perception): no image then
         image = None if answer.description else answer.photo
         return StepResult(True, observation=Observation(node, (), image=image),
                           info={"request": request.id, "photo": answer.photo})

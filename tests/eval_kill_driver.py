@@ -3,7 +3,7 @@ evaluates the office split into OUT with 4 workers, resuming whatever OUT holds,
 ``ready`` when the episodes start.
 
 The LM is SCRIPTED (not a language model): it replays each task's ground-truth plan
-(lookplangraph.scripted_server.PlanScripts) after a short sleep, and gives up with ``done()``
+(lookplangraph.evaluation.scripted_server.PlanScripts) after a short sleep, and gives up with ``done()``
 after two steps on every third task so that the verdicts are mixed. Its replies go through the
 reply cache (OUT/lm_cache.jsonl), as ``eval --cache`` does.
 """
@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 from grasif import office
-from lookplangraph.backends import LMReply, Usage, parse_reply
-from lookplangraph.planner import PlannerConfig
-from lookplangraph.replycache import CachedBackend
-from lookplangraph.runner import evaluate
-from lookplangraph.scripted_server import DONE, PlanScripts, steps_taken
+from lookplangraph.lm import LMReply, Usage, parse_reply
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.lm.cache import CachedBackend
+from lookplangraph.evaluation.runner import evaluate
+from lookplangraph.evaluation.scripted_server import DONE, PlanScripts, steps_taken
 
 SLEEP_S = 0.05
 

@@ -14,11 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from lookplangraph.backends import (
+from lookplangraph.lm import (
     LMBackend, LMError, LMReply, ScriptedBackend, Usage, action_schema, default_gpu_layers, default_threads, make_backend, parse_reply,
     parse_spec, reply_format_instructions,
 )
-from lookplangraph.replycache import CachedBackend, reply_key
+from lookplangraph.lm.cache import CachedBackend, reply_key
 from sgs.actions import FUNCTIONS, Action
 
 # ------------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ def err(status, message):
 
 
 def backend(url, **kw):
-    from lookplangraph.backends import OpenAIBackend
+    from lookplangraph.lm import OpenAIBackend
     kw.setdefault("backoff", 0.01)
     return OpenAIBackend("m1", base_url=url, api_key="test-key", **kw)
 
@@ -371,7 +371,7 @@ def test_openai_grammar_goes_where_the_mode_reads_one(mode, field):
 
 
 def test_reply_cache_keys_a_grammar_only_when_given(tmp_path):
-    from lookplangraph.replycache import completion_key
+    from lookplangraph.lm.cache import completion_key
 
     msgs = [{"role": "user", "content": "Q"}]
     plain = completion_key("b", msgs, None, None, None, 10)
@@ -387,7 +387,7 @@ def test_reply_cache_keys_a_grammar_only_when_given(tmp_path):
 
 @pytest.mark.lm
 def test_real_llamacpp_server_and_in_process_follow_a_grammar(small_model_path, llama_server):
-    from lookplangraph.backends import LlamaCppBackend
+    from lookplangraph.lm import LlamaCppBackend
 
     grammar = 'root ::= "(" ("yes" | "no") ")"'
     msgs = [{"role": "user", "content": "Is the sky green? Answer in one word."}]
@@ -480,7 +480,7 @@ def test_openai_auto_falls_back_to_json_object():
 
 @needs_openai
 def test_openai_config_from_environment(monkeypatch):
-    from lookplangraph.backends import OpenAIBackend
+    from lookplangraph.lm import OpenAIBackend
     with FakeServer([(200, completion(GOOD), 0)]) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
         monkeypatch.setenv("LOOKPLANGRAPH_LM_MODEL", "m2")
@@ -517,7 +517,7 @@ def check_real_reply(r: LMReply):
 
 @pytest.mark.lm
 def test_real_llamacpp_in_process(small_model_path):
-    from lookplangraph.backends import LlamaCppBackend
+    from lookplangraph.lm import LlamaCppBackend
     b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48, reason_max_length=80)
     r1 = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
     check_real_reply(r1)
@@ -529,8 +529,8 @@ def test_real_llamacpp_in_process(small_model_path):
 
 @pytest.mark.lm
 def test_real_llamacpp_cannot_decode_an_excluded_action(small_model_path):
-    from lookplangraph.backends import LlamaCppBackend
-    from lookplangraph.decoding import action_key
+    from lookplangraph.lm import LlamaCppBackend
+    from lookplangraph.agent.decoding import action_key
 
     b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48, reason_max_length=80)
     first = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
@@ -555,7 +555,7 @@ def test_real_llamacpp_server_through_openai_client(llama_server):
 
 
 def test_typed_schema_groups_functions_by_their_names():
-    from lookplangraph.backends import flat_names, typed_action_schema
+    from lookplangraph.lm import flat_names, typed_action_schema
 
     vocab = {"go_to": {"node": ["kitchen-1"]}, "open": {"node": ["fridge-1"]}, "close": {"node": ["fridge-1"]},
              "rearrange": {"node": ["apple-1"], "destination": ["fridge-1", "table-1"]}, "done": {}}

@@ -13,9 +13,9 @@ import pytest
 
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task, load_task, save_task
-from lookplangraph.backends import ContextOverflow, ScriptedBackend
+from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.planner import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners import PLANNER_NAMES, get_planner
 from lookplangraph.planners.llm_plus_p import extract_problem
 from lookplangraph.planners.pddl import fast_downward
@@ -243,7 +243,7 @@ def test_real_model_writes_a_problem_of_the_domain_under_the_grammar(small_model
     # a real model (Qwen2.5-Coder-0.5B in process, greedy): the grammar makes its reply a problem
     # of the domain over the scene's names, so Fast Downward reads it (parse_error, undefined
     # predicates and prose cannot occur; whether it solves is the model's business)
-    from lookplangraph.backends import LlamaCppBackend
+    from lookplangraph.lm import LlamaCppBackend
     from lookplangraph.planners.pddl.grammar import PREDICATES
 
     lm = LlamaCppBackend(small_model_path, n_ctx=4096)
@@ -344,7 +344,7 @@ def test_cli_runs_llm_plus_p(tmp_path, capsys):
 def test_every_config_file_loads_and_every_planner_has_table_configs():
     from pathlib import Path
 
-    from lookplangraph.settings import load_settings
+    from lookplangraph.evaluation.settings import load_settings
 
     configs = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.toml"))
     planners = {load_settings(str(c), {}).planner: c for c in configs}
@@ -357,7 +357,7 @@ def test_every_config_file_loads_and_every_planner_has_table_configs():
 def test_run_settings_carry_every_planner_field():
     from dataclasses import fields
 
-    from lookplangraph.settings import RunSettings, load_settings
+    from lookplangraph.evaluation.settings import RunSettings, load_settings
 
     assert {f.name for f in fields(PlannerConfig)} <= {f.name for f in fields(RunSettings)}
     cfg = load_settings(None, {"fd_time_limit_s": 7, "react_max_steps": 3, "correction": "none"}).planner_config()
@@ -365,7 +365,7 @@ def test_run_settings_carry_every_planner_field():
 
 
 def test_report_counts_failure_kinds(tmp_path, capsys):
-    from lookplangraph.runner import evaluate
+    from lookplangraph.evaluation.runner import evaluate
 
     plan = json.dumps({"plan": ["go_to(kitchen-1)", "pick_up(apple-1)"]})  # SCRIPTED: a closed box in a closed fridge
     out = tmp_path / "eval"

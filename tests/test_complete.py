@@ -13,11 +13,11 @@ import zlib
 import pytest
 from pydantic import BaseModel
 
-from lookplangraph import structured
-from lookplangraph.backends import (
+from lookplangraph.lm import structured
+from lookplangraph.lm import (
     Completion, ImageError, LMError, ScriptedBackend, Usage, image_mime, image_part, read_json, with_images,
 )
-from lookplangraph.replycache import CachedBackend
+from lookplangraph.lm.cache import CachedBackend
 from tests.test_backends import HAVE_OPENAI, FakeServer, backend, completion
 
 needs_openai = pytest.mark.skipif(not HAVE_OPENAI, reason="the openai package is not installed")
@@ -200,7 +200,7 @@ def test_openai_decide_requests_are_unchanged_by_complete():
 # ------------------------------------------------------------------------------------------
 
 def test_llamacpp_without_projector_refuses_images(png):
-    from lookplangraph.backends import LlamaCppBackend
+    from lookplangraph.lm import LlamaCppBackend
 
     lm = LlamaCppBackend.__new__(LlamaCppBackend)  # no model loaded: the check comes first
     lm.name, lm.vision = "llamacpp:qwen2.5-coder-1.5b", None
@@ -210,7 +210,7 @@ def test_llamacpp_without_projector_refuses_images(png):
 
 def test_llamacpp_vision_handler_errors(tmp_path):
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
-    from lookplangraph.backends.llamacpp import _vision_handler
+    from lookplangraph.lm.llamacpp import _vision_handler
 
     with pytest.raises(LMError, match="need both mmproj"):
         _vision_handler(llama_cpp, None, "qwen2.5-vl", False)

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from grasif import dataset
-from lookplangraph.backends import ContextOverflow, ScriptedBackend
+from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.cypher import QueryLimits, commands, open_store
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
@@ -19,7 +19,7 @@ from lookplangraph.cypher.evaluate import evaluate, select
 from lookplangraph.cypher.grounding import build_item
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.qa import build_questions
-from lookplangraph.memory import MemoryGraph
+from lookplangraph.agent.memory import MemoryGraph
 from sgs.actions import parse_action
 from sim_adapters.base import Observation, SeenObject
 

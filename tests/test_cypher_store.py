@@ -12,7 +12,7 @@ from lookplangraph.cypher import QueryError, QueryLimits, StoreError, WritesDisa
 from lookplangraph.cypher import ladybug_store
 from lookplangraph.cypher.guard import QueryRejected, check_read_only
 from lookplangraph.cypher.memory_view import MemoryView
-from lookplangraph.memory import MemoryGraph
+from lookplangraph.agent.memory import MemoryGraph
 from sgs.actions import parse_action
 from sim_adapters.base import Observation, SeenObject
 

@@ -1,4 +1,4 @@
-"""Constrained decoding with excluded actions (lookplangraph/decoding.py): the schema's action
+"""Constrained decoding with excluded actions (lookplangraph/agent/decoding.py): the schema's action
 space is checked by enumeration against its definition, and llama.cpp compiles it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from lookplangraph.decoding import (
+from lookplangraph.agent.decoding import (
     Box, action_key, action_schema, constrained_schema, exclude, flat_boxes, typed_action_schema, typed_boxes,
 )
 from sgs.actions import FUNCTIONS, RELATIONS, Action, parse_action

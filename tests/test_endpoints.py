@@ -1,7 +1,7 @@
-"""The endpoint pool (lookplangraph/endpoints.py) and evaluation over several endpoints.
+"""The endpoint pool (lookplangraph/lm/pool.py) and evaluation over several endpoints.
 
 The servers here are SCRIPTED stand-ins for OpenAI-compatible LM servers
-(lookplangraph/scripted_server.py: ground-truth plans replayed, not a language model)."""
+(lookplangraph/evaluation/scripted_server.py: ground-truth plans replayed, not a language model)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pytest
 pytest.importorskip("openai")
 
 from grasif import office
-from lookplangraph.endpoints import (
+from lookplangraph.lm.pool import (
     AllEndpointsDown, Endpoint, EndpointDown, EndpointPool, PooledBackend, parse_endpoints, pool_factory,
 )
-from lookplangraph.planner import PlannerConfig
-from lookplangraph.runner import EpisodeFailed, evaluate, read_results
-from lookplangraph.scripted_server import ScriptedServer
+from lookplangraph.agent.loop import PlannerConfig
+from lookplangraph.evaluation.runner import EpisodeFailed, evaluate, read_results
+from lookplangraph.evaluation.scripted_server import ScriptedServer
 
 OPTS = {"backoff": 0.01, "max_retries": 1, "timeout": 5}
 

@@ -13,9 +13,9 @@ import pytest
 
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task
-from lookplangraph.planner import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.prompts import static_prompt
-from lookplangraph.runner import run_episode_to_dir
+from lookplangraph.evaluation.runner import run_episode_to_dir
 from sgs.actions import FUNCTIONS
 
 from conftest import kitchen_dict
@@ -70,7 +70,7 @@ def check_episode(result, out):
 
 @pytest.mark.lm
 def test_real_episode_in_process(small_model_path, tmp_path):
-    from lookplangraph.backends import LlamaCppBackend
+    from lookplangraph.lm import LlamaCppBackend
 
     lm = LlamaCppBackend(small_model_path, n_ctx=4096)
     result = run_episode_to_dir(kitchen_task(), lm, CFG, tmp_path)
@@ -81,7 +81,7 @@ def test_real_episode_in_process(small_model_path, tmp_path):
 
 @pytest.mark.lm
 def test_real_episode_through_llama_cpp_server(llama_server, tmp_path):
-    from lookplangraph.backends import make_backend
+    from lookplangraph.lm import make_backend
 
     lm = make_backend(f"openai:qwen-0.5b@{llama_server}", structured="json_object", timeout=180, max_retries=1)
     result = run_episode_to_dir(kitchen_task(), lm, CFG, tmp_path)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lookplangraph import models
-from lookplangraph.models import MODELS, ModelError, ModelSpec, ensure_model
+from lookplangraph.lm import embedded as models
+from lookplangraph.lm.embedded import MODELS, ModelError, ModelSpec, ensure_model
 
 
 def make_parts(site: Path, prefix: str, chunks: list[bytes], version: str = "0.1.0") -> None:

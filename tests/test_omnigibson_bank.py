@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lookplangraph.backends import ScriptedBackend
+from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
 from sgs.actions import parse_action
 from sim_adapters.graph_env import GraphEnvironment

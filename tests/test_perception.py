@@ -1,4 +1,4 @@
-"""Graph augmentation inside the planner loop (lookplangraph/perception.py), name binding in the
+"""Graph augmentation inside the planner loop (lookplangraph/agent/perception.py), name binding in the
 graph environment (sim_adapters/binding.py) and the run/eval flags for it.
 
 Every LM here is ScriptedBackend: SCRIPTED replies written for these tests, not a language model
@@ -13,9 +13,10 @@ import pytest
 
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task, save_task
-from lookplangraph.backends import ScriptedBackend
+from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.planner import PlannerConfig, run_episode
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.agent.loop import run_episode
 from sim_adapters.binding import BindingError, NameBinding
 from sim_adapters.graph_env import GraphEnvironment
 from vlm.gam import GraphAugmentation

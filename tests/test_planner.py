@@ -1,4 +1,4 @@
-"""The planner loop (lookplangraph/planner.py) around an LM, with the memory graph and the graph
+"""The planner loop (lookplangraph/agent/loop.py) around an LM, with the memory graph and the graph
 environment. The LM here is ScriptedBackend: SCRIPTED replies, not a real LM; a real model runs
 the loop in tests/test_episode_lm.py."""
 
@@ -10,10 +10,11 @@ import pytest
 
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task, load_task
-from lookplangraph.backends import ScriptedBackend
-from lookplangraph.memory import MemoryGraph
-from lookplangraph.planner import PlannerConfig, run_episode
-from lookplangraph.serialize import render, visible_names
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.agent.memory import MemoryGraph
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.agent.loop import run_episode
+from lookplangraph.agent.view import render, visible_names
 from sgs.io import graph_to_dict
 from sim_adapters.graph_env import GraphEnvironment, perturb, relevant_objects
 from sim_adapters.wrappers import DynamicPerturbation
@@ -189,7 +190,7 @@ def test_stale_priors_are_replaced_by_what_discover_finds():
 
 
 def test_vocabulary_ties_each_function_to_the_names_it_can_take():
-    from lookplangraph.serialize import vocabulary
+    from lookplangraph.agent.view import vocabulary
     from sgs.actions import make
 
     g = kitchen_task().graph

@@ -10,8 +10,9 @@ import pytest
 
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task
-from lookplangraph.backends import ScriptedBackend
-from lookplangraph.planner import PlannerConfig, run_episode
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.agent.loop import run_episode
 from sim_adapters.graph_env import GraphEnvironment
 
 from conftest import kitchen_dict

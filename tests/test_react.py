@@ -12,10 +12,10 @@ import json
 import pytest
 
 from grasif.task import save_task
-from lookplangraph.backends import ContextOverflow, ScriptedBackend
+from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.perception import Perception
-from lookplangraph.planner import PlannerConfig
+from lookplangraph.agent.perception import Perception
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners import get_planner
 from lookplangraph.planners.react import NOTHING, TextWorld
 from sgs.graph import Relation

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lookplangraph.cli import main
-from lookplangraph.reproduce.run import Options, ReproduceError, check_out, default_configs_dir, plan, row_settings, sample_tasks
-from lookplangraph.reproduce.tables import TABLES
+from lookplangraph.evaluation.reproduce.run import Options, ReproduceError, check_out, default_configs_dir, plan, row_settings, sample_tasks
+from lookplangraph.evaluation.reproduce.tables import TABLES
 
 SCRIPTED = 'scripted:{"plan": []}'
 
@@ -128,7 +128,7 @@ def test_reproduce_over_endpoints_shares_the_servers_among_the_rows(grasif_data,
     # two SCRIPTED OpenAI-style servers (ground-truth steps, not a model): LookPlanGraph's row
     # succeeds through them, the other rows get done() and fail to plan (harness test only)
     from grasif.dataset import load_split
-    from lookplangraph.scripted_server import ScriptedServer
+    from lookplangraph.evaluation.scripted_server import ScriptedServer
 
     tasks = load_split(grasif_data, "office")
     out = tmp_path / "rep"

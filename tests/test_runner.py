@@ -8,12 +8,13 @@ import json
 import pytest
 
 from grasif import office
-from lookplangraph.backends import ScriptedBackend
-from lookplangraph.injection import ErrorInjectionPolicy, script_for
-from lookplangraph.injection_curve import curve
-from lookplangraph.planner import PlannerConfig, run_episode
-from lookplangraph.runner import evaluate, read_results
-from lookplangraph.settings import SettingsError, load_settings
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.evaluation.injection import ErrorInjectionPolicy, script_for
+from lookplangraph.evaluation.injection_curve import curve
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.agent.loop import run_episode
+from lookplangraph.evaluation.runner import evaluate, read_results
+from lookplangraph.evaluation.settings import SettingsError, load_settings
 from sim_adapters.graph_env import GraphEnvironment
 
 

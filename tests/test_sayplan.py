@@ -11,9 +11,9 @@ import json
 import pytest
 
 from grasif.task import save_task
-from lookplangraph.backends import ContextOverflow, ScriptedBackend
+from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.planner import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners import get_planner
 from lookplangraph.planners.sayplan import GRAPH_SUPERSEDED, searched_graph, verify_lite, verify_sayplan
 from sgs.graph import Relation

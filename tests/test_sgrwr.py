@@ -16,9 +16,9 @@ import pytest
 
 from grasif import office
 from grasif.validate import validate_plan
-from lookplangraph.backends import ContextOverflow, ScriptedBackend
+from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.planner import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners import get_planner
 from lookplangraph.planners.sgrwr.agents import CODE_GRAMMAR, REASONER_GRAMMAR, STOPS, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
@@ -28,7 +28,7 @@ from lookplangraph.planners.sgrwr.messages import RETRIEVED, TERMINATE, read_act
 from lookplangraph.planners.sgrwr.planner import GO_ON, REPEATED
 from lookplangraph.planners.sgrwr.prompts import reasoner_system, retriever_system, shared
 from lookplangraph.sandbox import SandboxUnavailable
-from lookplangraph.settings import load_settings
+from lookplangraph.evaluation.settings import load_settings
 from sim_adapters.graph_env import GraphEnvironment
 
 from test_baselines import apple_task

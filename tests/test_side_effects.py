@@ -14,10 +14,11 @@ from grasif.goals import CountGoal, GoalSpec, NodeGoal, evaluate_goal, goal_from
 from grasif.metrics import EpisodeRecord, summarize, summary_table
 from grasif.task import Task, load_task
 from grasif.validate import validate_plan
-from lookplangraph.backends import ScriptedBackend
+from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.planner import PlannerConfig, run_episode
-from lookplangraph.runner import to_record, write_summary
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.agent.loop import run_episode
+from lookplangraph.evaluation.runner import to_record, write_summary
 from sgs.actions import parse_plan
 from sgs.io import graph_from_dict, graph_to_dict
 from sgs.simulator import run_plan

@@ -1,4 +1,4 @@
-"""Human-in-the-loop trials (sim_adapters/human.py, lookplangraph/trial.py, ``lookplangraph trial``).
+"""Human-in-the-loop trials (sim_adapters/human.py, lookplangraph/apps/trial.py, ``lookplangraph trial``).
 
 The operator here is :class:`ScriptedOperator`, a TEST DOUBLE that answers from a fixed list (no
 person); the planner, the describer and the parser are ScriptedBackend: SCRIPTED replies written
@@ -16,10 +16,10 @@ from console_server import COFFEE, J, parsed
 from grasif.goals import CountGoal, GoalSpec, NodeGoal
 from grasif.task import Task, load_task
 from grasif.validate import validate_plan
-from lookplangraph.backends import ScriptedBackend
+from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.replycache import CachedBackend
-from lookplangraph.trial import (PhotoError, Trial, TrialSession, checklist, photo_file_check, report_table, score,
+from lookplangraph.lm.cache import CachedBackend
+from lookplangraph.apps.trial import (PhotoError, Trial, TrialSession, checklist, photo_file_check, report_table, score,
                                  trial_dirs)
 from sgs.actions import make
 from sgs.io import graph_from_dict
@@ -287,7 +287,7 @@ def test_the_terminal_trial_command_stop_resume_and_report(tmp_path, monkeypatch
     lines = iter(["d", "f the cup does not fit", "d", "d", "y", "n", "y"])
     monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
     rest = spec.removeprefix("scripted:").split("||")[3:]
-    monkeypatch.setattr("lookplangraph.backends.make_backend", lambda spec, **kw: ScriptedBackend(rest))
+    monkeypatch.setattr("lookplangraph.lm.make_backend", lambda spec, **kw: ScriptedBackend(rest))
     assert main(["trial", "--resume", str(out), "--operator", "terminal"]) == 1  # the checklist says: not a success
     shown = capsys.readouterr().out
     assert "FAILURE: precision 0.500" in shown and "[3] Pick up cup-2" in shown and "[1]" not in shown
@@ -318,7 +318,7 @@ def test_report_lists_unfinished_trials_apart(tmp_path):
 
 
 def test_an_unusable_lm_stops_the_session_with_the_error_and_the_trial_resumes(tmp_path):
-    from lookplangraph.backends import LMError
+    from lookplangraph.lm import LMError
 
     class Broken:
         name = "scripted"

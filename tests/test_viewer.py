@@ -16,16 +16,17 @@ from pathlib import Path
 import pytest
 
 from grasif import dataset
-from lookplangraph.backends import ScriptedBackend
-from lookplangraph.injection import ErrorInjectionPolicy
-from lookplangraph.memory import MemoryGraph
-from lookplangraph.planner import PlannerConfig, run_episode
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.evaluation.injection import ErrorInjectionPolicy
+from lookplangraph.agent.memory import MemoryGraph
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.agent.loop import run_episode
 from lookplangraph.planners import get_planner
-from lookplangraph.runner import make_env, run_episode_to_dir
-from lookplangraph.viewer import ViewerError, add_parser, cmd_view, write_view
-from lookplangraph.viewer.goals import goal_nodes, goal_units
-from lookplangraph.viewer.load import load_runs, read_jsonl
-from lookplangraph.viewer.replay import CHANGED, PRIOR, SEEN, replay, snapshot
+from lookplangraph.evaluation.runner import make_env, run_episode_to_dir
+from lookplangraph.apps.viewer import ViewerError, add_parser, cmd_view, write_view
+from lookplangraph.apps.viewer.goals import goal_nodes, goal_units
+from lookplangraph.apps.viewer.load import load_runs, read_jsonl
+from lookplangraph.apps.viewer.replay import CHANGED, PRIOR, SEEN, replay, snapshot
 from viewer_runs import GIVE_UP, J, office_data, scripted_eval
 
 BLOCK = re.compile(r'<script type="application/json" id="(lpg-[a-z]+-?\d*)">(.*?)</script>', re.S)
@@ -70,7 +71,7 @@ def apply_delta(state: dict, delta: dict) -> dict:
 def test_replay_rebuilds_the_planners_memory_graph_after_every_step(monkeypatch, office, dynamic_seed):
     """The replayed graph equals the planner's own MemoryGraph after each step (seen through a spy
     subclass that only records the instance), in static and dynamic mode."""
-    import lookplangraph.planner as loop
+    import lookplangraph.agent.loop as loop
 
     made: list[MemoryGraph] = []
 
@@ -241,7 +242,7 @@ def test_a_trial_directory_shows_its_photo_and_the_operators_checklist(tmp_path)
 
     from console_server import COFFEE, parsed
     from grasif.task import load_task
-    from lookplangraph.trial import Trial, TrialSession
+    from lookplangraph.apps.trial import Trial, TrialSession
     from sim_adapters.human import TrialPaused, done, seen
     from vlm.gam import GraphAugmentation
 

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     """The page of six office episodes (two give up) and its JSON blocks."""
-    from lookplangraph.viewer import write_view
+    from lookplangraph.apps.viewer import write_view
 
     root = tmp_path_factory.mktemp("viewer")
     data = office_data(root / "grasif")

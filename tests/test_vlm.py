@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from lookplangraph.backends import ScriptedBackend
+from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
 from sim_adapters.base import Observation, SeenObject
 from tests.conftest import EXAMPLES
@@ -337,8 +337,8 @@ def test_binding_never_raises_on_arbitrary_json():
 
 def test_an_empty_reply_cache_is_still_the_parser(tmp_path):
     # CachedBackend has __len__ (0 when empty): the augmentation must not read it as "no backend"
-    from lookplangraph.backends import ScriptedBackend
-    from lookplangraph.replycache import CachedBackend
+    from lookplangraph.lm import ScriptedBackend
+    from lookplangraph.lm.cache import CachedBackend
     from vlm.gam import GraphAugmentation
 
     cached = CachedBackend(ScriptedBackend(['{"objects": []}']), tmp_path / "cache.jsonl")  # SCRIPTED

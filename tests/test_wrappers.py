@@ -5,8 +5,9 @@ import pytest
 
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task
-from lookplangraph.backends import ScriptedBackend
-from lookplangraph.planner import PlannerConfig, run_episode
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.agent.loop import run_episode
 from sgs.actions import make
 from sgs.io import graph_to_dict
 from sim_adapters.base import EditableEnvironment, Environment, Observation, StepResult

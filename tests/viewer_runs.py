@@ -1,7 +1,7 @@
 """Real run directories for the viewer's tests, made by the project's own runner with SCRIPTED
 policies (no language model): the graph environment's error-injection policy
-(:class:`lookplangraph.injection.ErrorInjectionPolicy`, the ground-truth plan with injected
-mistakes) and :class:`lookplangraph.backends.ScriptedBackend` replies."""
+(:class:`lookplangraph.evaluation.injection.ErrorInjectionPolicy`, the ground-truth plan with injected
+mistakes) and :class:`lookplangraph.lm.ScriptedBackend` replies."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 from grasif import dataset
-from lookplangraph.backends import ScriptedBackend
-from lookplangraph.injection import ErrorInjectionPolicy
-from lookplangraph.planner import PlannerConfig
-from lookplangraph.runner import evaluate
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.evaluation.injection import ErrorInjectionPolicy
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.evaluation.runner import evaluate
 
 
 def J(fn, node=None, relation=None, destination=None, reason="scripted"):

@@ -32,7 +32,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Sequence
 
-from lookplangraph.backends import Completion, LMBackend, Usage, read_json
+from lookplangraph.lm import Completion, LMBackend, Usage, read_json
 from sim_adapters.base import Observation, SeenObject
 from vlm.binding import DEFAULT_STATES, to_observation
 

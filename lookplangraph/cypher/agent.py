@@ -30,7 +30,7 @@ from typing import Any
 
 from sgs.graph import Layer, Relation, SceneGraph
 
-from lookplangraph.backends import ContextOverflow, LMBackend
+from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.prompts import template

@@ -26,7 +26,7 @@ class _Bad(Exception):
 
 
 def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None = None):
-    from lookplangraph.backends import LMError, make_backend, parse_spec
+    from lookplangraph.lm import LMError, make_backend, parse_spec
 
     try:
         kind = parse_spec(spec)[0]
@@ -34,7 +34,7 @@ def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None
     except LMError as exc:
         raise _Bad(str(exc)) from None
     if cache:
-        from lookplangraph.replycache import CachedBackend
+        from lookplangraph.lm.cache import CachedBackend
 
         lm = CachedBackend(lm, out / "lm_cache.jsonl" if cache is True else Path(cache))
     return lm
@@ -125,7 +125,7 @@ def _progress(total_width: int = 30):
 @_guarded
 def cmd_cypher_eval(args) -> int:
     """Evaluate one variant on the QA or grounding benchmark (resumable; prints the summary table)."""
-    from lookplangraph.backends import LMError
+    from lookplangraph.lm import LMError
     from lookplangraph.cypher.agent import AgentConfig
     from lookplangraph.cypher.benchmark import BenchmarkError
     from lookplangraph.cypher.evaluate import evaluate, summary_table

@@ -26,15 +26,15 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Callable
 
-from lookplangraph.backends import LMBackend
+from lookplangraph.lm import LMBackend
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.benchmark import load_benchmark
 from lookplangraph.cypher.grounding import judge
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.store import GraphStore
-from lookplangraph.memory import MemoryGraph
-from lookplangraph.runner import read_results
+from lookplangraph.agent.memory import MemoryGraph
+from lookplangraph.evaluation.runner import read_results
 
 TASKS = ("qa", "grounding")
 

@@ -1,6 +1,6 @@
 """Keep a graph store in step with the planner's memory graph.
 
-The agent's queries must see what the planner believes (:class:`lookplangraph.memory.MemoryGraph`),
+The agent's queries must see what the planner believes (:class:`lookplangraph.agent.memory.MemoryGraph`),
 never the environment's true graph with its hidden objects. :class:`MemoryView` loads
 ``memory.graph`` with its unseen priors (``seen: false``) and reloads it before a query whenever
 the memory changed. Scene graphs are immutable and the memory replaces ``memory.graph`` on every
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from lookplangraph.cypher.store import GraphStore, QueryResult
-from lookplangraph.memory import MemoryGraph
+from lookplangraph.agent.memory import MemoryGraph
 
 
 class MemoryView:

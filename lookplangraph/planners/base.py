@@ -1,12 +1,12 @@
 """One protocol for every planner, and the registry of ``--planner`` names.
 
 A planner runs one task in one environment with one LM and returns the same
-:class:`~lookplangraph.planner.EpisodeResult` LookPlanGraph does, judged on the environment's
+:class:`~lookplangraph.planners.episode.EpisodeResult` LookPlanGraph does, judged on the environment's
 final graph by the same goal evaluation, so one results file, summary and report covers them all.
-Every LM call is a :class:`~lookplangraph.planner.StepRecord` handed to ``on_step`` as it happens
+Every LM call is a :class:`~lookplangraph.planners.episode.StepRecord` handed to ``on_step`` as it happens
 (the runner writes them to the trace).
 
-Names: ``lookplangraph`` (:mod:`lookplangraph.planner`), ``llm-as-p`` (:mod:`.llm_as_p`),
+Names: ``lookplangraph`` (:mod:`lookplangraph.agent.loop`), ``llm-as-p`` (:mod:`.llm_as_p`),
 ``llm+p`` (:mod:`.llm_plus_p`), ``sayplan`` and ``sayplan-lite`` (:mod:`.sayplan`), ``react``
 (:mod:`.react`), ``sg-rwr`` (:mod:`.sgrwr`). A name mapped to None would be listed but not built (:func:`get_planner` says so).
 """
@@ -18,7 +18,9 @@ from typing import Callable, Protocol, runtime_checkable
 
 from grasif.task import Task
 
-from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord
+from lookplangraph.planners.config import PlannerConfig
+
+from lookplangraph.planners.episode import EpisodeResult, StepRecord
 
 #: ``--planner`` names → module and class; None: named by the paper, not built yet
 _REGISTRY: dict[str, tuple[str, str] | None] = {

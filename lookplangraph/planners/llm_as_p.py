@@ -15,8 +15,8 @@ import time
 
 from sgs.actions import ActionSyntaxError, parse_action
 
-from lookplangraph.backends import ContextOverflow, read_json
-from lookplangraph.planner import StepRecord
+from lookplangraph.lm import ContextOverflow, read_json
+from lookplangraph.planners.episode import StepRecord
 from lookplangraph.planners.static import call_record, execute, scene_json
 from lookplangraph.prompts import template
 

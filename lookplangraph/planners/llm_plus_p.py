@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 import time
 
-from lookplangraph.backends import ContextOverflow
-from lookplangraph.planner import StepRecord
+from lookplangraph.lm import ContextOverflow
+from lookplangraph.planners.episode import StepRecord
 from lookplangraph.planners.pddl.fast_downward import solve
 from lookplangraph.planners.pddl.grammar import problem_grammar
 from lookplangraph.planners.pddl.problem import PddlNames, PlanError, complete_declarations, domain, plan_actions

@@ -1,8 +1,8 @@
-"""LookPlanGraph under the planner protocol: the loop of :mod:`lookplangraph.planner`."""
+"""LookPlanGraph under the planner protocol: the loop of :mod:`lookplangraph.agent.loop`."""
 
 from __future__ import annotations
 
-from lookplangraph.planner import run_episode
+from lookplangraph.agent.loop import run_episode
 
 
 class LookPlanGraph:

@@ -3,9 +3,9 @@ over the planner's environment, keeping the whole transcript.
 
 **The text environment** (:class:`TextWorld`). The agent is told the places, the room it starts
 in and the task; it knows nothing else until the environment tells it. Its belief is a
-:class:`~lookplangraph.memory.MemoryGraph` of the task's map *without priors*: rooms and assets
+:class:`~lookplangraph.agent.memory.MemoryGraph` of the task's map *without priors*: rooms and assets
 (they do not move), no objects; objects enter it only through ``discover_objects`` observations,
-which go through :class:`lookplangraph.perception.Perception` exactly as in LookPlanGraph (so
+which go through :class:`lookplangraph.agent.perception.Perception` exactly as in LookPlanGraph (so
 ``--augmentation`` works: ground truth is the paper's ReActGT, the GAM its ReAct; no priors are
 given to the augmentation, as ReAct keeps no memory of objects). Commands, one per reply line:
 
@@ -52,10 +52,10 @@ from sgs.actions import Action, make
 from sgs.graph import Layer, Relation
 from sgs.simulator import Infeasible, apply
 
-from lookplangraph.backends import ContextOverflow
-from lookplangraph.memory import MemoryGraph
-from lookplangraph.perception import Perception, PerceptionError
-from lookplangraph.planner import StepRecord, episode_result
+from lookplangraph.lm import ContextOverflow
+from lookplangraph.agent.memory import MemoryGraph
+from lookplangraph.agent.perception import Perception, PerceptionError
+from lookplangraph.planners.episode import StepRecord, episode_result
 from lookplangraph.planners.sayplan import release_relation
 from lookplangraph.prompts import template
 

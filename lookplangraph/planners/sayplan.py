@@ -43,7 +43,7 @@ step ends it (``infeasible_step``).
   primitives (``put_on``/``put_inside`` instead of access/release), the searched graph; a
   rejected plan is shown with the check's feedback in the next planning prompt.
 
-Limits (:class:`~lookplangraph.planner.PlannerConfig`; the paper names none):
+Limits (:class:`~lookplangraph.planners.config.PlannerConfig`; the paper names none):
 ``sayplan_search_steps`` search commands (unreadable replies in the search count too) and
 ``1 + sayplan_replans`` plan submissions. Failure kinds: ``context_overflow`` (a prompt did not
 fit the model's context: raise ``n_ctx``), ``search_limit`` (SayPlan searched past its limit
@@ -60,11 +60,11 @@ from sgs.actions import ActionSyntaxError, Action, make, parse_action
 from sgs.graph import Layer, SceneGraph, affords
 from sgs.simulator import Infeasible, apply
 
-from lookplangraph.backends import ContextOverflow
-from lookplangraph.planner import EpisodeResult, StepRecord
+from lookplangraph.lm import ContextOverflow
+from lookplangraph.planners.episode import EpisodeResult, StepRecord
 from lookplangraph.planners.static import PLAN_FUNCTIONS, call_record, execute, scene_json
 from lookplangraph.prompts import template
-from lookplangraph.replies import read_json
+from lookplangraph.agent.replies import read_json
 
 SEARCH_COMMANDS = ("expand_node", "contract_node", "verify_plan")
 #: SayPlan's plan functions, in our canonical spelling after :func:`sgs.actions.parse_action`

@@ -25,8 +25,9 @@ from sgs.actions import PRIMITIVES, Action
 from sgs.graph import SceneGraph
 from sgs.io import graph_to_dict
 
-from lookplangraph.backends import Completion
-from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord
+from lookplangraph.lm import Completion
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.episode import EpisodeResult, StepRecord
 
 #: functions a static plan may use: the primitives that change or move something
 PLAN_FUNCTIONS = tuple(sorted(PRIMITIVES - {"discover_objects", "done"}))

@@ -20,7 +20,7 @@ run, or any other form of message, starts a new count.
 successful run is refused (the Retriever has read nothing yet). If the turns run out after a
 successful run, the last output goes to the Reasoner in place of the summary.
 
-Every LM call is one :class:`~lookplangraph.planner.StepRecord` (``agent``, ``form``, ``code``,
+Every LM call is one :class:`~lookplangraph.planners.episode.StepRecord` (``agent``, ``form``, ``code``,
 ``sandbox``: ok, kind, isolation, seconds, error); a Reasoner record is handed to ``on_step``
 once the answer to it is known, so a query's Retriever calls come before it in the trace
 (``call`` numbers the calls in the order they were made).
@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from lookplangraph.backends import Completion
-from lookplangraph.planner import PlannerConfig, StepRecord
+from lookplangraph.lm import Completion
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.episode import StepRecord
 from lookplangraph.planners.sgrwr.graphdata import ALLOWED_IMPORTS, prelude
 from lookplangraph.planners.sgrwr.guard import assumption, invented_plan
 from lookplangraph.planners.sgrwr.hints import NO_CODE, NO_CODE_YET, debug_hint

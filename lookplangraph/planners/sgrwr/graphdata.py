@@ -12,7 +12,7 @@ tools. What each agent's code may use:
   attributes). The Reasoner thus never reads scene data except through its tools' answers.
 
 In step mode the data is the memory graph; objects that are only remembered from the map
-(:attr:`lookplangraph.memory.MemoryGraph.unseen`) have ``seen`` False.
+(:attr:`lookplangraph.agent.memory.MemoryGraph.unseen`) have ``seen`` False.
 """
 
 from __future__ import annotations

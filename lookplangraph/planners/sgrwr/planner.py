@@ -18,8 +18,8 @@ summary) or ``context_overflow``.
 **Step mode** (``sgrwr_mode = "step"``; the paper's appendix E): the Reasoner sends one action at
 a time. Each runs as in LookPlanGraph's loop with correction ``feedback`` (no rule-based
 corrections: the SGS checks it on the memory graph, the environment executes it, what
-``discover_objects`` observes goes through :class:`lookplangraph.perception.Perception` into the
-:class:`~lookplangraph.memory.MemoryGraph`), and the Reasoner is told whether it worked, where the
+``discover_objects`` observes goes through :class:`lookplangraph.agent.perception.Perception` into the
+:class:`~lookplangraph.agent.memory.MemoryGraph`), and the Reasoner is told whether it worked, where the
 robot is and what it holds. The Retriever's data is the updated memory graph (objects still only
 remembered from the map have ``seen`` False). The episode ends on ``done()`` or a summary with
 ``TASK TERMINATE`` (``done``), after ``max_actions`` executed actions (``max_actions``), after
@@ -48,10 +48,12 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 
-from lookplangraph.backends import ContextOverflow
-from lookplangraph.memory import MemoryGraph
-from lookplangraph.perception import Perception
-from lookplangraph.planner import EpisodeResult, PlannerConfig, StepRecord, attempt_action, episode_result, state_key
+from lookplangraph.lm import ContextOverflow
+from lookplangraph.agent.memory import MemoryGraph
+from lookplangraph.agent.perception import Perception
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.episode import EpisodeResult, StepRecord, episode_result
+from lookplangraph.agent.loop import attempt_action, state_key
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
 from lookplangraph.planners.static import execute

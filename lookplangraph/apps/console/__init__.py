@@ -1,0 +1,1 @@
+"""The operator console of human-in-the-loop trials (:mod:`lookplangraph.apps.console.app`)."""

@@ -1,0 +1,76 @@
+"""``lookplangraph view RUN_DIR [RUN_DIR...] [--out FILE] [--open] [--data-dir DIR]``: write the
+episode viewer's page (:mod:`lookplangraph.apps.viewer.page`) and print its path (or open it in the
+default browser with ``--open``)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from lookplangraph.apps.viewer.load import ViewerError, load_runs
+from lookplangraph.apps.viewer.page import render_page
+
+
+def _default_data_dir() -> Path | None:
+    from grasif.dataset import default_data_dir
+
+    d = default_data_dir()
+    return d if d.is_dir() else None
+
+
+def write_view(run_dirs: list[Path], out: Path | None = None, *, data_dir: Path | None = None,
+               image_budget_mb: float = 25, title: str | None = None) -> Path:
+    """Write the page for ``run_dirs`` to ``out`` (default: ``view.html`` in the first run
+    directory) and return its path. ``data_dir`` is the GraSIF data directory where the tasks of
+    evaluations and runs are found (default ``$LOOKPLANGRAPH_DATA`` or the default build, when it
+    exists); :class:`~lookplangraph.apps.viewer.load.ViewerError` for a path that is no run directory.
+    The page is written to a temporary file first and renamed, so a reader never sees half."""
+    if not run_dirs:
+        raise ViewerError("give at least one run directory")
+    run_dirs = [Path(p) for p in run_dirs]
+    runs = load_runs(run_dirs, data_dir if data_dir is not None else _default_data_dir())
+    page = render_page(runs, title=title, image_budget=int(image_budget_mb * 1_000_000))
+    out = Path(out) if out is not None else run_dirs[0] / "view.html"
+    if out.is_dir():
+        out = out / "view.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def add_parser(sub) -> None:
+    """Register ``view`` on an argparse subparsers object (``set_defaults(func=cmd_view)``)."""
+    p = sub.add_parser("view", help="write a self-contained HTML page to browse episodes: verdicts, "
+                                    "step-by-step timeline, memory graph per step, goal units")
+    p.add_argument("dirs", nargs="+", metavar="RUN_DIR",
+                   help="evaluation, run or trial directories (or directories holding them)")
+    p.add_argument("--out", metavar="FILE", help="the page to write (default: RUN_DIR/view.html)")
+    p.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    p.add_argument("--data-dir", help="GraSIF data directory, where the tasks are found to draw memory graphs "
+                                      "(default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
+    p.add_argument("--image-budget-mb", type=float, default=25,
+                   help="at most this many MB of image thumbnails in the page (default 25)")
+    p.set_defaults(func=cmd_view)
+
+
+def cmd_view(args) -> int:
+    """Write the page; print its path (and open it with ``--open``). 2 on a bad run directory."""
+    t0 = time.perf_counter()
+    try:
+        out = write_view([Path(d) for d in args.dirs], Path(args.out) if args.out else None,
+                         data_dir=Path(args.data_dir) if args.data_dir else None,
+                         image_budget_mb=args.image_budget_mb)
+    except ViewerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    size = out.stat().st_size
+    print(f"{out}  ({size / 1e6:.1f} MB, {time.perf_counter() - t0:.1f} s)")
+    if args.open:
+        import webbrowser
+
+        if not webbrowser.open(out.resolve().as_uri()):
+            print("no browser could be opened here; open the file above", file=sys.stderr)
+    return 0

@@ -1,1 +1,0 @@
-"""The operator console of human-in-the-loop trials (:mod:`lookplangraph.console.app`)."""

@@ -1,0 +1,395 @@
+"""Episodes and batch evaluation on GraSIF tasks, with traces and resumable results.
+
+Output of one episode (``run_episode_to_dir``) in ``OUT/``::
+
+    trace.jsonl     # one StepRecord per LM call
+    result.json     # the EpisodeResult
+
+A batch evaluation (:func:`evaluate`) writes into ``OUT/``::
+
+    config.json     # what was run
+    results.jsonl   # one EpisodeResult per finished episode, appended as each finishes
+    traces/<split>__<task>.jsonl
+    summary.json, summary.csv   # SR, APP, TPA, mean actions, wall time per task
+
+Resuming: rerunning with the same ``OUT`` skips every (split, task) already in ``results.jsonl``;
+a line cut short by an interruption is dropped and that episode runs again. Nothing finished is
+lost or run twice. A row is appended only when its episode has ended, by one writer; the trace
+of an episode under way is ``traces/<split>__<task>.jsonl.partial`` until then (an interrupted
+or failed attempt's partial trace is replaced, never appended to).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
+from grasif.task import Task, save_task
+
+from lookplangraph.lm import LMError
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.episode import EpisodeResult, StepRecord
+from lookplangraph.planners import get_planner
+from sim_adapters.graph_env import GraphEnvironment
+from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
+
+#: ``--env`` kinds and the split each runs (None: any): the SGS on the true graph, VirtualHome's
+#: evolving graph, its Unity simulator, the SGS with images from an OmniGibson image bank.
+ENVIRONMENTS = {"graph": None, "virtualhome": "virtualhome", "virtualhome-unity": "virtualhome",
+                "omnigibson-bank": "behavior"}
+#: environments whose ``discover_objects`` brings an image (what ``vlm`` augmentation needs)
+WITH_IMAGES = ("virtualhome-unity", "omnigibson-bank")
+
+
+def check_env(env: str, tasks: list[Task], augmentation: str = "ground_truth") -> None:
+    """``ValueError`` with the reason when ``env`` (``graph``, ``virtualhome``,
+    ``virtualhome-unity[@URL]``, ``omnigibson-bank@DIR``) cannot run ``tasks`` with
+    ``augmentation``: a simulator runs only its own split, ``vlm`` augmentation needs images."""
+    kind, at, where = env.partition("@")
+    if kind not in ENVIRONMENTS or (at and kind not in ("virtualhome-unity", "omnigibson-bank")):
+        raise ValueError(f"unknown environment {env!r}; use graph, virtualhome, virtualhome-unity[@URL] "
+                         "or omnigibson-bank@BANK_DIR")
+    if kind == "omnigibson-bank" and not where:
+        raise ValueError("--env omnigibson-bank needs the image bank: omnigibson-bank@BANK_DIR")
+    split = ENVIRONMENTS[kind]
+    other = sorted({t.split for t in tasks if split is not None and t.split != split})
+    if other:
+        raise ValueError(f"--env {kind} runs only the {split} split, not {', '.join(other)}")
+    if augmentation == "vlm" and kind not in WITH_IMAGES:
+        raise ValueError(f"--augmentation vlm needs images; --env {kind} renders none "
+                         f"(use {' or '.join(WITH_IMAGES)}, or --augmentation parser)")
+
+
+def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph"):
+    """The environment of an episode: ``env`` (see :func:`check_env`), wrapped for dynamic mode."""
+    check_env(env, [task])
+    kind, _, where = env.partition("@")
+    if kind == "graph":
+        environment = GraphEnvironment(task.graph)
+    elif kind == "omnigibson-bank":
+        from sim_adapters.omnigibson import ImageBankEnvironment
+
+        environment = ImageBankEnvironment(task, _bank(where))
+    else:
+        from sim_adapters.virtualhome import VirtualHomeEnvironment
+
+        backend = None
+        if kind == "virtualhome-unity":
+            from sim_adapters.unity import DEFAULT_URL, UnityBackend
+
+            backend = UnityBackend(where or DEFAULT_URL)
+        environment = VirtualHomeEnvironment(task, backend)
+    if dynamic_seed is not None:
+        environment = DynamicPerturbation(environment, task.goal, dynamic_seed)
+    return environment
+
+
+@lru_cache(maxsize=4)
+def _bank(path: str):
+    from sim_adapters.omnigibson import ImageBank
+
+    return ImageBank.load(Path(path))
+
+
+def format_step(rec: StepRecord) -> str:
+    """A readable trace entry for the terminal."""
+    lines = [f"[{rec.call:>2}] {rec.proposed or '(unreadable)'}" + ("" if rec.accepted else "  REJECTED")]
+    if rec.reason:
+        lines.append(f"     reason: {rec.reason}")
+    if rec.corrections:
+        lines.append(f"     corrected: {'; '.join(rec.corrections)}")
+    if rec.executed and (len(rec.executed) > 1 or rec.executed[0] != rec.proposed):
+        lines.append(f"     executed: {', '.join(rec.executed)}")
+    for p in rec.perceived:
+        lines.append(f"     {p['mode']} augmentation of {p['node']}: {p['prompt_tokens']} + {p['completion_tokens']} "
+                     f"tokens, {p['seconds']:.1f} s" + (f"; dropped: {'; '.join(p['notes'])}" if p['notes'] else ""))
+    if rec.observed:
+        lines.append(f"     saw: {', '.join(rec.observed)}")
+    if rec.feedback:
+        lines.append(f"     feedback: {rec.feedback}")
+    if rec.infeasible:
+        lines.append(f"     INFEASIBLE (not told to the LM): {rec.infeasible}")
+    cached = f", {rec.cached_tokens} cached" if rec.cached_tokens else ""
+    lines.append(f"     {rec.prompt_tokens} prompt + {rec.completion_tokens} completion tokens{cached}, {rec.seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def format_result(r: EpisodeResult) -> str:
+    lines = [
+        f"{'SUCCESS' if r.success else 'FAILURE'} ({r.termination}"
+        f"{'; goal units met, but side effects' if r.success_changed_only and not r.success else ''}"
+        f"): precision {r.precision:.3f}, "
+        f"{len(r.actions)} actions, {len(r.executed)} primitive steps, {r.lm_calls} LM calls",
+        f"tokens: {r.prompt_tokens} prompt ({r.cached_tokens} cached) + {r.completion_tokens} completion; "
+        f"LM {r.lm_seconds:.1f} s of {r.wall_s:.1f} s",
+    ]
+    if r.augmentation_calls:
+        lines.append(f"{r.augmentation} augmentation: {r.augmentation_calls} calls, {r.augmentation_prompt_tokens} "
+                     f"prompt + {r.augmentation_completion_tokens} completion tokens, {r.augmentation_seconds:.1f} s "
+                     "(not in the tokens above)")
+    if r.failure:
+        lines.append(f"{r.planner} failure: {r.failure}")
+    if r.success_with_correction is not None:
+        lines.append(f"with the SGS's corrections the plan would {'succeed' if r.success_with_correction else 'fail too'}")
+    lines += [f"  not met: {g}" for g in r.goal_not_met]
+    lines += [f"  infeasible action in the plan: {a}" for a in r.infeasible]
+    return "\n".join(lines)
+
+
+def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dynamic_seed: int | None = None,
+                   echo: Callable[[str], None] | None = None, env: str = "graph",
+                   record_dir: Path | None = None, augmentation=None, planner: str = "lookplangraph") -> EpisodeResult:
+    """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
+    echoing it readably when ``echo`` is given). ``record_dir``: also record every environment
+    step there (``steps.jsonl``, ``images/``). ``augmentation``: a
+    :class:`vlm.gam.GraphAugmentation` (default ground truth); ``planner``: a
+    :mod:`lookplangraph.planners` name."""
+    plan = get_planner(planner)
+    env = make_env(task, dynamic_seed, env)
+    if record_dir is not None:
+        env = StepRecorder(env, record_dir)
+    moves = getattr(env, "moves", [])
+    if echo and moves:
+        echo("dynamic mode moved: " + "; ".join(moves))
+    with open(trace_path, "w") as trace:
+        def on_step(rec: StepRecord) -> None:
+            trace.write(json.dumps(asdict(rec)) + "\n")
+            trace.flush()
+            if echo:
+                echo(format_step(rec))
+
+        return plan.run(task, env, lm, cfg, on_step=on_step, augmentation=augmentation)
+
+
+def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
+                       echo: Callable[[str], None] | None = None, env: str = "graph",
+                       augmentation=None, planner: str = "lookplangraph") -> EpisodeResult:
+    """Run one episode, writing ``task.json`` (the task, so the run can be viewed without the
+    data directory), ``trace.jsonl`` as it goes, ``result.json`` at the end and the environment's
+    steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    save_task(task, out / "task.json")
+    result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
+                            record_dir=out, augmentation=augmentation, planner=planner)
+    (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
+    return result
+
+
+def _key(split: str, task_id: str) -> str:
+    return f"{split}__{task_id}"
+
+
+def read_results(path: Path) -> list[dict]:
+    """Complete lines of a results file (a torn last line is skipped)."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def to_record(row: dict) -> EpisodeRecord:
+    """The metrics' view of a results row."""
+    return EpisodeRecord(
+        task_id=row["task_id"], split=row["split"], success=row["success"],
+        success_changed_only=row.get("success_changed_only"), precision=row["precision"],
+        actions=len(row["actions"]), tokens=row["prompt_tokens"] + row["completion_tokens"],
+        gt_actions=row.get("gt_actions"), no_change=row.get("no_change", False), wall_s=row["wall_s"],
+        lm_calls=row["lm_calls"], lm_seconds=row["lm_seconds"],
+    )
+
+
+def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
+             dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None,
+             env: str = "graph", augmentation_factory: Callable[[object], object] | None = None,
+             planner: str = "lookplangraph", episode_attempts: int = 3,
+             log: Callable[[str], None] | None = None) -> list[dict]:
+    """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
+    their result rows (module doc).
+
+    ``concurrency`` workers (threads) take tasks from a bounded queue. ``lm_factory`` is called
+    once per worker, and so is ``augmentation_factory(lm)`` (given that worker's planner LM; it
+    returns a :class:`vlm.gam.GraphAugmentation`, default ground truth); ``env`` names the
+    environment (:func:`make_env`). ``progress(done, total, row)`` is called after each episode
+    (the CLI draws a bar with it).
+
+    An episode whose LM endpoint fails (:class:`lookplangraph.lm.pool.EndpointDown`) runs again
+    from the start, up to ``episode_attempts`` times in all (``log`` gets a line each time;
+    default stderr): its trace is written to ``traces/KEY.jsonl.partial`` and renamed to
+    ``KEY.jsonl`` only when the episode ends, and its row is appended only then, so a failed
+    attempt leaves nothing behind. Any other exception, or an episode out of attempts, stops the
+    evaluation: no new episode starts, those under way finish and are written, then the exception
+    is raised. Rows already written stay; rerunning resumes."""
+    from lookplangraph.lm.pool import EndpointDown
+
+    check_env(env, tasks)
+    get_planner(planner)  # an unknown planner fails before any episode
+    if episode_attempts < 1:
+        raise ValueError(f"episode_attempts must be at least 1, not {episode_attempts}")
+    log = log or (lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
+    out.mkdir(parents=True, exist_ok=True)
+    traces = out / "traces"
+    traces.mkdir(exist_ok=True)
+    for stale in traces.glob("*.partial"):  # attempts cut short by an earlier interruption
+        stale.unlink()
+    if meta is not None:
+        (out / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    results = out / "results.jsonl"
+    _trim_torn_line(results)
+    done = {_key(r["split"], r["task_id"]) for r in read_results(results)}
+    todo = [t for t in tasks if _key(t.split, t.id) not in done]
+    total, finished = len(tasks), len(tasks) - len(todo)
+    if progress:
+        progress(finished, total, None)
+    workers = max(1, min(concurrency, len(todo)))
+    work: queue.Queue = queue.Queue(maxsize=2 * workers)  # bounded: tasks are handed out as workers free up
+    finished_q: queue.Queue = queue.Queue()
+    stop = threading.Event()
+
+    def episode(task: Task, lm, augmentation) -> dict:
+        key = _key(task.split, task.id)
+        partial, final = traces / f"{key}.jsonl.partial", traces / f"{key}.jsonl"
+        for attempt in range(1, episode_attempts + 1):
+            try:
+                result = traced_episode(task, lm, cfg, partial, dynamic_seed=dynamic_seed, env=env,
+                                        augmentation=augmentation, planner=planner)
+            except EndpointDown as exc:
+                if attempt == episode_attempts:
+                    raise EpisodeFailed(f"episode {key} lost its LM endpoint {attempt} times; the last: {exc}") from exc
+                log(f"episode {key}: {exc}; running it again from the start (attempt {attempt + 1} "
+                    f"of {episode_attempts})")
+                continue
+            os.replace(partial, final)
+            row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
+            if attempt > 1:
+                row["attempts"] = attempt
+            return row
+        raise AssertionError("unreachable")
+
+    def worker() -> None:
+        lm = augmentation = None
+        try:
+            while not stop.is_set():
+                try:
+                    task = work.get(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if task is None or stop.is_set():
+                    return
+                if lm is None:
+                    lm = lm_factory()
+                    augmentation = augmentation_factory(lm) if augmentation_factory else None
+                finished_q.put(("row", episode(task, lm, augmentation)))
+        except BaseException as exc:  # handed to the main thread, which stops the evaluation
+            stop.set()
+            finished_q.put(("error", exc))
+        finally:
+            finished_q.put(("exit", None))
+
+    def feed() -> None:
+        for task in todo:
+            while not stop.is_set():
+                try:
+                    work.put(task, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
+        for _ in range(workers):
+            while True:  # one end mark per worker (a stopped worker may no longer take it)
+                try:
+                    work.put(None, timeout=0.2)
+                    break
+                except queue.Full:
+                    if stop.is_set():
+                        return
+
+    threads = [threading.Thread(target=worker, name=f"eval-worker-{i}", daemon=True) for i in range(workers)]
+    threads.append(threading.Thread(target=feed, name="eval-feeder", daemon=True))
+    error: BaseException | None = None
+    running = workers if todo else 0
+    try:
+        if todo:
+            for t in threads:
+                t.start()
+        with open(results, "a") as f:  # the one writer of results.jsonl
+            while running:
+                kind, value = finished_q.get()
+                if kind == "exit":
+                    running -= 1
+                elif kind == "error":
+                    error = error or value
+                else:
+                    f.write(json.dumps(value) + "\n")
+                    f.flush()
+                    finished += 1
+                    if progress:
+                        progress(finished, total, value)
+    finally:
+        stop.set()
+    if error is not None:
+        raise error
+    keys = {_key(t.split, t.id) for t in tasks}
+    rows = [r for r in read_results(results) if _key(r["split"], r["task_id"]) in keys]
+    write_summary(rows, out)
+    return rows
+
+
+class EpisodeFailed(LMError):
+    """An episode could not be run to its end (its LM endpoint failed on every attempt)."""
+
+
+def _trim_torn_line(path: Path) -> None:
+    """Drop an incomplete last line left by an interruption, so appends start on a fresh line."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def write_summary(rows: list[dict], out: Path) -> dict:
+    """``summary.json`` and ``summary.csv``: overall and per-split metrics, plus one CSV row per task."""
+    records = [to_record(r) for r in rows]
+    groups = {"all": records}
+    for r in records:
+        groups.setdefault(r.split, []).append(r)
+    changing = [r for r in records if not r.no_change]
+    if len(changing) != len(records):
+        groups["all (changing goals)"] = changing
+    summary = {label: summarize(recs).model_dump() for label, recs in groups.items()}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    with open(out / "summary.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["split", "task_id", "success", "success_changed_only", "precision", "actions", "gt_actions",
+                    "tokens", "lm_calls", "termination", "wall_s", "lm_s_per_call", "no_change"])
+        for r in sorted(rows, key=lambda r: (r["split"], r["task_id"])):
+            per = r["lm_seconds"] / r["lm_calls"] if r["lm_calls"] else 0.0
+            lenient = r.get("success_changed_only")
+            w.writerow([r["split"], r["task_id"], int(r["success"]), "" if lenient is None else int(lenient),
+                        f"{r['precision']:.3f}", len(r["actions"]),
+                        r.get("gt_actions"), r["prompt_tokens"] + r["completion_tokens"], r["lm_calls"],
+                        r["termination"], f"{r['wall_s']:.2f}", f"{per:.2f}", int(r.get("no_change", False))])
+    return summary
+
+
+def summary_text(summary: dict) -> str:
+    """The table of a ``summary.json`` (label → :class:`grasif.metrics.Summary` fields)."""
+    return summary_table({label: Summary.model_validate(row) for label, row in summary.items()})
+
+
+def now_stamp() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")

@@ -1,0 +1,232 @@
+"""A GGUF model run in process through ``llama-cpp-python`` (CPU, or a GPU build)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from lookplangraph.lm import structured
+from lookplangraph.lm.base import (
+    Completion, ContextOverflow, ImageError, LMError, LMReply, Usage, checked_completion, decide_messages, action_reply,
+)
+from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
+from lookplangraph.agent.decoding import ActionKey, constrained_schema
+
+
+def default_threads() -> int:
+    """``$LOOKPLANGRAPH_THREADS`` when set (a positive integer); otherwise the CPUs available to
+    this process minus the 1-minute load average rounded down, at least 1: all CPUs on an idle
+    machine, 1 on a 2-CPU machine that already runs one busy process. The load average lags: a
+    run started right after another LM run ended still sees its load, so scripts that run
+    evaluations back to back set the variable."""
+    env = os.environ.get("LOOKPLANGRAPH_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise LMError(f"LOOKPLANGRAPH_THREADS must be a positive integer, not {env!r}")
+        return int(env)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    return max(1, min(cpus, cpus - int(load)))
+
+
+def default_gpu_layers() -> int:
+    """``$LOOKPLANGRAPH_GPU_LAYERS`` when set (an integer: layers offloaded to the GPU, -1 for
+    all); otherwise 0. It matters only for a llama-cpp-python built with a GPU backend (e.g.
+    ``CMAKE_ARGS="-DGGML_CUDA=on" pip install llama-cpp-python``); a CPU build ignores it. An
+    explicit ``n_gpu_layers`` in ``lm_options`` wins."""
+    env = os.environ.get("LOOKPLANGRAPH_GPU_LAYERS", "").strip()
+    if not env:
+        return 0
+    try:
+        layers = int(env)
+    except ValueError:
+        raise LMError(f"LOOKPLANGRAPH_GPU_LAYERS must be an integer (-1 for all layers), not {env!r}") from None
+    if layers < -1:
+        raise LMError(f"LOOKPLANGRAPH_GPU_LAYERS must be -1 (all layers) or more, not {layers}")
+    return layers
+
+
+class LlamaCppBackend:
+    """A GGUF model run in process through ``llama-cpp-python``.
+
+    ``model`` is a name of :data:`lookplangraph.lm.embedded.MODELS` (assembled on first use) or a path
+    to a ``.gguf`` file. Decoding is greedy (``temperature=0``) and constrained by a grammar built
+    from :func:`action_schema` (what ``response_format={"type": "json_object", "schema": ...}``
+    does, except that a schema the converter cannot handle raises :class:`LMError` instead of
+    silently falling back to free JSON). Grammars are cached per schema.
+
+    Prompt cache: llama-cpp-python keeps the tokens of the previous call in its KV cache and only
+    evaluates the part of the new prompt after the longest common token prefix. ``cached_tokens``
+    reports that prefix: the tokens held before the call compared with the new prompt's tokens.
+    ``n_threads`` (also used for prompt processing) defaults to :func:`default_threads`: the CPUs
+    not already busy. llama.cpp threads spin at barriers, so on an oversubscribed machine
+    asking for more threads than idle CPUs is several times slower, not faster.
+    ``n_gpu_layers`` defaults to :func:`default_gpu_layers` (0 unless ``$LOOKPLANGRAPH_GPU_LAYERS``).
+
+    :meth:`complete` compiles its ``schema`` to a grammar the same way (cached per schema).
+    Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
+    and the llama-cpp-python chat handler of that family as ``chat_handler`` (a key of
+    :data:`VISION_HANDLERS`: ``qwen2.5-vl``, ``llava-1-5``, ``llava-1-6``, ``moondream``,
+    ``nanollava``, ``llama-3-vision-alpha``, ``minicpm-v-2.6``, ``mtmd``, ``gemma4``; the names of
+    ``llama_cpp.server``'s ``--chat_format``). Without ``mmproj`` an image request raises
+    :class:`ImageError`. Image embeddings take context: use ``n_ctx`` >= 4096.
+    """
+
+    def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None,
+                 seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, reason_first: bool = False,
+                 reason_max_length: int | None = 300, verbose: bool = False, mmproj: str | os.PathLike | None = None,
+                 chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, **llama_kwargs: Any):
+        try:
+            import llama_cpp
+        except ImportError:
+            raise LMError("the llamacpp backend needs llama-cpp-python (built from source, ~8 min on 2 cores): "
+                          "pip install 'llama-cpp-python>=0.3.16'") from None
+        from lookplangraph.lm import embedded as models
+
+        self._llama_cpp = llama_cpp
+        model = str(model)
+        if model in models.MODELS:
+            try:
+                path = models.ensure_model(model)
+            except models.ModelError as exc:
+                raise LMError(str(exc)) from None
+            label = model
+        else:
+            path = Path(model).expanduser()
+            if not path.is_file():
+                raise LMError(f"no model file {path} and no model named {model!r} "
+                              f"(known: {', '.join(models.MODELS)})")
+            label = str(path)
+        if n_threads is None:
+            n_threads = default_threads()
+        llama_kwargs.setdefault("n_threads_batch", n_threads)
+        llama_kwargs.setdefault("n_gpu_layers", default_gpu_layers())
+        self.path, self.name = path, f"llamacpp:{label}"
+        self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
+        self.reason_first, self.reason_max_length = reason_first, reason_max_length
+        self.max_image_bytes = int(max_image_bytes)
+        self.vision = None
+        if mmproj is not None or chat_handler is not None:
+            llama_kwargs["chat_handler"] = self.vision = _vision_handler(llama_cpp, mmproj, chat_handler, verbose)
+        try:
+            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
+                                       verbose=verbose, **llama_kwargs)
+        except Exception as exc:
+            raise LMError(f"llama.cpp could not load {path}: {exc}") from None
+        self._grammars: dict[str | None, Any] = {}
+
+    def _grammar(self, schema: dict[str, Any] | None, gbnf: str | None = None) -> Any:
+        """The compiled grammar of a reply schema or of GBNF text (cached)."""
+        key = json.dumps(schema, sort_keys=True) if gbnf is None else "gbnf:" + gbnf
+        g = self._grammars.get(key)
+        if g is None:
+            try:
+                if gbnf is None:
+                    g = self._llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+                else:
+                    g = self._llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
+            except Exception as exc:
+                what = "the reply schema" if gbnf is None else "the GBNF grammar"
+                raise LMError(f"llama.cpp cannot turn {what} into a grammar: {exc}") from None
+            if len(self._grammars) > 64:
+                self._grammars.clear()
+            self._grammars[key] = g
+        return g
+
+    def close(self) -> None:
+        """Free the model's memory now rather than at garbage collection."""
+        close = getattr(self.llm, "close", None)
+        if close is not None:
+            close()
+
+    def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
+                 grammar: str | None = None) -> Completion:
+        """One chat completion (:meth:`LMBackend.complete`), constrained by the grammar of
+        ``schema`` or by the GBNF ``grammar``; raises :class:`LMError` only if the prompt does not fit the context or
+        llama.cpp fails, :class:`ImageError` for images without a vision model."""
+        if images and self.vision is None:
+            raise ImageError(f"{self.name} cannot see images: load a multimodal model with its projector "
+                             f"(mmproj=PATH, chat_handler=one of {', '.join(VISION_HANDLERS)})")
+        messages = with_images(messages, images, self.max_image_bytes)
+        if grammar is not None and schema is not None:
+            raise ValueError("complete() takes a schema or a grammar, not both")
+        wire_schema = structured.json_schema(schema)
+        if grammar is not None:
+            grammar = self._grammar(None, grammar)
+        elif wire_schema is not None:
+            grammar = self._grammar(wire_schema)
+        before = self.llm.input_ids[: self.llm.n_tokens].tolist()
+        t0 = time.perf_counter()
+        try:
+            out = self.llm.create_chat_completion(
+                messages=messages, temperature=self.temperature,
+                max_tokens=self.max_tokens if max_tokens is None else max_tokens,
+                seed=self.seed, grammar=grammar, stop=list(stop) if stop else [])
+        except ValueError as exc:  # e.g. "Requested tokens (...) exceed context window"
+            kind = ContextOverflow if "context" in str(exc).lower() else LMError
+            raise kind(f"{self.name}: {exc} (raise n_ctx in lm_options)") from None
+        seconds = time.perf_counter() - t0
+        u = out.get("usage") or {}
+        n_prompt = int(u.get("prompt_tokens", 0))
+        prompt_ids = self.llm.input_ids[:n_prompt].tolist()
+        common = 0
+        for a, b in zip(before, prompt_ids):
+            if a != b:
+                break
+            common += 1
+        cached = min(common, max(n_prompt - 1, 0))  # a fully cached prompt replays its last token
+        usage = Usage(prompt_tokens=n_prompt, completion_tokens=int(u.get("completion_tokens", 0)), cached_tokens=cached)
+        text = out["choices"][0]["message"].get("content") or ""
+        return checked_completion(text, schema, usage, seconds)
+
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        """One constrained chat completion (``excluded`` removed from the grammar); raises
+        :class:`LMError` only if the prompt does not fit the context or llama.cpp fails."""
+        schema = constrained_schema(names, excluded, reason_first=self.reason_first,
+                                    reason_max_length=self.reason_max_length)
+        c = self.complete(decide_messages(static, dynamic), schema=schema)
+        return action_reply(c.text, c.usage, c.seconds)
+
+
+#: ``chat_handler`` names of :class:`LlamaCppBackend` (as ``llama_cpp.server --chat_format``) and
+#: the llama-cpp-python 0.3.36 classes that put images into the prompt of each model family.
+VISION_HANDLERS = {
+    "qwen2.5-vl": "Qwen25VLChatHandler",
+    "llava-1-5": "Llava15ChatHandler",
+    "llava-1-6": "Llava16ChatHandler",
+    "moondream": "MoondreamChatHandler",
+    "nanollava": "NanoLlavaChatHandler",
+    "llama-3-vision-alpha": "Llama3VisionAlphaChatHandler",
+    "minicpm-v-2.6": "MiniCPMv26ChatHandler",
+    "mtmd": "MTMDChatHandler",
+    "gemma4": "Gemma4ChatHandler",
+}
+
+
+def _vision_handler(llama_cpp: Any, mmproj: str | os.PathLike | None, name: str | None, verbose: bool) -> Any:
+    if mmproj is None or name is None:
+        raise LMError("images in process need both mmproj=PATH (the model's projector GGUF) and chat_handler=NAME "
+                      f"(one of {', '.join(VISION_HANDLERS)})")
+    if name not in VISION_HANDLERS:
+        raise LMError(f"unknown chat_handler {name!r}; known: {', '.join(VISION_HANDLERS)}")
+    path = Path(mmproj).expanduser()
+    if not path.is_file():
+        raise LMError(f"no projector file {path} (mmproj)")
+    from llama_cpp import llama_chat_format
+
+    cls = getattr(llama_chat_format, VISION_HANDLERS[name], None)
+    if cls is None:
+        raise LMError(f"this llama-cpp-python has no {VISION_HANDLERS[name]} (chat_handler {name!r}); "
+                      "install llama-cpp-python==0.3.36")
+    try:
+        return cls(clip_model_path=str(path), verbose=verbose)
+    except Exception as exc:
+        raise LMError(f"llama.cpp could not load the projector {path} with {cls.__name__}: {exc}") from None

@@ -1,0 +1,275 @@
+"""Chat completions from OpenAI-compatible servers: OpenAI, vLLM, Ollama, llama.cpp's servers."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any, Callable, ContextManager, Sequence
+
+from lookplangraph.lm import structured
+from lookplangraph.lm.base import (
+    Completion, ContextOverflow, LMError, LMReply, LMUnavailable, Relaxed, Usage, checked_completion, decide_messages, action_reply,
+)
+from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
+from lookplangraph.agent.decoding import ActionKey, constrained_schema
+
+
+STRUCTURED_MODES = ("json_schema", "json_object", "guided_json", "structured_outputs", "none", "auto")
+#: Where a ``grammar`` (GBNF) of :meth:`OpenAIBackend.complete` goes in each structured mode whose
+#: servers read one: the llama.cpp server's ``grammar`` field, vLLM's ``guided_grammar`` (before
+#: 0.12) and ``structured_outputs.grammar``. OpenAI itself takes no grammar (modes
+#: ``json_schema``, ``auto``, ``none``): there the reply is unconstrained.
+GRAMMAR_FIELDS: dict[str, tuple[str, Any]] = {
+    "json_object": ("grammar", lambda g: g),
+    "guided_json": ("guided_grammar", lambda g: g),
+    "structured_outputs": ("structured_outputs", lambda g: {"grammar": g}),
+}
+#: Structured modes whose servers compile the schema to a grammar and so accept an ``anyOf`` of
+#: variants at the root: excluded actions are removed from the schema there.
+GRAMMAR_MODES = ("json_object", "guided_json", "structured_outputs")
+
+
+class OpenAIBackend:
+    """Chat completions through the ``openai`` package: OpenAI, ``vllm serve``, Ollama,
+    ``llama_cpp.server`` / llama.cpp's ``llama-server``.
+
+    ``structured`` selects how the reply schema is enforced:
+
+    * ``json_schema``: ``response_format={"type": "json_schema", ...strict}``; OpenAI, vLLM, Ollama.
+    * ``json_object``: ``response_format={"type": "json_object", "schema": ...}``; the llama.cpp
+      servers (they answer HTTP 500 to ``json_schema``).
+    * ``guided_json``: ``extra_body={"guided_json": schema}``; vLLM before 0.12.
+    * ``structured_outputs``: ``extra_body={"structured_outputs": {"json": schema}}``; vLLM >= 0.12.
+    * ``none``: no constraint, the reply is parsed tolerantly.
+    * ``auto``: ``json_schema``; if the server rejects it (HTTP 400/422/500) on the first request,
+      ``json_object`` from then on.
+
+    The same modes carry the ``schema`` of :meth:`complete` (``json_schema`` sends it with
+    ``strict: true``, so there it must be an object whose properties are all required and which
+    forbids others). Images (:meth:`complete`) go as ``image_url`` parts with base64 data URLs:
+    ``vllm serve`` of a vision model and OpenAI take them; a llama.cpp server only with its
+    ``--mmproj`` projector. ``max_image_bytes`` caps each image (default 20 MB).
+
+    Configuration: arguments, else ``$LOOKPLANGRAPH_LM_MODEL``, ``$OPENAI_BASE_URL``,
+    ``$OPENAI_API_KEY`` (a placeholder key is used for a non-OpenAI ``base_url``). Timeouts, HTTP
+    429 and 5xx and connection failures are retried ``max_retries`` times with exponential backoff
+    (``backoff * 2**attempt`` seconds, capped at 30 s, or the server's Retry-After); then
+    :class:`LMUnavailable` is raised, and :class:`LMError` for 404 (unknown model; the server's
+    models are listed), 401 and 400.
+
+    Hooks for an endpoint pool (:mod:`lookplangraph.lm.pool`): ``gate`` (a callable returning a
+    context manager) is entered around every HTTP attempt, retries included (per-endpoint
+    concurrency and rate limits); ``give_up`` is asked while waiting for each retry and, when it
+    returns True (the endpoint was taken out meanwhile), the retries stop with
+    :class:`LMUnavailable`.
+    """
+
+    def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                 structured: str = "json_schema", timeout: float = 120.0, max_retries: int = 4,
+                 temperature: float = 0.0, max_tokens: int = 200, seed: int | None = 0,
+                 reason_first: bool = False, reason_max_length: int | None = None, backoff: float = 1.0,
+                 extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7,
+                 max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, gate: Callable[[], ContextManager[Any]] | None = None,
+                 give_up: Callable[[], bool] | None = None):
+        try:
+            import openai
+        except ImportError:
+            raise LMError("the OpenAI backend needs the openai package: pip install 'openai>=1.40'") from None
+        self._openai = openai
+        self.model = model or os.environ.get("LOOKPLANGRAPH_LM_MODEL") or ""
+        if not self.model:
+            raise LMError("no model name: pass one (openai:MODEL) or set LOOKPLANGRAPH_LM_MODEL")
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url is None or "api.openai.com" in self.base_url:
+                raise LMError("no API key for OpenAI: set OPENAI_API_KEY (or give base_url of a local server)")
+            key = "not-needed"
+        if structured not in STRUCTURED_MODES:
+            raise LMError(f"structured must be one of {', '.join(STRUCTURED_MODES)}, got {structured!r}")
+        self.structured = structured
+        self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
+        self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
+        self.retry_temperature = float(retry_temperature)
+        self.reason_first, self.reason_max_length = reason_first, reason_max_length
+        self.extra_body = dict(extra_body or {})
+        self.max_image_bytes = int(max_image_bytes)
+        self.url = self.base_url or "https://api.openai.com/v1"
+        self.name = f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+        # a plain-HTTP server (a local vLLM) needs no TLS: skip loading the CA store, which costs
+        # ~30 ms of CPU per client, once per worker of an evaluation
+        http_client = (openai.DefaultHttpxClient(verify=False)
+                       if self.base_url and self.base_url.startswith("http://") else None)
+        self.client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0,
+                                    http_client=http_client)
+        self._auto_fallback_done = structured != "auto"
+        self._gate, self._give_up = gate, give_up
+
+    def _request(self, messages: list[dict[str, Any]], mode: str, schema: dict[str, Any] | None,
+                 relaxed: Relaxed | None, stop: Sequence[str] | None, max_tokens: int | None,
+                 schema_name: str, grammar: str | None = None) -> dict[str, Any]:
+        kw: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                              "max_tokens": self.max_tokens if max_tokens is None else max_tokens}
+        if self.seed is not None:
+            kw["seed"] = self.seed
+        if stop:
+            kw["stop"] = list(stop)
+        if relaxed is not None and mode not in GRAMMAR_MODES:  # the schema cannot be enforced exactly here
+            schema = relaxed.schema
+            kw["temperature"], kw["seed"] = relaxed.temperature, relaxed.seed
+        # response_format goes in extra_body: the same JSON on the wire, but the openai package
+        # walks its typed parameters recursively, and over a schema with hundreds of names that
+        # cost more CPU than the rest of the request (benchmarks/bench_eval_throughput.py)
+        extra: dict[str, Any] = {}
+        if mode != "none" and schema is not None:
+            if mode in ("json_schema", "auto"):
+                extra["response_format"] = {"type": "json_schema",
+                                            "json_schema": {"name": schema_name, "schema": schema, "strict": True}}
+            elif mode == "json_object":
+                extra["response_format"] = {"type": "json_object", "schema": schema}
+            elif mode == "guided_json":
+                extra["guided_json"] = schema
+            elif mode == "structured_outputs":
+                extra["structured_outputs"] = {"json": schema}
+        if grammar is not None and mode in GRAMMAR_FIELDS:
+            key, value = GRAMMAR_FIELDS[mode]
+            extra[key] = value(grammar)
+        extra.update(self.extra_body)
+        if extra:
+            kw["extra_body"] = extra
+        return kw
+
+    def _post(self, request: dict[str, Any]) -> Any:
+        """``POST /chat/completions`` with ``request`` (as :meth:`_request` builds it) as the JSON
+        body. The same request as ``client.chat.completions.create(**request)`` and the same
+        errors, without the package's recursive walk over the typed parameters (``post`` is its
+        documented way to send a body as it is), which costs a third of a request's CPU."""
+        body = {k: v for k, v in request.items() if k != "extra_body"}
+        body.update(request.get("extra_body") or {})
+        return self.client.post("/chat/completions", body=body, cast_to=self._openai.types.chat.ChatCompletion)
+
+    def _wait_to_retry(self, delay: float) -> bool:
+        """Sleep ``delay`` seconds before a retry; True (at once) when ``give_up`` says to stop."""
+        if self._give_up is None:
+            time.sleep(delay)
+            return False
+        end = time.monotonic() + delay
+        while True:
+            if self._give_up():
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(left, 0.2))
+
+    def _server_models(self) -> list[str] | None:
+        try:
+            return [m.id for m in self.client.models.list()]
+        except Exception:
+            return None
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        delay = min(30.0, self.backoff * (2 ** attempt))
+        response = getattr(exc, "response", None)
+        retry_after = response.headers.get("retry-after") if response is not None else None
+        try:
+            if retry_after is not None:
+                delay = max(delay, min(30.0, float(retry_after)))
+        except ValueError:
+            pass
+        return delay
+
+    def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
+                 schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
+                 relaxed: Relaxed | None = None, schema_name: str = "reply", grammar: str | None = None) -> Completion:
+        """One chat completion (:meth:`LMBackend.complete`); see the class docstring for the
+        structured modes, retries and errors. ``relaxed``: what to send in modes that cannot
+        enforce ``schema`` exactly (:class:`Relaxed`); ``schema_name`` names it for ``json_schema``;
+        ``grammar`` goes where the mode's server reads one (:data:`GRAMMAR_FIELDS`), else nowhere."""
+        if grammar is not None and schema is not None:
+            raise ValueError("complete() takes a schema or a grammar, not both")
+        oa = self._openai
+        messages = with_images(messages, images, self.max_image_bytes)
+        wire_schema = structured.json_schema(schema)
+        t0 = time.perf_counter()
+        attempt = 0
+        refused = True  # every attempt so far failed to connect
+        while True:
+            mode = self.structured
+            try:
+                request = self._request(messages, mode, wire_schema, relaxed, stop, max_tokens, schema_name, grammar)
+                if self._gate is None:
+                    resp = self._post(request)
+                else:
+                    with self._gate():
+                        resp = self._post(request)
+                break
+            except (oa.APIConnectionError, oa.APIStatusError) as exc:
+                status = getattr(exc, "status_code", None)
+                if mode == "auto" and not self._auto_fallback_done and status in (400, 422, 500):
+                    self.structured, self._auto_fallback_done = "json_object", True
+                    continue
+                if status == 404:
+                    models = self._server_models()
+                    listing = (f"; the server has: {', '.join(models)}" if models
+                               else "; /models did not answer either: check base_url (it usually ends in /v1)")
+                    raise LMError(f"model {self.model!r} not found at {self.url} (HTTP 404){listing}") from None
+                if status in (401, 403):
+                    raise LMError(f"{self.url} refused the API key (HTTP {status}): set OPENAI_API_KEY") from None
+                if status is not None and status >= 500 and mode in ("json_schema", "auto") and "response_format" in str(exc):
+                    raise LMError(f"{self.url} does not accept response_format json_schema (HTTP {status}); "
+                                  f"use structured='json_object' (llama.cpp servers) or 'auto'") from None
+                retryable = status is None or status == 408 or status == 429 or status >= 500
+                if status == 400 and re.search(r"context|maximum.*tokens|too long", str(exc), re.I):
+                    raise ContextOverflow(f"{self.url}: the prompt does not fit the model's context: {_short(exc)}") from None
+                if not retryable:
+                    hint = (f"; try structured='json_object' or 'none' instead of {mode!r}"
+                            if mode != "none" and re.search(r"response_format|schema|guided|structured", str(exc)) else "")
+                    raise LMError(f"{self.url} rejected the request (HTTP {status}): {_short(exc)}{hint}") from None
+                timed_out = isinstance(exc, oa.APITimeoutError)
+                refused = refused and status is None and not timed_out
+                given_up = attempt < self.max_retries and self._wait_to_retry(self._delay(attempt, exc))
+                if attempt >= self.max_retries or given_up:
+                    if timed_out:
+                        what = f"did not answer within {self.timeout:g} s"
+                    elif status is None:
+                        what = "is unreachable"
+                    else:
+                        what = f"answered HTTP {status}"
+                    raise LMUnavailable(f"the LM server at {self.url} {what} after {attempt + 1} attempts"
+                                        f"{' (given up: the endpoint was taken out)' if given_up else ''}: {_short(exc)}",
+                                        refused=refused, status=status) from None
+                attempt += 1
+        text = (resp.choices[0].message.content or "") if resp.choices else ""
+        u = resp.usage
+        cached = None
+        if u is not None:
+            details = getattr(u, "prompt_tokens_details", None)
+            cached = getattr(details, "cached_tokens", None) if details is not None else None
+        usage = Usage(prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(u, "completion_tokens", 0) or 0, cached_tokens=cached)
+        return checked_completion(text, schema, usage, time.perf_counter() - t0)
+
+    def decide(self, static: str, dynamic: str, names: list[str] | None,
+               excluded: Sequence[ActionKey] = ()) -> LMReply:
+        """The next action: :meth:`complete` with the action schema minus ``excluded``; where the
+        structured mode cannot enforce that (see :class:`Relaxed`), the schema without exclusions,
+        sampled at ``retry_temperature`` with a seed that changes with each exclusion."""
+        kw = {"reason_first": self.reason_first, "reason_max_length": self.reason_max_length}
+        relaxed = None
+        schema = constrained_schema(names, (), **kw)
+        if excluded:
+            relaxed = Relaxed(schema, max(self.temperature, self.retry_temperature), (self.seed or 0) + len(excluded))
+            # the schema without the excluded actions is sent only in grammar modes (``auto`` may
+            # fall back to one); elsewhere building it is wasted, and it is the costliest part of
+            # a request's CPU (an anyOf of variants over every name)
+            if self.structured in GRAMMAR_MODES or not self._auto_fallback_done:
+                schema = constrained_schema(names, excluded, **kw)
+        c = self.complete(decide_messages(static, dynamic), schema=schema, relaxed=relaxed, schema_name="next_action")
+        return action_reply(c.text, c.usage, c.seconds)
+
+
+def _short(exc: Exception) -> str:
+    msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return msg.splitlines()[0][:300]

@@ -1,0 +1,55 @@
+"""Backend specs (``llamacpp:...``, ``openai:...[@URL]``, ``scripted:...``) and the factory."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lookplangraph.lm.base import LMBackend, LMError
+from lookplangraph.lm.llamacpp import LlamaCppBackend
+from lookplangraph.lm.openai_compat import OpenAIBackend
+from lookplangraph.lm.scripted import ScriptedBackend
+
+
+def parse_spec(spec: str) -> tuple[str, str, str | None]:
+    """``(kind, model, base_url)`` of a backend spec; raises :class:`LMError` for an unknown kind.
+
+    ``llamacpp:NAME|PATH``; ``openai:MODEL`` or ``openai:MODEL@BASE_URL`` (split at the last
+    ``@`` followed by ``http://`` or ``https://``; MODEL may be empty to use
+    ``$LOOKPLANGRAPH_LM_MODEL``); ``scripted:TEXT`` (replies separated by ``||``).
+    """
+    kind, sep, rest = spec.partition(":")
+    kind = kind.strip().lower()
+    if not sep:
+        raise LMError(f"backend spec {spec!r} has no kind; use llamacpp:MODEL, openai:MODEL[@BASE_URL] or scripted:REPLY")
+    if kind in ("llamacpp", "llama.cpp", "llama_cpp"):
+        from lookplangraph.lm.embedded import DEFAULT_MODEL
+        return "llamacpp", rest.strip() or DEFAULT_MODEL, None
+    if kind == "openai":
+        m = re.match(r"^(.*)@(https?://.+)$", rest.strip())
+        if m:
+            return "openai", m.group(1), m.group(2)
+        return "openai", rest.strip(), None
+    if kind == "scripted":
+        return "scripted", rest, None
+    raise LMError(f"unknown backend kind {kind!r} in {spec!r}; use llamacpp:, openai: or scripted:")
+
+
+def make_backend(spec: str, **opts: Any) -> LMBackend:
+    """Build a backend from a spec (see :func:`parse_spec`); ``opts`` go to its constructor.
+
+    Examples: ``llamacpp:qwen2.5-coder-1.5b``, ``llamacpp:/models/x.gguf``, ``openai:gpt-4o``,
+    ``openai:Qwen/Qwen2.5-7B-Instruct@http://localhost:8000/v1`` (vLLM),
+    ``openai:qwen2.5-coder:1.5b@http://localhost:11434/v1`` (Ollama),
+    ``openai:local@http://127.0.0.1:8080/v1`` with ``structured="json_object"`` (llama.cpp server).
+    """
+    kind, model, base_url = parse_spec(spec)
+    pool_keys = sorted({"endpoints", "endpoint_concurrency", "endpoint_rate", "endpoint_failures"} & set(opts))
+    if pool_keys:
+        raise LMError(f"{', '.join(pool_keys)} belong to an endpoint pool, which one backend is not: "
+                      "build the workers' backends with lookplangraph.lm.pool.pool_factory (as eval does)")
+    if kind == "llamacpp":
+        return LlamaCppBackend(model, **opts)
+    if kind == "openai":
+        return OpenAIBackend(model or None, base_url=base_url or opts.pop("base_url", None), **opts)
+    return ScriptedBackend(model.split("||"), **opts)

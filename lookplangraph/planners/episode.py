@@ -1,0 +1,110 @@
+"""The episode contract every planner returns: :class:`StepRecord` (one LM call and what became
+of it, a line of the trace) and :class:`EpisodeResult` (one task's verdict, costs and plan), and
+:func:`episode_result`, which judges a step-wise episode on the environment's true graph."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from grasif.goals import evaluate_goal
+from grasif.task import Task
+from sgs.graph import SceneGraph
+
+from lookplangraph.planners.config import PlannerConfig
+
+
+@dataclass
+class StepRecord:
+    """One LM call and what became of it (a line of the JSON-lines trace)."""
+
+    call: int
+    reason: str | None
+    proposed: str | None
+    accepted: bool
+    text: str
+    executed: list[str] = field(default_factory=list)
+    corrections: list[str] = field(default_factory=list)
+    feedback: str | None = None
+    observed: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int | None = None
+    seconds: float = 0.0
+    excluded: int = 0  # actions the decode was not allowed to produce
+    infeasible: str | None = None  # correction "none": the step the environment refused, and why
+    perceived: list[dict] = field(default_factory=list)  # augmentations (lookplangraph.agent.perception.Perceived)
+    # two-agent planners (SG-RwR): which agent made the call, the form of its reply, the code it
+    # wrote and what the sandbox made of it (ok, kind, isolation, seconds, error)
+    agent: str | None = None
+    form: str | None = None
+    code: str | None = None
+    sandbox: dict | None = None
+
+
+@dataclass
+class EpisodeResult:
+    task_id: str
+    split: str
+    lm: str
+    termination: str  # done | unresolved | max_actions
+    success: bool
+    success_changed_only: bool  # goal units met, side effects not counted
+    precision: float
+    actions: list[str]  # accepted LM actions
+    executed: list[str]  # primitive actions executed in the environment
+    lm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    lm_seconds: float
+    wall_s: float
+    goal_not_met: list[str]
+    config: dict
+    moves: list[str] = field(default_factory=list)
+    infeasible: list[str] = field(default_factory=list)  # plan actions the environment refused (mode none)
+    augmentation: str = "ground_truth"  # how discover_objects observations became memory (perception)
+    augmentation_calls: int = 0  # tokens and seconds of augmentation LMs, not in the planner's tokens
+    augmentation_prompt_tokens: int = 0
+    augmentation_completion_tokens: int = 0
+    augmentation_seconds: float = 0.0
+    planner: str = "lookplangraph"  # lookplangraph.planners name
+    failure: str | None = None  # baselines: why no plan ran (a kind: parse_error, unsolvable, infeasible_step ...)
+    success_with_correction: bool | None = None  # static plans: the verdict had the SGS corrected them
+    # planners that run LM-written code (SG-RwR): sandbox runs, those that failed (error, timeout,
+    # limit, policy), their seconds, the isolation levels they ran under; LM calls per agent; code
+    # sent back by the assume-guard without running; queries answered from an earlier answer
+    sandbox_runs: int = 0
+    sandbox_failures: int = 0
+    sandbox_seconds: float = 0.0
+    sandbox_isolation: str | None = None
+    agent_calls: dict = field(default_factory=dict)
+    guard_refusals: int = 0
+    repeated_queries: int = 0
+
+
+def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: list[StepRecord], *, initial: SceneGraph,
+                   t0: float, termination: str, augmentation: str, actions: list[str], executed: list[str],
+                   infeasible: list[str] | None = None, **fields) -> EpisodeResult:
+    """The :class:`EpisodeResult` of a planner that acts step by step (LookPlanGraph, ReAct,
+    SG-RwR's step mode): the goal judged on the environment's true graph against ``initial``
+    (an infeasible step fails it), LM calls, tokens and seconds summed over ``records``, the
+    augmentations they list, ``t0`` (``time.perf_counter()`` at the start) to now as wall time;
+    ``fields`` are further :class:`EpisodeResult` fields (``planner``, ``failure`` ...)."""
+    infeasible = infeasible or []
+    goal = evaluate_goal(task.goal, env.true_graph(), initial)
+    perceived = [p for r in records for p in r.perceived]
+    return EpisodeResult(
+        task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
+        success=goal.success and not infeasible, success_changed_only=goal.success_changed_only and not infeasible,
+        precision=goal.precision, actions=actions, executed=executed, lm_calls=len(records),
+        prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
+        cached_tokens=sum(r.cached_tokens or 0 for r in records),
+        lm_seconds=round(sum(r.seconds for r in records), 3), wall_s=round(time.perf_counter() - t0, 3),
+        goal_not_met=goal.not_met(),
+        config=asdict(cfg), moves=list(getattr(env, "moves", [])), infeasible=infeasible,
+        augmentation=augmentation, augmentation_calls=len(perceived),
+        augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
+        augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
+        augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3), **fields,
+    )
