@@ -18,7 +18,7 @@ from grasif import office
 from lookplangraph.lm.pool import (
     AllEndpointsDown, Endpoint, EndpointDown, EndpointPool, PooledBackend, parse_endpoints, pool_factory,
 )
-from lookplangraph.agent.loop import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.evaluation.runner import EpisodeFailed, evaluate, read_results
 from lookplangraph.evaluation.scripted_server import ScriptedServer
 
@@ -167,16 +167,15 @@ def test_all_endpoints_dead_is_a_clear_error():
 def test_workers_retrying_a_dead_endpoint_give_up_when_it_is_taken_out():
     with ScriptedServer() as a:
         pool, _ = pool_of(a)
-        slow = PooledBackend(pool, "scripted", backoff=2.0, max_retries=6, timeout=5)
+        slow = PooledBackend(pool, "scripted", backoff=30.0, max_retries=6, timeout=5)
         ask(slow)
         a.kill()
-        # another worker takes the endpoint out while this one waits 2 s for its first retry
+        # another worker takes the endpoint out while this one waits 30 s for its first retry; the
+        # wait is cut short, so only the first attempt was made (not 7, with 30 s of backoff each)
         threading.Timer(0.3, pool.failed, (pool.endpoints[0], "taken out by another worker", True)).start()
-        t0 = time.monotonic()
         with pytest.raises(EndpointDown) as ei:
             ask(slow)
-        assert time.monotonic() - t0 < 1.5  # not 2+4+8+... s of backoff against a dead endpoint
-        assert "given up" in str(ei.value)
+        assert "given up" in str(ei.value) and "after 1 attempts" in str(ei.value)
 
 
 def test_evaluation_survives_an_endpoint_dying_mid_run(tmp_path, office_tasks):
