@@ -15,6 +15,7 @@ import platform
 import time
 
 from grasif.task import load_task
+from lookplangraph.agent.decide import decide
 from lookplangraph.lm import LlamaCppBackend, default_threads
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.prompts import dynamic_prompt, static_prompt
@@ -40,7 +41,7 @@ def main() -> None:
         lm = LlamaCppBackend(model, n_ctx=4096, n_threads=args.threads)
         load = time.perf_counter() - t0
         for call in (1, 2, 3):
-            r = lm.decide(static, dynamic_prompt(task.instruction, scene, history, None), names)
+            r = decide(lm, static, dynamic_prompt(task.instruction, scene, history, None), names)
             print(f"{model:<22}{call:>5}{r.usage.prompt_tokens:>8}{r.usage.cached_tokens or 0:>8}"
                   f"{r.usage.completion_tokens:>8}{r.seconds:>9.1f}  {r.action or r.error}")
             history.append(("looked around", str(r.action) if r.action else "none", ""))

@@ -117,3 +117,23 @@ def llama_server(small_model_path, tmp_path_factory):
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture
+def decisions(monkeypatch):
+    """Every decision the LookPlanGraph loop asks for, in order, as records with ``static``,
+    ``dynamic``, ``names`` and ``excluded``: a spy around :func:`lookplangraph.agent.loop.decide`
+    that records its arguments and calls the real decision."""
+    from types import SimpleNamespace
+
+    import lookplangraph.agent.loop as loop
+
+    calls = []
+    real = loop.decide
+
+    def spy(lm, static, dynamic, names, excluded=(), **kwargs):
+        calls.append(SimpleNamespace(static=static, dynamic=dynamic, names=names, excluded=list(excluded)))
+        return real(lm, static, dynamic, names, excluded, **kwargs)
+
+    monkeypatch.setattr(loop, "decide", spy)
+    return calls

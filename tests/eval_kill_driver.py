@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from grasif import office
-from lookplangraph.lm import LMReply, Usage, parse_reply
+from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.lm.cache import CachedBackend
 from lookplangraph.evaluation.runner import evaluate
@@ -33,14 +33,15 @@ class ScriptedPlanLM:
     def __init__(self, plans: PlanScripts, short: set[str]):
         self.plans, self.short = plans, short
 
-    def decide(self, static, dynamic, names, excluded=()):
+    constraints = frozenset()
+
+    def complete(self, messages, **request):
         time.sleep(SLEEP_S)
+        dynamic = messages[-1]["content"]
         reply = self.plans.reply(dynamic)
         if any(f"Instruction: {i}\n" in dynamic for i in self.short) and steps_taken(dynamic) >= 2:
             reply = DONE
-        text = json.dumps(reply)
-        action, reason, error = parse_reply(text)
-        return LMReply(text=text, action=action, reason=reason, error=error, usage=Usage(100, 20, None), seconds=SLEEP_S)
+        return Completion(text=json.dumps(reply), usage=Usage(100, 20, None), seconds=SLEEP_S)
 
 
 def main() -> None:

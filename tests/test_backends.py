@@ -14,11 +14,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from lookplangraph.agent.decide import LMReply, decide
+from lookplangraph.agent.decoding import action_schema, reply_format_instructions
+from lookplangraph.agent.replies import parse_reply
 from lookplangraph.lm import (
-    LMBackend, LMError, LMReply, ScriptedBackend, Usage, action_schema, default_gpu_layers, default_threads, make_backend, parse_reply,
-    parse_spec, reply_format_instructions,
+    LMBackend, LMError, Relaxed, ScriptedBackend, Usage, default_gpu_layers, default_threads, make_backend, parse_spec,
 )
-from lookplangraph.lm.cache import CachedBackend, reply_key
+from lookplangraph.lm.cache import CachedBackend, completion_key
 from sgs.actions import FUNCTIONS, Action
 
 # ------------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def test_parse_spec():
 
 def test_scripted_backend_and_make_backend():
     b = make_backend("scripted:go_to(kitchen-1)||pick_up(apple-1)")
-    r1, r2, r3 = (b.decide("sys", "user", None) for _ in range(3))
+    r1, r2, r3 = (decide(b, "sys", "user", None) for _ in range(3))
     assert [str(r.action) for r in (r1, r2, r3)] == ["go_to(kitchen-1)", "pick_up(apple-1)", "pick_up(apple-1)"]
     assert isinstance(r1, LMReply) and r1.usage.prompt_tokens >= 0 and b.name == "scripted"
     assert isinstance(b, LMBackend)
@@ -187,21 +189,25 @@ def test_reply_cache_records_and_replays(tmp_path):
     path = tmp_path / "replies.jsonl"
     inner = ScriptedBackend(['{"function_name": "pick_up", "node": "apple-1", "reason": "r"}', "garbage"], name="scripted:x")
     cached = CachedBackend(inner, path)
-    r1 = cached.decide("S", "D1", ["apple-1"])
-    r2 = cached.decide("S", "D2", ["apple-1"])
-    again = cached.decide("S", "D1", ["apple-1"])
+    r1 = decide(cached, "S", "D1", ["apple-1"])
+    r2 = decide(cached, "S", "D2", ["apple-1"])
+    again = decide(cached, "S", "D1", ["apple-1"])
     assert inner.calls == 2 and cached.hits == 1 and again == r1
     assert len(path.read_text().splitlines()) == 2
     with open(path, "a") as f:
         f.write('{"key": "torn')  # an interrupted write
-    replay = CachedBackend(None, path, name="scripted:x")
-    assert replay.decide("S", "D1", ["apple-1"]) == r1
-    r2b = replay.decide("S", "D2", ["apple-1"])
+    replay = CachedBackend(None, path, name="scripted:x")  # recorded from a backend that enforces nothing
+    assert decide(replay, "S", "D1", ["apple-1"]) == r1
+    r2b = decide(replay, "S", "D2", ["apple-1"])
     assert r2b.action is None and r2b.error == r2.error and r2b.text == "garbage"
     with pytest.raises(LMError, match="replay"):
-        replay.decide("S", "D3", ["apple-1"])
-    assert reply_key("a", "S", "D", None) != reply_key("a", "S", "D", [])
-    assert reply_key("a", "S", "D", ["x"]) != reply_key("b", "S", "D", ["x"])
+        decide(replay, "S", "D3", ["apple-1"])
+    msgs = [{"role": "user", "content": "D"}]
+    assert completion_key("a", msgs, None, None, None, None) != completion_key("b", msgs, None, None, None, None)
+    assert completion_key("a", msgs, None, {"type": "object"}, None, None) != completion_key("a", msgs, None, None, None, None)
+    # the same request with another exclusion count asks a backend without a grammar for another sample
+    relaxed = [completion_key("a", msgs, None, None, None, None, relaxed=Relaxed(None, n)) for n in (1, 2)]
+    assert relaxed[0] != relaxed[1] and completion_key("a", msgs, None, None, None, None) not in relaxed
 
 
 # ------------------------------------------------------------------------------------------
@@ -290,7 +296,7 @@ def backend(url, **kw):
 def test_openai_success_usage_and_request():
     with FakeServer([(200, completion(GOOD), 0)]) as srv:
         b = backend(srv.url)
-        r = b.decide("STATIC", "DYNAMIC", ["fridge-1", "kitchen-1"])
+        r = decide(b, "STATIC", "DYNAMIC", ["fridge-1", "kitchen-1"])
     assert str(r.action) == "open(fridge-1)" and r.reason == "closed" and r.error is None
     assert r.usage == Usage(prompt_tokens=100, completion_tokens=20, cached_tokens=64)
     assert b.name == f"openai:m1@{srv.url}"
@@ -309,8 +315,8 @@ def test_openai_exclusions_go_into_grammar_schemas_or_fall_back_to_sampling(mode
     excluded = [("open", "fridge-1", None, None)]
     with FakeServer([(200, completion(GOOD), 0), (200, completion(GOOD), 0)]) as srv:
         b = backend(srv.url, structured=mode, retry_temperature=0.8)
-        b.decide("S", "D", ["fridge-1", "kitchen-1"])
-        b.decide("S", "D", ["fridge-1", "kitchen-1"], excluded)
+        decide(b, "S", "D", ["fridge-1", "kitchen-1"])
+        decide(b, "S", "D", ["fridge-1", "kitchen-1"], excluded)
     plain, narrowed = (body for _, body in srv.requests)
     schema = {"json_schema": lambda body: body["response_format"]["json_schema"]["schema"],
               "json_object": lambda body: body["response_format"]["schema"],
@@ -329,7 +335,7 @@ def test_openai_exclusions_go_into_grammar_schemas_or_fall_back_to_sampling(mode
 @needs_openai
 def test_openai_no_cached_tokens_reported_is_none():
     with FakeServer([(200, completion(GOOD, cached=None), 0)]) as srv:
-        r = backend(srv.url).decide("S", "D", None)
+        r = decide(backend(srv.url), "S", "D", None)
     assert r.usage.cached_tokens is None and r.usage.prompt_tokens == 100
 
 
@@ -337,7 +343,7 @@ def test_openai_no_cached_tokens_reported_is_none():
 @pytest.mark.parametrize("mode", ["json_object", "guided_json", "structured_outputs", "none"])
 def test_openai_structured_modes(mode):
     with FakeServer([(200, completion(GOOD), 0)]) as srv:
-        backend(srv.url, structured=mode).decide("S", "D", ["fridge-1"])
+        decide(backend(srv.url, structured=mode), "S", "D", ["fridge-1"])
     body = srv.requests[0][1]
     if mode == "json_object":
         assert body["response_format"]["type"] == "json_object"
@@ -404,7 +410,7 @@ def test_openai_retries_500_and_429_then_succeeds():
     script = [err(500, "boom"), err(429, "slow down"), err(503, "busy"), (200, completion(GOOD), 0)]
     with FakeServer(script) as srv:
         t0 = time.perf_counter()
-        r = backend(srv.url, max_retries=4, backoff=0.05).decide("S", "D", None)
+        r = decide(backend(srv.url, max_retries=4, backoff=0.05), "S", "D", None)
         elapsed = time.perf_counter() - t0
     assert str(r.action) == "open(fridge-1)" and len(srv.requests) == 4
     assert elapsed >= 0.05 + 0.1 + 0.2 - 0.02  # exponential backoff: 0.05, 0.1, 0.2 s
@@ -415,7 +421,7 @@ def test_openai_retries_500_and_429_then_succeeds():
 def test_openai_gives_up_after_max_retries():
     with FakeServer([err(500, "always broken")]) as srv:
         with pytest.raises(LMError) as ei:
-            backend(srv.url, max_retries=2).decide("S", "D", None)
+            decide(backend(srv.url, max_retries=2), "S", "D", None)
     assert len(srv.requests) == 3
     assert srv.url in str(ei.value) and "HTTP 500" in str(ei.value) and "3 attempts" in str(ei.value)
 
@@ -423,7 +429,7 @@ def test_openai_gives_up_after_max_retries():
 @needs_openai
 def test_openai_timeout_is_retried():
     with FakeServer([(200, completion(GOOD), 1.5), (200, completion(GOOD), 0)]) as srv:
-        r = backend(srv.url, timeout=0.4, max_retries=2).decide("S", "D", None)
+        r = decide(backend(srv.url, timeout=0.4, max_retries=2), "S", "D", None)
     assert r.action is not None and len(srv.requests) == 2
 
 
@@ -434,7 +440,7 @@ def test_openai_unreachable_server_names_the_url():
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
     with pytest.raises(LMError) as ei:
-        backend(url, max_retries=1, timeout=2).decide("S", "D", None)
+        decide(backend(url, max_retries=1, timeout=2), "S", "D", None)
     assert url in str(ei.value) and "unreachable" in str(ei.value)
 
 
@@ -442,7 +448,7 @@ def test_openai_unreachable_server_names_the_url():
 def test_openai_wrong_model_lists_server_models():
     with FakeServer([err(404, "The model `m1` does not exist")], models=["qwen-a", "qwen-b"]) as srv:
         with pytest.raises(LMError) as ei:
-            backend(srv.url).decide("S", "D", None)
+            decide(backend(srv.url), "S", "D", None)
     msg = str(ei.value)
     assert "'m1' not found" in msg and "qwen-a" in msg and "qwen-b" in msg and srv.url in msg
     assert len(srv.requests) == 1  # a 404 is not retried
@@ -452,10 +458,10 @@ def test_openai_wrong_model_lists_server_models():
 def test_openai_bad_request_and_auth_are_clear():
     with FakeServer([err(400, "response_format json_schema is not supported")]) as srv:
         with pytest.raises(LMError, match="HTTP 400.*json_object"):
-            backend(srv.url).decide("S", "D", None)
+            decide(backend(srv.url), "S", "D", None)
     with FakeServer([err(401, "invalid key")]) as srv:
         with pytest.raises(LMError, match="OPENAI_API_KEY"):
-            backend(srv.url).decide("S", "D", None)
+            decide(backend(srv.url), "S", "D", None)
 
 
 @needs_openai
@@ -464,7 +470,7 @@ def test_openai_json_schema_rejected_by_llama_cpp_server_is_not_retried():
     rejection = err(500, "1 validation error: ('body', 'response_format', 'type') Input should be 'text' or 'json_object'")
     with FakeServer([rejection]) as srv:
         with pytest.raises(LMError, match="structured='json_object'"):
-            backend(srv.url, max_retries=3).decide("S", "D", None)
+            decide(backend(srv.url, max_retries=3), "S", "D", None)
     assert len(srv.requests) == 1
 
 
@@ -472,8 +478,8 @@ def test_openai_json_schema_rejected_by_llama_cpp_server_is_not_retried():
 def test_openai_auto_falls_back_to_json_object():
     with FakeServer([err(500, "json_schema unsupported"), (200, completion(GOOD), 0)]) as srv:
         b = backend(srv.url, structured="auto")
-        assert b.decide("S", "D", None).action is not None
-        b.decide("S", "D2", None)
+        assert decide(b, "S", "D", None).action is not None
+        decide(b, "S", "D2", None)
     kinds = [body["response_format"]["type"] for _, body in srv.requests]
     assert kinds == ["json_schema", "json_object", "json_object"] and b.structured == "json_object"
 
@@ -487,7 +493,7 @@ def test_openai_config_from_environment(monkeypatch):
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         b = make_backend("openai:")
         assert isinstance(b, OpenAIBackend) and b.model == "m2" and b.name == f"openai:m2@{srv.url}"
-        assert b.decide("S", "D", None).action is not None
+        assert decide(b, "S", "D", None).action is not None
     assert srv.requests[0][1]["model"] == "m2"
     monkeypatch.delenv("OPENAI_BASE_URL")
     with pytest.raises(LMError, match="OPENAI_API_KEY"):
@@ -518,11 +524,12 @@ def check_real_reply(r: LMReply):
 @pytest.mark.lm
 def test_real_llamacpp_in_process(small_model_path):
     from lookplangraph.lm import LlamaCppBackend
-    b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48, reason_max_length=80)
-    r1 = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
+    b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48)
+    r1 = decide(b, REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, reason_max_length=80)
     check_real_reply(r1)
     assert r1.usage.cached_tokens == 0
-    r2 = b.decide(REAL_STATIC, REAL_DYNAMIC.replace("holds nothing", "holds nothing yet"), REAL_NAMES)
+    r2 = decide(b, REAL_STATIC, REAL_DYNAMIC.replace("holds nothing", "holds nothing yet"), REAL_NAMES,
+                reason_max_length=80)
     check_real_reply(r2)
     assert r2.usage.cached_tokens >= len(REAL_STATIC) // 8  # the system prompt came from the KV cache
 
@@ -532,15 +539,15 @@ def test_real_llamacpp_cannot_decode_an_excluded_action(small_model_path):
     from lookplangraph.lm import LlamaCppBackend
     from lookplangraph.agent.decoding import action_key
 
-    b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48, reason_max_length=80)
-    first = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
+    b = LlamaCppBackend(small_model_path, n_ctx=2048, max_tokens=48)
+    first = decide(b, REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, reason_max_length=80)
     check_real_reply(first)
     excluded = [action_key(first.action)]
-    second = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, excluded)  # the same prompt, greedy
+    second = decide(b, REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, excluded, reason_max_length=80)  # the same prompt, greedy
     check_real_reply(second)
     assert action_key(second.action) not in excluded
     excluded.append(action_key(second.action))
-    third = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, excluded)
+    third = decide(b, REAL_STATIC, REAL_DYNAMIC, REAL_NAMES, excluded, reason_max_length=80)
     check_real_reply(third)
     assert action_key(third.action) not in excluded
 
@@ -550,12 +557,12 @@ def test_real_llamacpp_server_through_openai_client(llama_server):
     if not HAVE_OPENAI:
         pytest.skip("the openai package is not installed")
     b = make_backend(f"openai:qwen-0.5b@{llama_server}", structured="json_object", max_tokens=48, timeout=120, max_retries=1)
-    r = b.decide(REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
+    r = decide(b, REAL_STATIC, REAL_DYNAMIC, REAL_NAMES)
     check_real_reply(r)
 
 
 def test_typed_schema_groups_functions_by_their_names():
-    from lookplangraph.lm import flat_names, typed_action_schema
+    from lookplangraph.agent.decoding import flat_names, typed_action_schema
 
     vocab = {"go_to": {"node": ["kitchen-1"]}, "open": {"node": ["fridge-1"]}, "close": {"node": ["fridge-1"]},
              "rearrange": {"node": ["apple-1"], "destination": ["fridge-1", "table-1"]}, "done": {}}

@@ -13,6 +13,7 @@ import zlib
 import pytest
 from pydantic import BaseModel
 
+from lookplangraph.agent.decide import decide
 from lookplangraph.lm import structured
 from lookplangraph.lm import (
     Completion, ImageError, LMError, ScriptedBackend, Usage, image_mime, image_part, read_json, with_images,
@@ -188,7 +189,7 @@ def test_openai_decide_requests_are_unchanged_by_complete():
     with FakeServer([(200, completion('{"function_name": "done", "node": null, "relation": null, '
                                       '"destination": null, "reason": "r"}'), 0)]) as srv:
         b = backend(srv.url)
-        r = b.decide("S", "D", ["a-1"])
+        r = decide(b, "S", "D", ["a-1"])
     body = srv.requests[0][1]
     assert str(r.action) == "done()" and "stop" not in body and body["max_tokens"] == 200
     assert body["response_format"]["json_schema"]["name"] == "next_action"

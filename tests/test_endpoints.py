@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("openai")
 
 from grasif import office
+from lookplangraph.agent.decide import decide
 from lookplangraph.lm.pool import (
     AllEndpointsDown, Endpoint, EndpointDown, EndpointPool, PooledBackend, parse_endpoints, pool_factory,
 )
@@ -36,7 +37,7 @@ def pool_of(*servers, log=None, **kw):
 
 
 def ask(b: PooledBackend):
-    return b.decide("S", "D", None)
+    return decide(b, "S", "D", None)
 
 
 def test_parse_endpoints_and_bad_input():

@@ -43,7 +43,7 @@ def episode(task, replies, **cfg):
     return run_episode(task, env, lm, PlannerConfig(**cfg)), lm
 
 
-def test_scripted_gift_basket_episode_succeeds_with_trace_and_tokens(gift_task):
+def test_scripted_gift_basket_episode_succeeds_with_trace_and_tokens(gift_task, decisions):
     plan = json.loads((EXAMPLES / "gift_basket" / "plan.json").read_text())
     replies = [J("discover_objects", "floor-1"), J("discover_objects", "table-1"), J("discover_objects", "table-2")]
     replies += [J("rearrange", *s[len("rearrange("):-1].split(", ")) for s in plan] + [J("done")]
@@ -57,26 +57,26 @@ def test_scripted_gift_basket_episode_succeeds_with_trace_and_tokens(gift_task):
     assert result.completion_tokens == sum(s.completion_tokens for s in steps) > 0
     assert steps[0].observed[:1] == ["wicker_basket-1 ontop floor-1"]
     # the static part is the same bytes on every call; the dynamic part carries history
-    assert len({p[0] for p in lm.prompts}) == 1
-    assert "discover_objects(floor-1)" in lm.prompts[1][1]
+    assert len({d.static for d in decisions}) == 1
+    assert "discover_objects(floor-1)" in decisions[1].dynamic
 
 
-def test_unseen_prior_must_be_discovered_first():
+def test_unseen_prior_must_be_discovered_first(decisions):
     task = kitchen_task()
     result, lm = episode(task, [J("go_to", "kitchen-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
                                 J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])
-    assert "confirm where it is with discover_objects(fridge-1)" in lm.prompts[2][1]
+    assert "confirm where it is with discover_objects(fridge-1)" in decisions[2].dynamic
     assert result.success and result.termination == "done"
     # correction opened the fridge and the box, walked back to the bedroom
     assert result.executed[-5:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "go_to(bedroom-1)", "put_on(bed-1)"]
 
 
-def test_without_correction_the_closed_box_is_feedback():
+def test_without_correction_the_closed_box_is_feedback(decisions):
     task = kitchen_task()
     result, lm = episode(task, [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"),
                                 J("rearrange", "apple-1", "ontop", "bed-1")], correction="feedback")
     assert result.termination == "unresolved" and not result.success
-    assert "closed" in lm.prompts[-1][1]
+    assert "closed" in decisions[-1].dynamic
 
 
 BAD_REPLIES = {
@@ -90,11 +90,11 @@ BAD_REPLIES = {
 
 
 @pytest.mark.parametrize("kind", BAD_REPLIES)
-def test_bad_reply_is_feedback_and_three_in_a_row_end_the_episode(kind):
+def test_bad_reply_is_feedback_and_three_in_a_row_end_the_episode(kind, decisions):
     task = kitchen_task()
     result, lm = episode(task, [BAD_REPLIES[kind]])
     assert result.termination == "unresolved" and result.lm_calls == 3 and result.actions == []
-    assert "Feedback on your last answer:" in lm.prompts[1][1]
+    assert "Feedback on your last answer:" in decisions[1].dynamic
 
 
 def test_a_good_action_resets_the_unresolved_count():
@@ -104,11 +104,11 @@ def test_a_good_action_resets_the_unresolved_count():
     assert result.termination == "done" and result.lm_calls == 6
 
 
-def test_endless_repetition_is_feedback_then_unresolved():
+def test_endless_repetition_is_feedback_then_unresolved(decisions):
     task = kitchen_task()
     result, lm = episode(task, [J("go_to", "kitchen-1")])
     assert result.actions == ["go_to(kitchen-1)"]
-    assert "changed nothing" in lm.prompts[2][1]
+    assert "changed nothing" in decisions[2].dynamic
     assert result.termination == "unresolved" and result.lm_calls == 4
 
 
@@ -212,21 +212,22 @@ def test_vocabulary_ties_each_function_to_the_names_it_can_take():
     assert v["open"] == {"node": ["fridge-1"]} and "put_on" not in v
 
 
-def test_typed_vocabulary_reaches_the_backend_and_flat_is_a_list():
+def test_typed_vocabulary_reaches_the_backend_and_flat_is_a_list(decisions):
     task = kitchen_task()
     _, lm = episode(task, [J("done")], vocabulary="typed")
-    assert isinstance(lm.prompts[0][2], dict) and lm.prompts[0][2]["go_to"] == {"node": ["kitchen-1"]}
+    assert isinstance(decisions[0].names, dict) and decisions[0].names["go_to"] == {"node": ["kitchen-1"]}
+    decisions.clear()
     _, lm = episode(task, [J("done")])  # flat is the default
-    assert isinstance(lm.prompts[0][2], list) and "kitchen-1" in lm.prompts[0][2]
+    assert isinstance(decisions[0].names, list) and "kitchen-1" in decisions[0].names
 
 
-def test_oscillation_is_feedback_unless_cycles_are_allowed():
+def test_oscillation_is_feedback_unless_cycles_are_allowed(decisions):
     task = kitchen_task()
     toggles = [J("turn_on", "lamp-1"), J("turn_off", "lamp-1")] * 3 + [J("done")]
     result, lm = episode(task, toggles)
     # on, off (one return to the start: allowed, like brewing coffee), on, then off again is refused
     assert result.actions == ["turn_on(lamp-1)", "turn_off(lamp-1)", "turn_on(lamp-1)"]
-    assert result.termination == "unresolved" and "going in circles" in lm.prompts[4][1]
+    assert result.termination == "unresolved" and "going in circles" in decisions[4].dynamic
     assert result.actions.count("turn_off(lamp-1)") == 1
     result, _ = episode(task, toggles, refuse_cycles=False)
     assert result.actions.count("turn_off(lamp-1)") == 3

@@ -109,7 +109,7 @@ def test_a_failed_step_reaches_the_planner_as_feedback_with_the_operators_reason
     rec = session.records[1]
     assert not rec.accepted or rec.feedback
     assert "put_inside(coffee_machine-1) failed: the operator reports: the machine's door is jammed" in rec.feedback
-    assert "the machine's door is jammed" in lm.inner.prompts[2][1]  # the next prompt tells the LM
+    assert "the machine's door is jammed" in lm.inner.requests[2]["messages"][1]["content"]  # the next prompt tells the LM
     assert episode.termination == "done"
     result = session.finish([False, False, True])
     assert result["failed_steps"] == [{"request": 4, "step": "put_inside(coffee_machine-1)",
@@ -322,8 +322,9 @@ def test_an_unusable_lm_stops_the_session_with_the_error_and_the_trial_resumes(t
 
     class Broken:
         name = "scripted"
+        constraints = frozenset()
 
-        def decide(self, *args, **kwargs):
+        def complete(self, *args, **kwargs):
             raise LMError("the server at http://gpu:8000/v1 does not answer")
 
     trial = new_trial(tmp_path)

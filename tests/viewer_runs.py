@@ -36,13 +36,16 @@ class ScriptedPerTask:
         self.tasks, self.rate, self.give_up, self.seed = tasks, rate, set(give_up), seed
         self.current, self.policy = None, None
 
-    def decide(self, static, dynamic, names, excluded=()):
+    constraints = frozenset()
+
+    def complete(self, messages, **request):
+        dynamic = messages[-1]["content"]
         task = next(t for t in self.tasks if t.instruction in dynamic)
         if task is not self.current:
             self.current = task
             self.policy = (ScriptedBackend(list(GIVE_UP)) if task.id in self.give_up
                            else ErrorInjectionPolicy(task, self.rate, seed=self.seed))
-        return self.policy.decide(static, dynamic, names, excluded)
+        return self.policy.complete(messages, **request)
 
 
 def office_data(root: Path) -> Path:

@@ -55,28 +55,33 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import asdict
-from typing import Callable
+from typing import Callable, Sequence
 
 from grasif.task import Task
 from sgs.graph import SceneGraph
 from sgs.simulator import TARGET_STATE, Infeasible, check, expand_unchecked, hallucination
 
+from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.view import inapplicable, render, visible_names, vocabulary
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.planners.episode import EpisodeResult, StepRecord, episode_result
+from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
 from lookplangraph.prompts import dynamic_prompt, static_prompt
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
-                on_step: Callable[[StepRecord], None] | None = None, augmentation=None) -> EpisodeResult:
-    """Run Algorithm 1 on ``task`` with ``lm`` (anything with ``decide(static, dynamic, names)``
-    and a ``name``) in ``env`` (a :class:`sim_adapters.base.Environment`); ``on_step`` sees every
-    :class:`StepRecord` as it happens. ``augmentation`` (a :class:`vlm.gam.GraphAugmentation`,
-    default ground truth) turns ``discover_objects`` observations into memory
-    (:mod:`lookplangraph.agent.perception`); its cost is reported apart from the planner's."""
+                on_step: "StepCallback | Sequence[StepCallback] | None" = None, augmentation=None,
+                on_reply: Callable[[LMReply, MemoryGraph], None] | None = None) -> EpisodeResult:
+    """Run Algorithm 1 on ``task`` with ``lm`` (an :class:`~lookplangraph.lm.LMBackend`; each
+    step is one :func:`~lookplangraph.agent.decide.decide`) in ``env`` (a
+    :class:`sim_adapters.base.Environment`). ``on_step`` (one callback or several) sees every
+    :class:`StepRecord` once it is complete; ``on_reply`` sees each decision and the memory it was
+    made on before the action is checked and carried out (a trial shows it to the operator).
+    ``augmentation`` (a :class:`vlm.gam.GraphAugmentation`, default ground truth) turns
+    ``discover_objects`` observations into memory (:mod:`lookplangraph.agent.perception`); its
+    cost is reported apart from the planner's."""
     cfg = config or PlannerConfig()
     perceive = Perception(augmentation)
     t0 = time.perf_counter()
@@ -85,7 +90,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     memory = MemoryGraph(task.graph, priors=cfg.priors)
     static = static_prompt()
     history: list[tuple[str, str, str]] = []
-    records: list[StepRecord] = []
+    log = EpisodeLog(on_step)
     feedback: str | None = None
     unresolved = 0
     last_accepted: str | None = None
@@ -94,7 +99,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
     termination = "max_actions"
 
-    while sum(r.accepted for r in records) < cfg.max_actions:
+    while sum(r.accepted for r in log.records) < cfg.max_actions:
         if cfg.vocabulary == "typed":
             names = vocabulary(memory, cfg.graph_style)
         else:
@@ -103,11 +108,14 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         if cfg.exclude_inapplicable:
             excluded += [k for k in inapplicable(memory, flat_names(names)) if k not in refused]
         dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
-        reply = lm.decide(static, dynamic, names, excluded)
-        rec = StepRecord(len(records) + 1, reply.reason, str(reply.action) if reply.action else None, False, reply.text,
-                         prompt_tokens=reply.usage.prompt_tokens, completion_tokens=reply.usage.completion_tokens,
-                         cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds, excluded=len(excluded))
-        records.append(rec)
+        reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
+                       reason_max_length=cfg.reason_max_length)
+        if on_reply is not None:
+            on_reply(reply, memory)
+        rec = log.add(StepRecord(len(log) + 1, reply.reason, str(reply.action) if reply.action else None, False,
+                                 reply.text, prompt_tokens=reply.usage.prompt_tokens,
+                                 completion_tokens=reply.usage.completion_tokens,
+                                 cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds, excluded=len(excluded)))
         key = action_key(reply.action) if reply.action is not None else None
         if key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
@@ -123,8 +131,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             state, refused = new_state, {}
         elif key is not None and (not rec.accepted or rec.infeasible):
             refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
-        if on_step:
-            on_step(rec)
+        log.emit(rec)
         if rec.accepted and reply.action.function_name == "done":
             termination = "done"
             break
@@ -133,6 +140,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             termination = "unresolved"
             break
 
+    records = log.records
     infeasible = [f"{r.proposed}: {r.infeasible}" for r in records if r.infeasible]
     return episode_result(task, env, lm, cfg, records, initial=initial_true, t0=t0, termination=termination,
                           augmentation=perceive.mode, actions=[r.proposed for r in records if r.accepted],

@@ -300,6 +300,19 @@ class TrialSession:
         self._lock = threading.Lock()
 
     # the planner's side
+    def _decided(self, reply, memory) -> None:
+        """Tell the environment which action the next steps belong to and its SGS expansion on
+        the planner's memory (what the console shows)."""
+        action, expansion = reply.action, []
+        if action is not None and action.function_name != "done":
+            mode = self.cfg.correction
+            outcome = check(memory.graph, action, correct=mode == "rules")
+            if outcome.ok:
+                expansion = [str(a) for a in outcome.actions]
+            elif mode == "none" and hallucination(memory.graph, action) is None:
+                expansion = [str(a) for a in expand_unchecked(memory.graph, action)]
+        self.env.set_action(str(action) if action is not None else None, reply.reason, expansion)
+
     def run(self) -> EpisodeResult | None:
         """Run (replay, then live) until the planner stops; then the state is ``checklist`` (or
         ``finished`` when the checklist was filled in before). None when stopped or failed."""
@@ -323,7 +336,8 @@ class TrialSession:
 
                         self.echo(format_step(rec))
 
-                self.episode = run_episode(trial.task, self.env, self.lm, self.cfg, on_step=on_step, augmentation=aug)
+                self.episode = run_episode(trial.task, self.env, self.lm, self.cfg, on_step=on_step, augmentation=aug,
+                                           on_reply=self._decided)
         except TrialPaused as exc:
             self.state = "stopped"
             trial.event("stopped", why=str(exc))
@@ -505,31 +519,20 @@ def _abs(trial: Trial, path: str | None) -> str | None:
 
 
 class _Watched:
-    """The planner's LM, watched: each decision tells the environment which action the next
-    steps belong to and its SGS expansion (what the console shows)."""
+    """The planner's LM, watched: while it completes, the console says the planner is thinking."""
 
     def __init__(self, inner, session: TrialSession):
         self.inner, self.session, self.name = inner, session, inner.name
 
-    def decide(self, static, dynamic, names, excluded=()):
+    @property
+    def constraints(self) -> frozenset[str]:
+        return self.inner.constraints
+
+    def complete(self, messages, **request):
         s = self.session
         if s.state not in ("stopped", "error"):
             s.state = "thinking"
-        reply = self.inner.decide(static, dynamic, names, excluded)
-        action, expansion = reply.action, []
-        if action is not None and action.function_name != "done":
-            graph = s.env.memory.graph
-            mode = s.cfg.correction
-            outcome = check(graph, action, correct=mode == "rules")
-            if outcome.ok:
-                expansion = [str(a) for a in outcome.actions]
-            elif mode == "none" and hallucination(graph, action) is None:
-                expansion = [str(a) for a in expand_unchecked(graph, action)]
-        s.env.set_action(str(action) if action is not None else None, reply.reason, expansion)
-        return reply
-
-    def complete(self, *args, **kwargs):
-        return self.inner.complete(*args, **kwargs)
+        return self.inner.complete(messages, **request)
 
 
 class _WatchedAugmentation:

@@ -15,21 +15,24 @@ with probability ``rate`` one applicable error is made instead (seeded RNG):
   ``go_to``/``open`` around them.
 
 When feedback comes back, the policy retries with the step as the script has it (an LM that reads
-feedback but never infers a missing step); an omitted ``open`` is never recovered. Replies carry
-zero token usage.
+feedback but never infers a missing step); an omitted ``open`` is never recovered. It answers
+the decision's ``complete()`` call like a backend (:attr:`constraints` empty: it decodes nothing):
+the action as a JSON reply, read by the same parser as an LM's, with zero token usage.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from typing import Any
 
 from grasif.task import Task
 from sgs.actions import Action, make, parse_plan
 from sgs.graph import Layer, Relation, node_class
 from sgs.simulator import check
 
-from lookplangraph.lm import LMReply, Usage
+from lookplangraph.lm import Completion, Usage
 
 ERROR_KINDS = ("bare_name", "discover_room", "redundant_discover", "skipped_open", "low_level")
 
@@ -116,8 +119,15 @@ class ErrorInjectionPolicy:
         self.inspected: set[str] = set()
         self.here = task.graph.agent.location
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None, excluded=()) -> LMReply:
-        """The next scripted step (``names`` and ``excluded`` are ignored: a script does not decode)."""
+    @property
+    def constraints(self) -> frozenset[str]:
+        return frozenset()
+
+    def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
+        """The next scripted step as the reply to the decision's prompt (the schema and the rest
+        of the request are ignored: a script does not decode); feedback in the last message
+        makes it retry the step."""
+        dynamic = messages[-1]["content"]
         failed = "Feedback on your last answer:" in dynamic
         if failed and self.current is not None and not self.queue:
             action = self.current  # retry the step as scripted
@@ -165,6 +175,6 @@ class ErrorInjectionPolicy:
         put = "put_on" if step.relation == "ontop" else "put_inside"
         return [make("pick_up", step.node), make(put, None, None, step.destination)]
 
-    def _reply(self, action: Action) -> LMReply:
-        return LMReply(text=str(action), action=action, reason="scripted step", error=None,
-                       usage=Usage(0, 0, None), seconds=0.0)
+    def _reply(self, action: Action) -> Completion:
+        text = json.dumps({**action.model_dump(), "reason": "scripted step"})
+        return Completion(text=text, usage=Usage(0, 0, None), seconds=0.0)

@@ -27,6 +27,8 @@ Keys (all optional)::
     exclude_refused = true               # a refused action cannot be decoded again in the same memory state
     exclude_inapplicable = true          # nor an action never accepted there (go_to the current room ...)
     done_hint = false                    # feedback on an action already in effect suggests done()
+    reason_first = false                 # the decision's reply gives its reason before the action
+    reason_max_length = 300              # cap of the reason in characters (default: 300 in process, none at servers)
     plan_max_tokens = 1536               # static baselines: the reply budget of the whole-plan call
     fd_time_limit_s = 60                 # llm+p: Fast Downward's overall time and memory limits
     fd_memory_limit_mb = 4096
@@ -104,6 +106,8 @@ class RunSettings:
     exclude_refused: bool = True
     exclude_inapplicable: bool = True
     done_hint: bool = False
+    reason_first: bool = False
+    reason_max_length: int | None = None
     plan_max_tokens: int = 1536
     fd_time_limit_s: int = 60
     fd_memory_limit_mb: int = 4096

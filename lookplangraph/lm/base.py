@@ -1,6 +1,7 @@
-"""The backends' shared interface: errors, usage, replies, completions and the :class:`LMBackend`
-protocol (the module doc of :mod:`lookplangraph.lm` states the contract), and the helpers
-every backend uses to turn a reply text into an :class:`LMReply` or :class:`Completion`."""
+"""The LM layer's contract: errors, token usage, :class:`Completion`, :class:`Relaxed` and the
+:class:`LMBackend` protocol (one ``complete()`` and the constrained-decoding modes a backend
+enforces), and :func:`checked_completion`, which every backend uses to turn a reply text into a
+:class:`Completion`. Nothing here knows what a reply means."""
 
 from __future__ import annotations
 
@@ -8,10 +9,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from sgs.actions import Action
-
-from lookplangraph.agent.decoding import ActionKey
-from lookplangraph.agent.replies import check_reply, parse_reply
+from lookplangraph.lm.json_reply import check_reply
 
 
 class LMError(RuntimeError):
@@ -52,31 +50,6 @@ class Usage:
 
 
 @dataclass
-class LMReply:
-    """One decision. ``action`` is None exactly when ``error`` is set; ``error`` is a short
-    sentence meant to be shown to the LM on the next step. ``seconds``: wall time of
-    :meth:`LMBackend.decide` including retries."""
-
-    text: str
-    action: Action | None
-    reason: str | None
-    error: str | None
-    usage: Usage = field(default_factory=Usage)
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["action"] = self.action.model_dump() if self.action is not None else None
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LMReply":
-        action = Action.model_validate(d["action"]) if d.get("action") else None
-        return cls(text=d["text"], action=action, reason=d.get("reason"), error=d.get("error"),
-                   usage=Usage(**(d.get("usage") or {})), seconds=float(d.get("seconds", 0.0)))
-
-
-@dataclass
 class Completion:
     """One :meth:`LMBackend.complete` call. ``parsed`` is set only when a ``schema`` was given and
     the reply conforms to it (a model instance for a pydantic schema, the decoded JSON for a dict
@@ -97,14 +70,19 @@ class Completion:
 
 @dataclass(frozen=True)
 class Relaxed:
-    """What :meth:`OpenAIBackend.complete` sends instead of ``schema`` in structured modes that do
-    not compile a schema to a grammar (``json_schema``: OpenAI's strict mode wants an object root,
-    no ``anyOf`` of variants; ``none``; ``auto`` before it falls back): a looser ``schema``,
-    sampled at ``temperature`` with ``seed``. :meth:`decide` uses it for excluded actions."""
+    """What a caller accepts instead of an exact ``schema`` from a backend that cannot enforce that
+    schema (see :attr:`LMBackend.constraints`): the looser ``schema``, sampled at the backend's
+    retry temperature with its seed moved by ``seed_offset`` (so that a request repeated with a
+    different offset can give another reply). Backends that enforce the exact schema ignore it."""
 
     schema: dict[str, Any] | None
-    temperature: float
-    seed: int
+    seed_offset: int
+
+
+#: :attr:`LMBackend.constraints` values: ``grammar``, any JSON schema (an ``anyOf`` of variants
+#: included) and GBNF text are compiled into a grammar and enforced token by token;
+#: ``json_schema``, a strict JSON schema with an object root is enforced by the server.
+CONSTRAINT_MODES = ("grammar", "json_schema")
 
 
 @runtime_checkable
@@ -116,29 +94,22 @@ class LMBackend(Protocol):
 
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
                  schema: Any = None, stop: Sequence[str] | None = None,
-                 max_tokens: int | None = None, grammar: str | None = None) -> Completion:
+                 max_tokens: int | None = None, grammar: str | None = None,
+                 relaxed: Relaxed | None = None, schema_name: str = "reply") -> Completion:
         """One chat completion. ``messages`` are OpenAI chat messages; ``images`` (file paths) are
         attached to the last user message; ``schema`` (pydantic model class or JSON-schema dict)
         asks for a structured reply and is validated client-side; ``grammar`` (GBNF text, not
         with ``schema``) constrains a free-text reply where the backend can enforce one (llama.cpp
         in process and llama.cpp servers; elsewhere it is not sent and the reply is free);
+        ``relaxed`` is what to send instead of ``schema`` where it cannot be enforced exactly
+        (:class:`Relaxed`); ``schema_name`` names the schema for servers that want a name;
         ``max_tokens`` None is the backend's default. Raises :class:`LMError` only when the LM cannot be used (or
         :class:`ImageError` for an image that cannot be sent), never for a bad reply."""
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        """The next action for the planner's prompt (see the module doc)."""
-
-
-def action_reply(text: str, usage: Usage, seconds: float) -> LMReply:
-    """The :class:`LMReply` of a ``decide`` reply text, read tolerantly (:func:`parse_reply`)."""
-    action, reason, error = parse_reply(text)
-    return LMReply(text=text, action=action, reason=reason, error=error, usage=usage, seconds=seconds)
-
-
-def decide_messages(static: str, dynamic: str) -> list[dict[str, str]]:
-    """``decide``'s prompt as chat messages: ``static`` the system message, ``dynamic`` the user's."""
-    return [{"role": "system", "content": static}, {"role": "user", "content": dynamic}]
+    @property
+    def constraints(self) -> frozenset[str]:
+        """The constrained-decoding modes the backend enforces now (:data:`CONSTRAINT_MODES`; empty:
+        none, the reply is only checked after the fact)."""
 
 
 def checked_completion(text: str, schema: Any, usage: Usage, seconds: float) -> Completion:

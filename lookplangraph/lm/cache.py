@@ -1,13 +1,13 @@
-"""A reply cache for exact replay of evaluations.
+"""A reply cache for exact replay of evaluations: a wrapper of :meth:`LMBackend.complete`.
 
-Each decision is stored as one JSON line ``{"key", "backend", "reply"}`` in an append-only file.
-The key is the SHA-256 of ``[backend name, static, dynamic, names]`` (plus the excluded actions
-when there are any), so the same prompt to the
-same backend gets the same reply back, including its text, parsed action, usage and seconds.
-:meth:`CachedBackend.complete` stores its calls in the same file (``"kind": "complete"``), keyed
-by the messages, the SHA-256 of each image's bytes, the JSON schema, ``stop`` and
-``max_tokens``; a replayed completion is validated against the request's schema again, so its
-``parsed`` is a fresh model instance.
+Each call is stored as one JSON line ``{"key", "backend", "kind": "complete", "reply"}`` in an
+append-only file, keyed by the SHA-256 of the backend name, the messages, the SHA-256 of each
+image's bytes, the JSON schema, ``stop``, ``max_tokens`` and, when given, the grammar and the
+:class:`Relaxed` alternative; so the same request to the same backend gets the same reply back,
+including its text, usage and seconds. A replayed completion is validated against the request's
+schema again, so its ``parsed`` is a fresh model instance. (Caches written before decisions went
+through ``complete()`` also hold lines keyed by the old per-decision key: they are kept and
+ignored.)
 The first stored reply of a key wins (the file may hold several when runs overlapped); a torn
 last line (an interrupted write) is skipped.
 """
@@ -22,25 +22,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lookplangraph.lm import structured
-from lookplangraph.lm import ActionKey, Completion, ImageError, LMBackend, LMError, LMReply, Usage, check_reply
-
-
-def reply_key(backend_name: str, static: str, dynamic: str, names: list[str] | None,
-              excluded: Sequence[ActionKey] = ()) -> str:
-    """SHA-256 hex digest of the request (names in the given order; None differs from []).
-    ``excluded`` joins the key only when non-empty, so keys of requests without it are unchanged."""
-    request = [backend_name, static, dynamic, names]
-    if excluded:
-        request.append(sorted(map(list, excluded), key=str))
-    blob = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+from lookplangraph.lm.base import Completion, ImageError, LMBackend, LMError, Relaxed, Usage
+from lookplangraph.lm.json_reply import check_reply
 
 
 def completion_key(backend_name: str, messages: list[dict[str, Any]], images: Sequence[str | os.PathLike] | None,
-                   schema: Any, stop: Sequence[str] | None, max_tokens: int | None, grammar: str | None = None) -> str:
+                   schema: Any, stop: Sequence[str] | None, max_tokens: int | None, grammar: str | None = None,
+                   relaxed: Relaxed | None = None) -> str:
     """SHA-256 hex digest of a :meth:`complete` request; images count by their bytes, not their
-    paths (a missing image raises :class:`ImageError`). A ``grammar`` joins the key only when
-    given, so the keys of requests without one are those of earlier caches."""
+    paths (a missing image raises :class:`ImageError`). ``grammar`` and ``relaxed`` join the key
+    only when given, so the keys of requests without them are those of earlier caches."""
     digests = []
     for path in images or ():
         try:
@@ -51,6 +42,8 @@ def completion_key(backend_name: str, messages: list[dict[str, Any]], images: Se
                list(stop) if stop else None, max_tokens]
     if grammar is not None:
         request.append({"grammar": grammar})
+    if relaxed is not None:
+        request.append({"relaxed": [structured.json_schema(relaxed.schema), relaxed.seed_offset]})
     blob = json.dumps(request, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -59,13 +52,17 @@ class CachedBackend:
     """Wraps a backend: answers known requests from ``path``, asks ``inner`` otherwise and
     appends its reply. With ``replay=True`` (or ``inner=None``) a request that is not in the file
     raises :class:`LMError` instead. ``name`` is the inner backend's name (or the given one), so
-    logs and keys are the same with and without the cache. ``hits``/``misses`` count lookups."""
+    logs and keys are the same with and without the cache. ``hits``/``misses`` count lookups.
+    :attr:`constraints` are the inner backend's (without one, the given ``constraints``: those of
+    the backend that recorded the file, since callers choose their schema by them)."""
 
-    def __init__(self, inner: LMBackend | None, path: str | os.PathLike, replay: bool = False, name: str | None = None):
+    def __init__(self, inner: LMBackend | None, path: str | os.PathLike, replay: bool = False, name: str | None = None,
+                 constraints: frozenset[str] = frozenset()):
         if inner is None and name is None:
             raise ValueError("CachedBackend without an inner backend needs the backend name")
         self.inner, self.path, self.replay = inner, Path(path), replay or inner is None
         self.name = name or inner.name  # type: ignore[union-attr]
+        self._constraints = frozenset(constraints)
         self.hits = self.misses = 0
         self._lock = threading.Lock()
         self._replies: dict[str, dict] = {}
@@ -77,6 +74,10 @@ class CachedBackend:
                         self._replies.setdefault(rec["key"], rec["reply"])
                     except (ValueError, KeyError, TypeError):
                         continue
+
+    @property
+    def constraints(self) -> frozenset[str]:
+        return self._constraints if self.inner is None else self.inner.constraints
 
     def __len__(self) -> int:
         return len(self._replies)
@@ -100,21 +101,11 @@ class CachedBackend:
                 f.flush()
             self._replies.setdefault(rec["key"], rec["reply"])
 
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        key = reply_key(self.name, static, dynamic, names, excluded)
-        stored = self._lookup(key)
-        if stored is not None:
-            return LMReply.from_dict(stored)
-        reply = self.inner.decide(static, dynamic, names, excluded)  # type: ignore[union-attr]
-        self._store({"key": key, "backend": self.name, "reply": reply.to_dict()})
-        return reply
-
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
                  schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
-                 grammar: str | None = None) -> Completion:
+                 grammar: str | None = None, relaxed: Relaxed | None = None, schema_name: str = "reply") -> Completion:
         """:meth:`LMBackend.complete` through the cache (see the module doc)."""
-        key = completion_key(self.name, messages, images, schema, stop, max_tokens, grammar)
+        key = completion_key(self.name, messages, images, schema, stop, max_tokens, grammar, relaxed)
         stored = self._lookup(key)
         if stored is not None:
             parsed, error = check_reply(stored["text"], schema)
@@ -123,7 +114,7 @@ class CachedBackend:
         complete = getattr(self.inner, "complete", None)
         if complete is None:
             raise LMError(f"backend {self.name} has no complete()")
-        extra = {"grammar": grammar} if grammar is not None else {}
-        result = complete(messages, images=images, schema=schema, stop=stop, max_tokens=max_tokens, **extra)
+        result = complete(messages, images=images, schema=schema, stop=stop, max_tokens=max_tokens, grammar=grammar,
+                          relaxed=relaxed, schema_name=schema_name)
         self._store({"key": key, "backend": self.name, "kind": "complete", "reply": result.to_dict()})
         return result

@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lookplangraph.lm import structured
-from lookplangraph.lm.base import (
-    Completion, ContextOverflow, ImageError, LMError, LMReply, Usage, checked_completion, decide_messages, action_reply,
-)
+from lookplangraph.lm.base import Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
-from lookplangraph.agent.decoding import ActionKey, constrained_schema
 
 
 def default_threads() -> int:
@@ -56,10 +53,10 @@ class LlamaCppBackend:
     """A GGUF model run in process through ``llama-cpp-python``.
 
     ``model`` is a name of :data:`lookplangraph.lm.embedded.MODELS` (assembled on first use) or a path
-    to a ``.gguf`` file. Decoding is greedy (``temperature=0``) and constrained by a grammar built
-    from :func:`action_schema` (what ``response_format={"type": "json_object", "schema": ...}``
-    does, except that a schema the converter cannot handle raises :class:`LMError` instead of
-    silently falling back to free JSON). Grammars are cached per schema.
+    to a ``.gguf`` file. Decoding is greedy (``temperature=0``); a requested ``schema`` is compiled
+    into a grammar (what ``response_format={"type": "json_object", "schema": ...}`` does, except
+    that a schema the converter cannot handle raises :class:`LMError` instead of silently falling
+    back to free JSON). Grammars are cached per schema.
 
     Prompt cache: llama-cpp-python keeps the tokens of the previous call in its KV cache and only
     evaluates the part of the new prompt after the longest common token prefix. ``cached_tokens``
@@ -69,7 +66,6 @@ class LlamaCppBackend:
     asking for more threads than idle CPUs is several times slower, not faster.
     ``n_gpu_layers`` defaults to :func:`default_gpu_layers` (0 unless ``$LOOKPLANGRAPH_GPU_LAYERS``).
 
-    :meth:`complete` compiles its ``schema`` to a grammar the same way (cached per schema).
     Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
     and the llama-cpp-python chat handler of that family as ``chat_handler`` (a key of
     :data:`VISION_HANDLERS`: ``qwen2.5-vl``, ``llava-1-5``, ``llava-1-6``, ``moondream``,
@@ -79,8 +75,7 @@ class LlamaCppBackend:
     """
 
     def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None,
-                 seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, reason_first: bool = False,
-                 reason_max_length: int | None = 300, verbose: bool = False, mmproj: str | os.PathLike | None = None,
+                 seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, verbose: bool = False, mmproj: str | os.PathLike | None = None,
                  chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, **llama_kwargs: Any):
         try:
             import llama_cpp
@@ -109,7 +104,6 @@ class LlamaCppBackend:
         llama_kwargs.setdefault("n_gpu_layers", default_gpu_layers())
         self.path, self.name = path, f"llamacpp:{label}"
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
-        self.reason_first, self.reason_max_length = reason_first, reason_max_length
         self.max_image_bytes = int(max_image_bytes)
         self.vision = None
         if mmproj is not None or chat_handler is not None:
@@ -139,6 +133,11 @@ class LlamaCppBackend:
             self._grammars[key] = g
         return g
 
+    @property
+    def constraints(self) -> frozenset[str]:
+        """llama.cpp compiles every schema and GBNF text into a grammar (:attr:`LMBackend.constraints`)."""
+        return frozenset({"grammar"})
+
     def close(self) -> None:
         """Free the model's memory now rather than at garbage collection."""
         close = getattr(self.llm, "close", None)
@@ -147,9 +146,10 @@ class LlamaCppBackend:
 
     def complete(self, messages: list[dict[str, Any]], *, images: Sequence[str | os.PathLike] | None = None,
                  schema: Any = None, stop: Sequence[str] | None = None, max_tokens: int | None = None,
-                 grammar: str | None = None) -> Completion:
+                 grammar: str | None = None, relaxed: Relaxed | None = None, schema_name: str = "reply") -> Completion:
         """One chat completion (:meth:`LMBackend.complete`), constrained by the grammar of
-        ``schema`` or by the GBNF ``grammar``; raises :class:`LMError` only if the prompt does not fit the context or
+        ``schema`` or by the GBNF ``grammar`` (every schema is enforced exactly, so ``relaxed`` is
+        not used; nor is ``schema_name``); raises :class:`LMError` only if the prompt does not fit the context or
         llama.cpp fails, :class:`ImageError` for images without a vision model."""
         if images and self.vision is None:
             raise ImageError(f"{self.name} cannot see images: load a multimodal model with its projector "
@@ -185,15 +185,6 @@ class LlamaCppBackend:
         usage = Usage(prompt_tokens=n_prompt, completion_tokens=int(u.get("completion_tokens", 0)), cached_tokens=cached)
         text = out["choices"][0]["message"].get("content") or ""
         return checked_completion(text, schema, usage, seconds)
-
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        """One constrained chat completion (``excluded`` removed from the grammar); raises
-        :class:`LMError` only if the prompt does not fit the context or llama.cpp fails."""
-        schema = constrained_schema(names, excluded, reason_first=self.reason_first,
-                                    reason_max_length=self.reason_max_length)
-        c = self.complete(decide_messages(static, dynamic), schema=schema)
-        return action_reply(c.text, c.usage, c.seconds)
 
 
 #: ``chat_handler`` names of :class:`LlamaCppBackend` (as ``llama_cpp.server --chat_format``) and

@@ -8,11 +8,8 @@ import time
 from typing import Any, Callable, ContextManager, Sequence
 
 from lookplangraph.lm import structured
-from lookplangraph.lm.base import (
-    Completion, ContextOverflow, LMError, LMReply, LMUnavailable, Relaxed, Usage, checked_completion, decide_messages, action_reply,
-)
+from lookplangraph.lm.base import Completion, ContextOverflow, LMError, LMUnavailable, Relaxed, Usage, checked_completion
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
-from lookplangraph.agent.decoding import ActionKey, constrained_schema
 
 
 STRUCTURED_MODES = ("json_schema", "json_object", "guided_json", "structured_outputs", "none", "auto")
@@ -28,6 +25,20 @@ GRAMMAR_FIELDS: dict[str, tuple[str, Any]] = {
 #: Structured modes whose servers compile the schema to a grammar and so accept an ``anyOf`` of
 #: variants at the root: excluded actions are removed from the schema there.
 GRAMMAR_MODES = ("json_object", "guided_json", "structured_outputs")
+
+
+def mode_constraints(mode: str, fallback_done: bool = True) -> frozenset[str]:
+    """:attr:`LMBackend.constraints` of a structured mode: a grammar in :data:`GRAMMAR_MODES`, a
+    strict JSON schema in ``json_schema``; ``auto`` is ``json_schema`` that may fall back to a
+    grammar mode on its first request, so before that it claims both (a caller then sends the exact
+    schema, and :class:`Relaxed` for the case it stays ``json_schema``); ``none`` enforces nothing."""
+    if mode in GRAMMAR_MODES:
+        return frozenset({"grammar"})
+    if mode == "json_schema" or (mode == "auto" and fallback_done):
+        return frozenset({"json_schema"})
+    if mode == "auto":
+        return frozenset({"json_schema", "grammar"})
+    return frozenset()
 
 
 class OpenAIBackend:
@@ -67,8 +78,7 @@ class OpenAIBackend:
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                  structured: str = "json_schema", timeout: float = 120.0, max_retries: int = 4,
-                 temperature: float = 0.0, max_tokens: int = 200, seed: int | None = 0,
-                 reason_first: bool = False, reason_max_length: int | None = None, backoff: float = 1.0,
+                 temperature: float = 0.0, max_tokens: int = 200, seed: int | None = 0, backoff: float = 1.0,
                  extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7,
                  max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, gate: Callable[[], ContextManager[Any]] | None = None,
                  give_up: Callable[[], bool] | None = None):
@@ -92,7 +102,6 @@ class OpenAIBackend:
         self.timeout, self.max_retries, self.backoff = float(timeout), int(max_retries), float(backoff)
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
         self.retry_temperature = float(retry_temperature)
-        self.reason_first, self.reason_max_length = reason_first, reason_max_length
         self.extra_body = dict(extra_body or {})
         self.max_image_bytes = int(max_image_bytes)
         self.url = self.base_url or "https://api.openai.com/v1"
@@ -117,7 +126,8 @@ class OpenAIBackend:
             kw["stop"] = list(stop)
         if relaxed is not None and mode not in GRAMMAR_MODES:  # the schema cannot be enforced exactly here
             schema = relaxed.schema
-            kw["temperature"], kw["seed"] = relaxed.temperature, relaxed.seed
+            kw["temperature"] = max(self.temperature, self.retry_temperature)
+            kw["seed"] = (self.seed or 0) + relaxed.seed_offset
         # response_format goes in extra_body: the same JSON on the wire, but the openai package
         # walks its typed parameters recursively, and over a schema with hundreds of names that
         # cost more CPU than the rest of the request (benchmarks/bench_eval_throughput.py)
@@ -163,6 +173,11 @@ class OpenAIBackend:
                 return False
             time.sleep(min(left, 0.2))
 
+    @property
+    def constraints(self) -> frozenset[str]:
+        """What the current structured mode enforces (:func:`mode_constraints`)."""
+        return mode_constraints(self.structured, self._auto_fallback_done)
+
     def _server_models(self) -> list[str] | None:
         try:
             return [m.id for m in self.client.models.list()]
@@ -185,7 +200,9 @@ class OpenAIBackend:
                  relaxed: Relaxed | None = None, schema_name: str = "reply", grammar: str | None = None) -> Completion:
         """One chat completion (:meth:`LMBackend.complete`); see the class docstring for the
         structured modes, retries and errors. ``relaxed``: what to send in modes that cannot
-        enforce ``schema`` exactly (:class:`Relaxed`); ``schema_name`` names it for ``json_schema``;
+        enforce ``schema`` exactly (:class:`Relaxed`), sampled at ``max(temperature,
+        retry_temperature)`` with ``seed + relaxed.seed_offset``; ``schema_name`` names the schema
+        for ``json_schema``;
         ``grammar`` goes where the mode's server reads one (:data:`GRAMMAR_FIELDS`), else nowhere."""
         if grammar is not None and schema is not None:
             raise ValueError("complete() takes a schema or a grammar, not both")
@@ -250,24 +267,6 @@ class OpenAIBackend:
         usage = Usage(prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
                       completion_tokens=getattr(u, "completion_tokens", 0) or 0, cached_tokens=cached)
         return checked_completion(text, schema, usage, time.perf_counter() - t0)
-
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        """The next action: :meth:`complete` with the action schema minus ``excluded``; where the
-        structured mode cannot enforce that (see :class:`Relaxed`), the schema without exclusions,
-        sampled at ``retry_temperature`` with a seed that changes with each exclusion."""
-        kw = {"reason_first": self.reason_first, "reason_max_length": self.reason_max_length}
-        relaxed = None
-        schema = constrained_schema(names, (), **kw)
-        if excluded:
-            relaxed = Relaxed(schema, max(self.temperature, self.retry_temperature), (self.seed or 0) + len(excluded))
-            # the schema without the excluded actions is sent only in grammar modes (``auto`` may
-            # fall back to one); elsewhere building it is wasted, and it is the costliest part of
-            # a request's CPU (an anyOf of variants over every name)
-            if self.structured in GRAMMAR_MODES or not self._auto_fallback_done:
-                schema = constrained_schema(names, excluded, **kw)
-        c = self.complete(decide_messages(static, dynamic), schema=schema, relaxed=relaxed, schema_name="next_action")
-        return action_reply(c.text, c.usage, c.seconds)
 
 
 def _short(exc: Exception) -> str:

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
-from lookplangraph.lm import (
-    ActionKey, Completion, LMError, LMReply, LMUnavailable, OpenAIBackend, make_backend, parse_spec,
-)
+from lookplangraph.lm.base import Completion, LMError, LMUnavailable
+from lookplangraph.lm.openai_compat import OpenAIBackend, mode_constraints
+from lookplangraph.lm.specs import make_backend, parse_spec
 
 __all__ = ["Endpoint", "EndpointPool", "EndpointDown", "AllEndpointsDown", "PooledBackend", "lm_factory",
            "parse_endpoints", "pool_factory"]
@@ -259,14 +259,17 @@ class PooledBackend:
         self._last_failed = None
         return out
 
+    @property
+    def constraints(self) -> frozenset[str]:
+        """What the bound client's structured mode enforces (before the first request: the mode
+        the clients are made with)."""
+        if self._client is not None:
+            return self._client.constraints
+        return mode_constraints(self.options.get("structured", "json_schema"), False)
+
     def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Completion:
         """:meth:`OpenAIBackend.complete` at this worker's endpoint."""
         return self._call(lambda c: c.complete(messages, **kwargs))
-
-    def decide(self, static: str, dynamic: str, names: list[str] | None,
-               excluded: Sequence[ActionKey] = ()) -> LMReply:
-        """:meth:`OpenAIBackend.decide` at this worker's endpoint."""
-        return self._call(lambda c: c.decide(static, dynamic, names, excluded))
 
     def close(self) -> None:
         """Unbind from the pool (the worker is done)."""

@@ -48,6 +48,11 @@ def make_backend(spec: str, **opts: Any) -> LMBackend:
     if pool_keys:
         raise LMError(f"{', '.join(pool_keys)} belong to an endpoint pool, which one backend is not: "
                       "build the workers' backends with lookplangraph.lm.pool.pool_factory (as eval does)")
+    moved = sorted({"reason_first", "reason_max_length"} & set(opts))
+    if moved:
+        raise LMError(f"{', '.join(moved)} set(s) the reply format of the planner's decision, not the backend: "
+                      f"write {' and '.join(f'{k} = ...' for k in moved)} at the top level of the config "
+                      "(beside correction), not in lm_options")
     if kind == "llamacpp":
         return LlamaCppBackend(model, **opts)
     if kind == "openai":

@@ -27,6 +27,10 @@ class PlannerConfig:
     exclude_refused: bool = True  # a refused action cannot be decoded again in the same memory state
     exclude_inapplicable: bool = True  # nor can an action that is never accepted there
     done_hint: bool = False  # feedback on an action already in effect suggests done() (measured: worse)
+    # the reply format of a decision (lookplangraph.agent.decide): reason before the action, and
+    # the reason's cap in characters (None: the backend kind's default, 300 in process)
+    reason_first: bool = False
+    reason_max_length: int | None = None
     # baselines (lookplangraph.planners): the reply budget of a whole-plan call, Fast Downward's limits
     plan_max_tokens: int = 1536
     fd_time_limit_s: int = 60

@@ -1,11 +1,18 @@
 """The episode contract every planner returns: :class:`StepRecord` (one LM call and what became
-of it, a line of the trace) and :class:`EpisodeResult` (one task's verdict, costs and plan), and
-:func:`episode_result`, which judges a step-wise episode on the environment's true graph."""
+of it, a line of the trace), :class:`EpisodeResult` (one task's verdict, costs and plan),
+:class:`EpisodeLog` (the records of an episode and the callbacks told of each), and
+:func:`episode_result`, which judges a step-wise episode on the environment's true graph.
+
+A planner with fields of its own subclasses both records (SG-RwR's
+:class:`~lookplangraph.planners.sgrwr.records.SGRwRStep` and
+:class:`~lookplangraph.planners.sgrwr.records.SGRwRResult`); the trace and results files hold
+each record's own fields, and readers take what they know."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields as dataclass_fields
+from typing import Callable, Iterable, TypeVar
 
 from grasif.goals import evaluate_goal
 from grasif.task import Task
@@ -34,12 +41,6 @@ class StepRecord:
     excluded: int = 0  # actions the decode was not allowed to produce
     infeasible: str | None = None  # correction "none": the step the environment refused, and why
     perceived: list[dict] = field(default_factory=list)  # augmentations (lookplangraph.agent.perception.Perceived)
-    # two-agent planners (SG-RwR): which agent made the call, the form of its reply, the code it
-    # wrote and what the sandbox made of it (ok, kind, isolation, seconds, error)
-    agent: str | None = None
-    form: str | None = None
-    code: str | None = None
-    sandbox: dict | None = None
 
 
 @dataclass
@@ -71,19 +72,55 @@ class EpisodeResult:
     planner: str = "lookplangraph"  # lookplangraph.planners name
     failure: str | None = None  # baselines: why no plan ran (a kind: parse_error, unsolvable, infeasible_step ...)
     success_with_correction: bool | None = None  # static plans: the verdict had the SGS corrected them
-    # planners that run LM-written code (SG-RwR): sandbox runs, those that failed (error, timeout,
-    # limit, policy), their seconds, the isolation levels they ran under; LM calls per agent; code
-    # sent back by the assume-guard without running; queries answered from an earlier answer
-    sandbox_runs: int = 0
-    sandbox_failures: int = 0
-    sandbox_seconds: float = 0.0
-    sandbox_isolation: str | None = None
-    agent_calls: dict = field(default_factory=dict)
-    guard_refusals: int = 0
-    repeated_queries: int = 0
 
 
-def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: list[StepRecord], *, initial: SceneGraph,
+R = TypeVar("R", bound=EpisodeResult)
+
+
+def extend(result: EpisodeResult, cls: type[R], **own) -> R:
+    """``result`` as an instance of its subclass ``cls`` with that planner's ``own`` fields."""
+    return cls(**{f.name: getattr(result, f.name) for f in dataclass_fields(result)}, **own)
+
+
+StepCallback = Callable[[StepRecord], None]
+
+
+class EpisodeLog:
+    """The records of one episode and the callbacks told of each (registered once, at the start).
+
+    A planner :meth:`add` s a record when its LM call returns and :meth:`emit` s it when it is
+    complete (what became of the call is filled in); each record is emitted once, in the order
+    it is emitted, to every callback (the runner writes the trace with one)."""
+
+    def __init__(self, callbacks: StepCallback | Iterable[StepCallback | None] | None = None):
+        if callbacks is None or callable(callbacks):
+            callbacks = [callbacks]
+        self.callbacks: list[StepCallback] = [c for c in callbacks if c is not None]
+        self.records: list[StepRecord] = []
+        self._emitted: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def add(self, rec: StepRecord) -> StepRecord:
+        self.records.append(rec)
+        return rec
+
+    def emit(self, rec: StepRecord) -> None:
+        """Tell every callback of ``rec`` (once per record)."""
+        if id(rec) in self._emitted:
+            return
+        self._emitted.add(id(rec))
+        for callback in self.callbacks:
+            callback(rec)
+
+    def flush(self) -> None:
+        """Emit every record not emitted yet, in call order (the end of an episode)."""
+        for rec in self.records:
+            self.emit(rec)
+
+
+def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: "list[StepRecord] | EpisodeLog", *, initial: SceneGraph,
                    t0: float, termination: str, augmentation: str, actions: list[str], executed: list[str],
                    infeasible: list[str] | None = None, **fields) -> EpisodeResult:
     """The :class:`EpisodeResult` of a planner that acts step by step (LookPlanGraph, ReAct,
@@ -91,6 +128,7 @@ def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: list[StepRe
     (an infeasible step fails it), LM calls, tokens and seconds summed over ``records``, the
     augmentations they list, ``t0`` (``time.perf_counter()`` at the start) to now as wall time;
     ``fields`` are further :class:`EpisodeResult` fields (``planner``, ``failure`` ...)."""
+    records = list(records.records if isinstance(records, EpisodeLog) else records)
     infeasible = infeasible or []
     goal = evaluate_goal(task.goal, env.true_graph(), initial)
     perceived = [p for r in records for p in r.perceived]

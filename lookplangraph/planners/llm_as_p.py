@@ -16,7 +16,7 @@ import time
 from sgs.actions import ActionSyntaxError, parse_action
 
 from lookplangraph.lm import ContextOverflow, read_json
-from lookplangraph.planners.episode import StepRecord
+from lookplangraph.planners.episode import EpisodeLog, StepRecord
 from lookplangraph.planners.static import call_record, execute, scene_json
 from lookplangraph.prompts import template
 
@@ -44,20 +44,16 @@ class LLMAsPlanner:
 
     def run(self, task, env, lm, config, *, on_step=None, augmentation=None):
         t0 = time.perf_counter()
-        records: list[StepRecord] = []
+        log = EpisodeLog(on_step)
         messages = [{"role": "user", "content": self.prompt(task)}]
         try:
             c = lm.complete(messages, schema=PLAN_SCHEMA, max_tokens=config.plan_max_tokens)
         except ContextOverflow as exc:
-            rec = StepRecord(1, None, None, False, "", feedback=str(exc))
-            records.append(rec)
-            if on_step:
-                on_step(rec)
-            return execute(task, env, self.name, lm, config, records, None, "context_overflow", t0)
+            log.emit(log.add(StepRecord(1, None, None, False, "", feedback=str(exc))))
+            return execute(task, env, self.name, lm, config, log.records, None, "context_overflow", t0)
         plan, why = read_plan(c)
-        rec = call_record(1, c, f"plan of {len(plan)} actions" if plan is not None else None, plan is not None, why)
-        records.append(rec)
-        result = execute(task, env, self.name, lm, config, records, plan, None if plan is not None else "unreadable_plan", t0)
-        if on_step:
-            on_step(rec)
+        log.add(call_record(1, c, f"plan of {len(plan)} actions" if plan is not None else None, plan is not None, why))
+        result = execute(task, env, self.name, lm, config, log.records, plan,
+                         None if plan is not None else "unreadable_plan", t0)
+        log.flush()
         return result

@@ -31,7 +31,7 @@ import re
 import time
 
 from lookplangraph.lm import ContextOverflow
-from lookplangraph.planners.episode import StepRecord
+from lookplangraph.planners.episode import EpisodeLog, StepRecord
 from lookplangraph.planners.pddl.fast_downward import solve
 from lookplangraph.planners.pddl.grammar import problem_grammar
 from lookplangraph.planners.pddl.problem import PddlNames, PlanError, complete_declarations, domain, plan_actions
@@ -65,16 +65,15 @@ class LLMPlusP:
 
     def run(self, task, env, lm, config, *, on_step=None, augmentation=None):
         t0 = time.perf_counter()
+        log = EpisodeLog(on_step)
         messages = [{"role": "user", "content": self.prompt(task)}]
         names = PddlNames(task.graph.nodes)
         try:
             extra = {"grammar": problem_grammar(task.graph, names)} if config.pddl_grammar else {}
             c = lm.complete(messages, max_tokens=config.plan_max_tokens, **extra)
         except ContextOverflow as exc:
-            rec = StepRecord(1, None, None, False, "", feedback=str(exc))
-            if on_step:
-                on_step(rec)
-            return execute(task, env, self.name, lm, config, [rec], None, "context_overflow", t0)
+            log.emit(log.add(StepRecord(1, None, None, False, "", feedback=str(exc))))
+            return execute(task, env, self.name, lm, config, log.records, None, "context_overflow", t0)
         plan, failure, feedback = None, None, None
         problem = extract_problem(re.sub(r"```[a-z]*", "", c.text))
         declared = ""
@@ -95,8 +94,8 @@ class LLMPlusP:
                 except PlanError as exc:
                     failure, feedback = "plan_unmappable", str(exc)
             feedback += declared
-        rec = call_record(1, c, f"plan of {len(plan)} actions" if plan is not None else None, plan is not None, feedback)
-        result = execute(task, env, self.name, lm, config, [rec], plan, failure, t0)
-        if on_step:
-            on_step(rec)
+        log.add(call_record(1, c, f"plan of {len(plan)} actions" if plan is not None else None, plan is not None,
+                            feedback))
+        result = execute(task, env, self.name, lm, config, log.records, plan, failure, t0)
+        log.flush()
         return result

@@ -55,7 +55,7 @@ from sgs.simulator import Infeasible, apply
 from lookplangraph.lm import ContextOverflow
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
-from lookplangraph.planners.episode import StepRecord, episode_result
+from lookplangraph.planners.episode import EpisodeLog, StepRecord, episode_result
 from lookplangraph.planners.sayplan import release_relation
 from lookplangraph.prompts import template
 
@@ -278,7 +278,7 @@ class ReAct:
         initial = env.true_graph()
         world = TextWorld(task.graph, env, perceive)
         messages = as_chat(world.intro(task.instruction))
-        records: list[StepRecord] = []
+        log = EpisodeLog(on_step)
         actions: list[str] = []
         termination = "step_limit"
         for call in range(1, config.react_max_steps + 1):
@@ -288,10 +288,7 @@ class ReAct:
             try:
                 c = lm.complete(messages, stop=["\n"], max_tokens=STEP_MAX_TOKENS)
             except ContextOverflow as exc:
-                rec = StepRecord(call, None, None, False, "", feedback=f"prompt refused: {exc}")
-                records.append(rec)
-                if on_step:
-                    on_step(rec)
+                log.emit(log.add(StepRecord(call, None, None, False, "", feedback=f"prompt refused: {exc}")))
                 termination = "context_overflow"
                 break
             lines = [ln for ln in c.text.strip().splitlines() if ln.strip()]
@@ -303,17 +300,15 @@ class ReAct:
                              executed=list(world.executed), feedback=answer or None, observed=list(world.observed),
                              prompt_tokens=c.usage.prompt_tokens, completion_tokens=c.usage.completion_tokens,
                              cached_tokens=c.usage.cached_tokens, seconds=c.seconds, perceived=list(world.perceived))
-            records.append(rec)
             if kind in ("acted", "done"):
                 actions.append(canonical)
-            if on_step:
-                on_step(rec)
+            log.emit(log.add(rec))
             if kind == "done":
                 termination = "done"
                 break
             messages.append({"role": "assistant", "content": line or "(empty)"})
             messages.append({"role": "user", "content": answer})
-        return episode_result(task, env, lm, config, records, initial=initial, t0=t0, termination=termination,
+        return episode_result(task, env, lm, config, log, initial=initial, t0=t0, termination=termination,
                               augmentation=perceive.mode, actions=actions,
-                              executed=[s for r in records for s in r.executed], planner=self.name,
+                              executed=[s for r in log.records for s in r.executed], planner=self.name,
                               failure=None if termination == "done" else termination)

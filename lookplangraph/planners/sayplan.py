@@ -61,10 +61,10 @@ from sgs.graph import Layer, SceneGraph, affords
 from sgs.simulator import Infeasible, apply
 
 from lookplangraph.lm import ContextOverflow
-from lookplangraph.planners.episode import EpisodeResult, StepRecord
+from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepRecord
 from lookplangraph.planners.static import PLAN_FUNCTIONS, call_record, execute, scene_json
 from lookplangraph.prompts import template
-from lookplangraph.agent.replies import read_json
+from lookplangraph.lm import read_json
 
 SEARCH_COMMANDS = ("expand_node", "contract_node", "verify_plan")
 #: SayPlan's plan functions, in our canonical spelling after :func:`sgs.actions.parse_action`
@@ -233,19 +233,15 @@ def read_command(c) -> tuple[str | None, str, object, str | None]:
     return command.strip(), node, data.get("plan"), reason
 
 
-def _overflow(records: list[StepRecord], exc: Exception, on_step) -> None:
-    rec = StepRecord(len(records) + 1, None, None, False, "", feedback=f"prompt refused: {exc}")
-    records.append(rec)
-    if on_step:
-        on_step(rec)
+def _overflow(log: EpisodeLog, exc: Exception) -> None:
+    log.emit(log.add(StepRecord(len(log) + 1, None, None, False, "", feedback=f"prompt refused: {exc}")))
 
 
-def _finish(task, env, planner: str, lm, config, records, plan_text, prims, failure, t0, on_step) -> EpisodeResult:
-    result = execute(task, env, planner, lm, config, records, prims, failure, t0)
+def _finish(task, env, planner: str, lm, config, log: EpisodeLog, plan_text, prims, failure, t0) -> EpisodeResult:
+    result = execute(task, env, planner, lm, config, log.records, prims, failure, t0)
     if prims is not None:
         result.actions = [str(s) for s in plan_text]  # the plan as the LM wrote it (access included)
-    if on_step and records and records[-1].accepted:
-        on_step(records[-1])  # the accepted plan's record carries what execution did
+    log.flush()  # the accepted plan's record, emitted last: it carries what execution did
     return result
 
 
@@ -258,7 +254,7 @@ class SayPlan:
         t0 = time.perf_counter()
         rooms = task.graph.places
         expanded: list[str] = []
-        records: list[StepRecord] = []
+        log = EpisodeLog(on_step)
         intro = template("sayplan").format(instruction=task.instruction, search_steps=config.sayplan_search_steps,
                                            attempts=1 + config.sayplan_replans)
         turns: list[tuple[str, str]] = [("user", intro + "\n")]  # (role, text); user turns get the graph appended
@@ -272,22 +268,21 @@ class SayPlan:
             try:
                 c = lm.complete(messages, schema=schema, max_tokens=config.plan_max_tokens)
             except ContextOverflow as exc:
-                _overflow(records, exc, on_step)
+                _overflow(log, exc)
                 failure = "context_overflow"
                 break
             command, node, steps, reason = read_command(c)
             if command == "verify_plan":
                 submissions += 1
                 prims, why = verify_sayplan(searched_graph(task.graph, expanded), steps)
-                rec = call_record(len(records) + 1, c, f"verify_plan: {len(steps) if isinstance(steps, list) else 0} actions",
+                rec = call_record(len(log) + 1, c, f"verify_plan: {len(steps) if isinstance(steps, list) else 0} actions",
                                   prims is not None, why or "the plan can be carried out on the searched graph")
                 rec.reason = reason
-                records.append(rec)
+                log.add(rec)
                 if prims is not None:
                     plan = steps
                     break
-                if on_step:
-                    on_step(rec)
+                log.emit(rec)
                 if submissions > config.sayplan_replans:
                     failure = "replan_limit"
                     break
@@ -295,11 +290,9 @@ class SayPlan:
             else:
                 searches += 1
                 if searches > config.sayplan_search_steps:
-                    rec = call_record(len(records) + 1, c, f"{command}({node})" if command else None, False,
+                    rec = call_record(len(log) + 1, c, f"{command}({node})" if command else None, False,
                                       f"search limit of {config.sayplan_search_steps} commands reached")
-                    records.append(rec)
-                    if on_step:
-                        on_step(rec)
+                    log.emit(log.add(rec))
                     failure = "search_limit"
                     break
                 if command is None:
@@ -307,16 +300,14 @@ class SayPlan:
                                          f"{{\"reasoning\", \"command\", \"node\", \"plan\"}} ({c.error or 'not JSON'})")
                 else:
                     ok, answer = search_step(command, node, expanded, rooms)
-                rec = call_record(len(records) + 1, c, f"{command}({node})" if command else None, ok, answer)
+                rec = call_record(len(log) + 1, c, f"{command}({node})" if command else None, ok, answer)
                 rec.reason = reason
-                records.append(rec)
-                if on_step:
-                    on_step(rec)
+                log.emit(log.add(rec))
             turns.append(("assistant", c.text))
             turns.append(("user", answer + "\n"))
             graphs.append(scene_json(searched_graph(task.graph, expanded)))
             expanded_line.append("Expanded rooms: " + (", ".join(expanded) or "none"))
-        return _finish(task, env, self.name, lm, config, records, plan, prims, failure, t0, on_step)
+        return _finish(task, env, self.name, lm, config, log, plan, prims, failure, t0)
 
     @staticmethod
     def _messages(turns, graphs, expanded_line) -> list[dict]:
@@ -342,7 +333,7 @@ class SayPlanLite:
         t0 = time.perf_counter()
         rooms = task.graph.places
         expanded: list[str] = []
-        records: list[StepRecord] = []
+        log = EpisodeLog(on_step)
         previous = "none (this is the first)"
         schema = reply_schema(rooms, with_plan=False)
         for _ in range(config.sayplan_search_steps):
@@ -352,25 +343,21 @@ class SayPlanLite:
             try:
                 c = lm.complete([{"role": "user", "content": prompt}], schema=schema, max_tokens=config.plan_max_tokens)
             except ContextOverflow as exc:
-                _overflow(records, exc, on_step)
-                return execute(task, env, self.name, lm, config, records, None, "context_overflow", t0)
+                _overflow(log, exc)
+                return execute(task, env, self.name, lm, config, log.records, None, "context_overflow", t0)
             command, node, _, reason = read_command(c)
             if command == "verify_plan":
-                rec = call_record(len(records) + 1, c, "verify_plan()", True, "search finished")
+                rec = call_record(len(log) + 1, c, "verify_plan()", True, "search finished")
                 rec.reason = reason
-                records.append(rec)
-                if on_step:
-                    on_step(rec)
+                log.emit(log.add(rec))
                 break
             if command is None:
                 ok, answer = False, f"(unreadable answer: {c.error or 'not JSON'})"
             else:
                 ok, answer = search_step(command, node, expanded, rooms)
-            rec = call_record(len(records) + 1, c, f"{command}({node})" if command else None, ok, answer)
+            rec = call_record(len(log) + 1, c, f"{command}({node})" if command else None, ok, answer)
             rec.reason = reason
-            records.append(rec)
-            if on_step:
-                on_step(rec)
+            log.emit(log.add(rec))
             previous = answer
         scene = scene_json(searched_graph(task.graph, expanded))
         feedback = ""
@@ -379,22 +366,21 @@ class SayPlanLite:
             try:
                 c = lm.complete([{"role": "user", "content": prompt}], schema=PLAN_SCHEMA, max_tokens=config.plan_max_tokens)
             except ContextOverflow as exc:
-                _overflow(records, exc, on_step)
-                return execute(task, env, self.name, lm, config, records, None, "context_overflow", t0)
+                _overflow(log, exc)
+                return execute(task, env, self.name, lm, config, log.records, None, "context_overflow", t0)
             data = c.parsed if c.parsed is not None else read_json(c.text)
             steps = data.get("plan") if isinstance(data, dict) else data
             if steps is None:
                 actions, why = None, f"no plan list in the answer ({c.error or 'not JSON'})"
             else:
                 actions, why = verify_lite(searched_graph(task.graph, expanded), steps)
-            rec = call_record(len(records) + 1, c, f"plan of {len(steps) if isinstance(steps, list) else 0} actions",
+            rec = call_record(len(log) + 1, c, f"plan of {len(steps) if isinstance(steps, list) else 0} actions",
                               actions is not None, why or "the plan can be carried out on the searched graph")
             rec.reason = data.get("reasoning") if isinstance(data, dict) and isinstance(data.get("reasoning"), str) else None
-            records.append(rec)
+            log.add(rec)
             if actions is not None:
-                return _finish(task, env, self.name, lm, config, records, actions, actions, None, t0, on_step)
-            if on_step:
-                on_step(rec)
+                return _finish(task, env, self.name, lm, config, log, actions, actions, None, t0)
+            log.emit(rec)
             shown = steps if isinstance(steps, list) else c.text[:500]
             feedback = f"Your previous plan: {shown}\nThe simulator rejected it: {why}\nWrite a corrected plan.\n"
-        return execute(task, env, self.name, lm, config, records, None, "replan_limit", t0)
+        return execute(task, env, self.name, lm, config, log.records, None, "replan_limit", t0)

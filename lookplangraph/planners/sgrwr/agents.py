@@ -20,8 +20,8 @@ run, or any other form of message, starts a new count.
 successful run is refused (the Retriever has read nothing yet). If the turns run out after a
 successful run, the last output goes to the Reasoner in place of the summary.
 
-Every LM call is one :class:`~lookplangraph.planners.episode.StepRecord` (``agent``, ``form``, ``code``,
-``sandbox``: ok, kind, isolation, seconds, error); a Reasoner record is handed to ``on_step``
+Every LM call is one :class:`~lookplangraph.planners.sgrwr.records.SGRwRStep` (``agent``, ``form``, ``code``,
+``sandbox``: ok, kind, isolation, seconds, error); a Reasoner record is emitted to the episode's callbacks
 once the answer to it is known, so a query's Retriever calls come before it in the trace
 (``call`` numbers the calls in the order they were made).
 """
@@ -31,11 +31,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable
 
 from lookplangraph.lm import Completion
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.planners.episode import StepRecord
+from lookplangraph.planners.episode import EpisodeLog
+from lookplangraph.planners.sgrwr.records import SGRwRStep
 from lookplangraph.planners.sgrwr.graphdata import ALLOWED_IMPORTS, prelude
 from lookplangraph.planners.sgrwr.guard import assumption, invented_plan
 from lookplangraph.planners.sgrwr.hints import NO_CODE, NO_CODE_YET, debug_hint
@@ -107,8 +107,7 @@ class Session:
     cfg: PlannerConfig
     sandbox: Sandbox
     data: dict
-    on_step: Callable[[StepRecord], None] | None = None
-    records: list[StepRecord] = field(default_factory=list)
+    log: EpisodeLog = field(default_factory=EpisodeLog)
     runs: int = 0
     failures: int = 0
     sandbox_seconds: float = 0.0
@@ -116,7 +115,6 @@ class Session:
     guard_refusals: int = 0
     repeated_queries: int = 0  # queries answered from an earlier answer (``sgrwr_repeat_answers``)
     answers: dict = field(default_factory=dict)  # query key -> (answer text, answered), on the current data
-    emitted: set = field(default_factory=set)  # calls already handed to on_step
     calling: str | None = None  # the agent of the call in progress (or the last one)
 
     def update(self, data: dict) -> None:
@@ -141,28 +139,17 @@ class Session:
         self.calling = agent
         return self.lm.complete(messages, stop=STOPS[agent], max_tokens=self.cfg.sgrwr_reply_tokens, grammar=grammar)
 
-    def record(self, agent: str, c: Completion, reply: Reply) -> StepRecord:
+    @property
+    def records(self) -> list[SGRwRStep]:
+        return self.log.records  # type: ignore[return-value]
+
+    def record(self, agent: str, c: Completion, reply: Reply) -> SGRwRStep:
         """A trace entry for one call of ``agent`` whose reply was read as ``reply``."""
-        rec = StepRecord(len(self.records) + 1, None, None, False, c.text, prompt_tokens=c.usage.prompt_tokens,
-                         completion_tokens=c.usage.completion_tokens, cached_tokens=c.usage.cached_tokens,
-                         seconds=c.seconds, agent=agent, form=reply.form, code=reply.code)
-        self.records.append(rec)
-        return rec
+        return self.log.add(SGRwRStep(len(self.log) + 1, None, None, False, c.text, prompt_tokens=c.usage.prompt_tokens,
+                                      completion_tokens=c.usage.completion_tokens, cached_tokens=c.usage.cached_tokens,
+                                      seconds=c.seconds, agent=agent, form=reply.form, code=reply.code))
 
-    def emit(self, rec: StepRecord) -> None:
-        """Hand ``rec`` to ``on_step`` (once)."""
-        if rec.call not in self.emitted:
-            self.emitted.add(rec.call)
-            if self.on_step:
-                self.on_step(rec)
-
-    def flush(self) -> None:
-        """Hand every record not yet handed over to ``on_step``, in call order (the end of an
-        episode, or a context overflow in the middle of a query)."""
-        for rec in self.records:
-            self.emit(rec)
-
-    def run(self, agent: str, code: str, rec: StepRecord) -> SandboxResult:
+    def run(self, agent: str, code: str, rec: SGRwRStep) -> SandboxResult:
         """Run ``code`` for ``agent`` on the current data; the result goes into ``rec.sandbox``."""
         r = self.sandbox.run(code, data=self.data, prelude=prelude(agent))
         self.runs += 1
@@ -174,12 +161,10 @@ class Session:
                        "error": r.error}
         return r
 
-    def overflow(self, exc: Exception) -> StepRecord:
+    def overflow(self, exc: Exception) -> SGRwRStep:
         """The trace entry of a call whose prompt did not fit the model's context."""
-        rec = StepRecord(len(self.records) + 1, None, None, False, "", feedback=f"prompt refused: {exc}",
-                         agent=self.calling, form="context_overflow")
-        self.records.append(rec)
-        return rec
+        return self.log.add(SGRwRStep(len(self.log) + 1, None, None, False, "", feedback=f"prompt refused: {exc}",
+                                      agent=self.calling, form="context_overflow"))
 
     def agent_calls(self) -> dict[str, int]:
         """LM calls per agent (an overflowing call included)."""
@@ -227,7 +212,7 @@ class Retriever:
             if reply.form == "summary":
                 if last_output is not None:
                     rec.accepted, rec.proposed = True, reply.summary
-                    s.emit(rec)
+                    s.log.emit(rec)
                     return reply.summary, True
                 message = NO_CODE_YET if cfg.sgrwr_debug_hints else NO_CODE
             elif reply.form == "code":
@@ -249,13 +234,13 @@ class Retriever:
                         message = f"Your code failed ({r.kind}):\n{r.error}\n{_hinted(r.error, cfg)}Send corrected code."
                 if failed > cfg.sgrwr_debug_attempts:
                     rec.feedback = message
-                    s.emit(rec)
+                    s.log.emit(rec)
                     return (f"the retriever could not answer: its code failed {failed} times in a row "
                             f"(last problem: {last_problem})"), False
             else:
                 message = f"Your reply could not be used: {reply.error}"
             rec.feedback = message
-            s.emit(rec)
+            s.log.emit(rec)
             messages.append({"role": "user", "content": message})
         if last_output is not None:
             return f"(the retriever gave no summary; the output of its last code was)\n{last_output}", True
@@ -272,7 +257,7 @@ class Reasoner:
         self.known = first  # what it was told (for the assume-guard)
         self.failed = 0  # failed or refused code attempts in a row
 
-    def ask(self) -> tuple[Reply, StepRecord]:
+    def ask(self) -> tuple[Reply, SGRwRStep]:
         """One Reasoner call, read as a form; the reply joins its history."""
         grammar = REASONER_GRAMMAR[self.mode] if self.session.cfg.sgrwr_reasoner_grammar else None
         c = self.session.complete("reasoner", self.messages, grammar=grammar)
@@ -283,7 +268,7 @@ class Reasoner:
             self.failed = 0
         return reply, rec
 
-    def tell(self, rec: StepRecord, text: str, *, learned: bool = True) -> None:
+    def tell(self, rec: SGRwRStep, text: str, *, learned: bool = True) -> None:
         """Answer the Reasoner's last reply with ``text`` (and write its record to the trace).
         ``learned``: the text reports the scene (an answer, its code's output, an action's result)
         and joins what the guards count as known; a refusal or an error message, which may quote
@@ -292,9 +277,9 @@ class Reasoner:
         self.messages.append({"role": "user", "content": text})
         if learned:
             self.known += "\n" + text
-        self.session.emit(rec)
+        self.session.log.emit(rec)
 
-    def send_back_guesses(self, rec: StepRecord, actions, what: str) -> bool:
+    def send_back_guesses(self, rec: SGRwRStep, actions, what: str) -> bool:
         """The plan guard (:func:`.guard.invented_plan`): when ``actions`` name a node no answer
         contained, tell the Reasoner "``what`` was not run: ..." (not learned), count a guard
         refusal and return True; otherwise False."""
@@ -305,7 +290,7 @@ class Reasoner:
         self.tell(rec, f"{what} was {why}", learned=False)
         return True
 
-    def run_code(self, code: str, rec: StepRecord) -> str:
+    def run_code(self, code: str, rec: SGRwRStep) -> str:
         """Guard and run the Reasoner's code; the message that answers it."""
         s, limit = self.session, self.session.cfg.sgrwr_debug_attempts
         given_up = (f"Your code has failed {limit + 1} times in a row, so it is given up: do not send code for this "

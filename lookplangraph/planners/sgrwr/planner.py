@@ -52,10 +52,11 @@ from lookplangraph.lm import ContextOverflow
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.planners.episode import EpisodeResult, StepRecord, episode_result
+from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, episode_result, extend
 from lookplangraph.agent.loop import attempt_action, state_key
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
+from lookplangraph.planners.sgrwr.records import SGRwRResult, SGRwRStep
 from lookplangraph.planners.static import execute
 from lookplangraph.sandbox import SandboxUnavailable
 
@@ -87,7 +88,7 @@ class SGRwR:
 
     # -- static: a whole plan -----------------------------------------------------------------
     def _static(self, task, env, lm, cfg, sandbox, on_step, t0) -> EpisodeResult:
-        s = Session(lm, cfg, sandbox, graph_data(task.graph), on_step)
+        s = Session(lm, cfg, sandbox, graph_data(task.graph), EpisodeLog(on_step))
         reasoner, retriever = Reasoner(s, "static", task.instruction), Retriever(s, "static")
         plan, failure = None, "round_limit"
         try:
@@ -106,10 +107,10 @@ class SGRwR:
             failure = "context_overflow"
             s.overflow(exc)
         result = execute(task, env, self.name, lm, cfg, s.records, plan, failure, t0)
-        s.flush()
+        s.log.flush()
         return self._counted(result, s)
 
-    def _answer(self, reply, rec: StepRecord, reasoner: Reasoner, retriever: Retriever) -> str:
+    def _answer(self, reply, rec: SGRwRStep, reasoner: Reasoner, retriever: Retriever) -> str:
         """The message that answers a query, code or malformed reply of the Reasoner;
         ``rec.accepted`` says whether it reports the scene (an answer, a successful code run)."""
         if reply.form == "query":
@@ -136,7 +137,7 @@ class SGRwR:
         env.reset()
         initial = env.true_graph()
         memory = MemoryGraph(task.graph, priors=cfg.priors)
-        s = Session(lm, cfg, sandbox, graph_data(memory.graph, memory.unseen), on_step)
+        s = Session(lm, cfg, sandbox, graph_data(memory.graph, memory.unseen), EpisodeLog(on_step))
         reasoner, retriever = Reasoner(s, "step", task.instruction), Retriever(s, "step")
         act_cfg = replace(cfg, correction="feedback")  # the SGS checks, nothing is corrected
         visited = Counter([state_key(memory.graph)])
@@ -151,7 +152,7 @@ class SGRwR:
                 if reply.form == "summary" or (reply.form == "action" and reply.action.function_name == "done"):
                     rec.accepted, rec.proposed = True, "done()"
                     actions.append("done()")
-                    s.emit(rec)
+                    s.log.emit(rec)
                     termination = "done"
                     break
                 if reply.form != "action":
@@ -172,14 +173,14 @@ class SGRwR:
         except ContextOverflow as exc:
             termination = "context_overflow"
             s.overflow(exc)
-        s.flush()
+        s.log.flush()
         result = episode_result(task, env, lm, cfg, s.records, initial=initial, t0=t0, termination=termination,
                                 augmentation=perceive.mode, actions=actions, executed=executed, planner=self.name,
                                 failure=None if termination == "done" else termination)
         return self._counted(result, s)
 
     @staticmethod
-    def _result(rec: StepRecord, feedback: str | None, memory: MemoryGraph) -> str:
+    def _result(rec: SGRwRStep, feedback: str | None, memory: MemoryGraph) -> str:
         """What the Reasoner is told after an action: whether it worked, where the robot is, what it holds."""
         g = memory.graph
         where = f"The robot is in {g.agent.location} and holds {g.agent.holding or 'nothing'}."
@@ -192,8 +193,8 @@ class SGRwR:
         return f"{rec.proposed}: failed: {why}. {where}"
 
     @staticmethod
-    def _counted(result: EpisodeResult, s: Session) -> EpisodeResult:
-        return replace(result, sandbox_runs=s.runs, sandbox_failures=s.failures,
+    def _counted(result: EpisodeResult, s: Session) -> SGRwRResult:
+        return extend(result, SGRwRResult, sandbox_runs=s.runs, sandbox_failures=s.failures,
                        sandbox_seconds=round(s.sandbox_seconds, 3),
                        sandbox_isolation=" | ".join(s.isolation) or None, agent_calls=s.agent_calls(),
                        guard_refusals=s.guard_refusals, repeated_queries=s.repeated_queries)
