@@ -66,6 +66,8 @@ def main() -> int:
         for task in tasks:
             env = DynamicPerturbation(VirtualHomeEnvironment(task, backend), task.goal, args.dynamic)
             graph_env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, args.dynamic)
+            env.reset()  # the moves are drawn at reset
+            graph_env.reset()
             same += env.moves == graph_env.moves and env.true_graph() == graph_env.true_graph()
         print(f"dynamic mode, seed {args.dynamic}: {same}/{len(tasks)} tasks start VirtualHome in the perturbed graph "
               f"({time.perf_counter() - t3:.1f} s)")

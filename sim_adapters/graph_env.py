@@ -20,13 +20,22 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Any, Callable, Sequence
 
 from grasif.goals import GoalSpec, evaluate_goal
 from sgs.actions import Action
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 from sgs.simulator import Infeasible, apply
-from sim_adapters.base import Observation, SeenObject, StepResult
+from sim_adapters.base import Observation, StepResult, check_options, graph_copy, observe
 from sim_adapters.binding import BindingError, NameBinding
+
+__all__ = ["GraphEnvironment", "Writer", "observe", "perturb", "relevant_objects"]
+
+#: What :meth:`GraphEnvironment.describe` is given to write text with: ``writer(truth,
+#: node_states, seed) -> text``, where ``truth`` is the node's true observation and ``node_states``
+#: its own states; deterministic for a ``seed``, no node names (what a describer would write).
+#: The project's is :func:`vlm.descriptions.describe_truth`, passed in where environments are made.
+Writer = Callable[[Observation, Sequence[str], "int | str"], str]
 
 
 def relevant_objects(graph: SceneGraph, goal: GoalSpec) -> list[str]:
@@ -76,21 +85,6 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[SceneGraph, l
     return current.check(), notes
 
 
-def observe(graph: SceneGraph, node: str, name: str | None = None) -> Observation:
-    """Every object of ``graph`` on and inside ``node``, nested ones included, parents before
-    children (ground-truth augmentation). ``name``: the node's name in the observation, when the
-    planner calls it differently."""
-    seen = []
-    for child in graph.descendants(node):
-        n = graph.nodes[child]
-        if n.layer is not Layer.OBJECT:
-            continue
-        par, rel = graph.parent[child]
-        seen.append(SeenObject(child, rel.value, name if name is not None and par == node else par,
-                               tuple(n.states or ()), n.affordances))
-    return Observation(name or node, tuple(seen))
-
-
 class GraphEnvironment:
     """Environment over a true :class:`SceneGraph` (module doc). ``goal`` is accepted for the
     callers that pass it; dynamic mode is the wrapper :class:`sim_adapters.wrappers.DynamicPerturbation`.
@@ -98,14 +92,17 @@ class GraphEnvironment:
     Names an augmentation made up (``mug-7`` for the true ``cup-3``) are bound to true nodes by
     :class:`sim_adapters.binding.NameBinding` once the planner has reported where they were seen
     (:meth:`note_seen`); feedback names the true nodes. :meth:`describe` writes what is on and
-    inside a node as text (:func:`vlm.descriptions.write_description`), for ``parser`` augmentation."""
+    inside a node as text with ``describer`` (a :data:`Writer`), for ``parser`` augmentation;
+    without one it raises ``ValueError``. Nothing is random here: ``reset``'s ``seed`` is ignored."""
 
-    def __init__(self, graph: SceneGraph, goal: GoalSpec | None = None):
+    def __init__(self, graph: SceneGraph, goal: GoalSpec | None = None, *, describer: Writer | None = None):
         self.initial = graph
         self._graph = self.initial
         self.binding = NameBinding(graph.nodes)
+        self.describer = describer
 
-    def reset(self) -> None:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        check_options(options)
         self._graph = self.initial
         self.binding = NameBinding(self.initial.nodes)
 
@@ -114,7 +111,7 @@ class GraphEnvironment:
         self.binding = NameBinding(graph.nodes)
 
     def true_graph(self) -> SceneGraph:
-        return self._graph
+        return graph_copy(self._graph)
 
     def note_seen(self, name: str, parent: str) -> None:
         """An augmentation reported ``name`` on or inside ``parent`` (planner names)."""
@@ -140,14 +137,16 @@ class GraphEnvironment:
         return observe(self._graph, node)
 
     def describe(self, node: str, seed: int | str = 0) -> str:
-        """What is truly on and inside ``node`` (a planner name) as a describer would write it
-        (deterministic for a ``seed``); raises :class:`BindingError` for an unknown name."""
-        from vlm.descriptions import write_description  # vlm builds on sim_adapters, not the reverse
-
+        """What is truly on and inside ``node`` (a planner name) as ``describer`` writes it
+        (deterministic for a ``seed``); raises :class:`BindingError` for an unknown name and
+        ``ValueError`` when the environment was given no describer."""
+        if self.describer is None:
+            raise ValueError(f"{type(self).__name__} was given no describer, so it cannot write {node} as text "
+                             "(pass describer=..., e.g. vlm.descriptions.describe_truth)")
         true = self.binding.bind(node, self._graph)
         truth = observe(self._graph, true, node)
         states = self._graph.nodes[true].states or ()
-        return write_description(truth, seed, node_states=tuple(states), names_probability=0.0)
+        return self.describer(truth, tuple(states), seed)
 
     def _bound(self, action: Action) -> Action:
         if action.function_name == "done":

@@ -23,10 +23,12 @@ operator:
   it into objects: the VLM describer and parser for a photo, the parser alone for a typed
   description (``typed_descriptions = True``; :meth:`HumanEnvironment.describe` gives the text);
 * there is no ground truth. :meth:`HumanEnvironment.true_graph` is **what the operator
-  reported**: the task's graph with every confirmed step applied by the SGS and every
-  augmentation merged (:meth:`HumanEnvironment.merge`), which is also exactly the planner's memory
-  graph. A trial's success comes from the operator's checklist (:mod:`lookplangraph.apps.trial`), not
-  from this graph.
+  reported**: the environment's :class:`Belief` of the task's graph with every confirmed step
+  applied and every augmentation merged (:meth:`HumanEnvironment.merge`). The belief is made by the
+  caller (``belief=``): a trial passes the planner's own memory graph
+  (:class:`lookplangraph.agent.memory.MemoryGraph`, with the planner's ``priors``), so this is
+  exactly the planner's memory. A trial's success comes from the operator's checklist
+  (:mod:`lookplangraph.apps.trial`), not from this graph.
 """
 
 from __future__ import annotations
@@ -36,13 +38,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
-from lookplangraph.agent.memory import MemoryGraph
 from sgs.actions import Action
 from sgs.graph import SceneGraph
 from sgs.simulator import Infeasible
-from sim_adapters.base import Observation, StepResult
+from sim_adapters.base import Observation, StepResult, check_options, graph_copy
 
 
 # -- the protocol ------------------------------------------------------------------------------
@@ -123,27 +124,44 @@ class Operator(Protocol):
         :func:`failed`. May block."""
 
 
+@runtime_checkable
+class Belief(Protocol):
+    """What the environment believes the scene is, kept in step with the operator's reports."""
+
+    graph: SceneGraph
+
+    def apply(self, action: Action) -> None:
+        """Mirror a step the operator confirmed (raises :class:`~sgs.simulator.Infeasible` when
+        the belief cannot follow)."""
+
+    def discover(self, observation: Observation) -> Any:
+        """Merge what augmentation made of an observation."""
+
+
 # -- the environment ---------------------------------------------------------------------------
 class HumanEnvironment:
     """The environment protocol over an :class:`Operator` (module doc).
 
-    ``memory`` is a :class:`lookplangraph.agent.memory.MemoryGraph` of ``graph`` built as the planner
-    builds its own (give the same ``priors``): the environment keeps it in step with what the
-    operator confirmed and what augmentation made of each observation (:meth:`merge`), so it
-    equals the planner's memory at every decision; ``true_graph()`` returns its graph.
-    ``on_request(request)`` is called before each question (the console shows it)."""
+    ``belief(graph)`` makes a :class:`Belief` of ``graph`` for each episode (at every
+    ``reset``): ``memory``. The environment keeps it in step with what the operator confirmed and
+    what augmentation made of each observation (:meth:`merge`); ``true_graph()`` returns a copy of
+    its graph. A trial passes the planner's memory graph with the planner's settings, so that
+    ``memory`` equals the planner's memory at every decision. ``on_request(request)`` is called
+    before each question (the console shows it). Nothing is random: ``reset``'s ``seed`` is
+    ignored."""
 
     typed_descriptions = True  # an observation without a photo is described by the operator's text
 
-    def __init__(self, graph: SceneGraph, operator: Operator, *, priors: bool = True,
+    def __init__(self, graph: SceneGraph, operator: Operator, *, belief: Callable[[SceneGraph], Belief],
                  on_request: Callable[[Request], None] | None = None):
-        self.graph, self.priors = graph, priors
+        self.graph, self.belief = graph, belief
         self.operator = operator
         self.on_request = on_request
         self.reset()
 
-    def reset(self) -> None:
-        self.memory = MemoryGraph(self.graph, priors=self.priors)
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        check_options(options)
+        self.memory = self.belief(self.graph)
         self.requests = 0
         self.typed: dict[str, str] = {}  # node -> the operator's description of its last observation
         self.answers: list[tuple[Request, Answer, float]] = []  # (request, answer, answered_at)
@@ -208,7 +226,7 @@ class HumanEnvironment:
 
     def true_graph(self) -> SceneGraph:
         """What the operator reported (module doc): not ground truth."""
-        return self.memory.graph
+        return graph_copy(self.memory.graph)
 
 
 # -- operators ---------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ on the task's true graph (the SGS executes every action, as in the paper), excep
   SGS's reason.)
 
 :meth:`ImageBankEnvironment.describe` gives the entry's recorded description, if it has one
-(else the graph environment's own text, where that exists). **Dynamic mode**
+(else the graph environment's text, written by the ``describer`` it was given). **Dynamic mode**
 (:class:`sim_adapters.wrappers.DynamicPerturbation`) moves objects in the SGS graph through the
 inherited ``set_initial``; the pictures still show the scene as captured (the initial,
 undisturbed one), as in the paper, so a VLM may then see an object that the true graph has moved.
@@ -53,7 +53,7 @@ from typing import Any, Iterable
 from sgs.actions import Action, make
 from sgs.simulator import Infeasible, apply
 from sim_adapters.base import Observation, SeenObject, StepResult
-from sim_adapters.graph_env import GraphEnvironment
+from sim_adapters.graph_env import GraphEnvironment, Writer
 
 MANIFEST = "manifest.jsonl"
 RELATIONS = ("ontop", "inside")
@@ -203,11 +203,12 @@ class ImageBank:
 class ImageBankEnvironment(GraphEnvironment):
     """The SGS on ``task``'s true graph with ``discover_objects`` pictures from ``bank`` (an
     :class:`ImageBank` or its path); module doc. :class:`BankError` when the bank has no entry
-    for the task."""
+    for the task. ``describer``: as for :class:`GraphEnvironment`, for nodes without a recorded
+    description."""
 
     name = "omnigibson-bank"
 
-    def __init__(self, task, bank: ImageBank | str | Path):
+    def __init__(self, task, bank: ImageBank | str | Path, *, describer: Writer | None = None):
         self.bank = bank if isinstance(bank, ImageBank) else ImageBank.load(bank)
         if not self.bank.entries(task.id):
             tasks = self.bank.tasks()
@@ -215,7 +216,7 @@ class ImageBankEnvironment(GraphEnvironment):
             raise BankError(f"the image bank {self.bank.root or ''} has no picture for task {task.id}; "
                             f"it has {listed or 'no entries'}")
         self.task = task
-        super().__init__(task.graph, task.goal)
+        super().__init__(task.graph, task.goal, describer=describer)
 
     def _true_node(self, name: str | None) -> str | None:
         """The true node a planner name stands for (the graph environment's name binding, where
@@ -224,7 +225,7 @@ class ImageBankEnvironment(GraphEnvironment):
         if binding is None or not name:
             return name
         try:
-            return binding.bind(name, self.true_graph())
+            return binding.bind(name, self._graph)
         except ValueError:
             return None
 
@@ -237,7 +238,7 @@ class ImageBankEnvironment(GraphEnvironment):
         entry = self.bank.entry(self.task.id, node)
         if entry is None:
             try:
-                apply(self.true_graph(), make("discover_objects", node))  # the SGS's reason comes first
+                apply(self._graph, make("discover_objects", node))  # the SGS's reason comes first
             except Infeasible:
                 return super().step(action)
             alias = f" ({node})" if node != action.node else ""

@@ -57,16 +57,15 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from grasif import virtualhome as vh
 from grasif.dataset import SourceError
 from grasif.task import Task
 from sgs.actions import Action
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
-from sim_adapters.base import Observation, StepResult
+from sim_adapters.base import Observation, StepResult, check_options, graph_copy, observe
 from sim_adapters.binding import BindingError, NameBinding
-from sim_adapters.graph_env import observe
 
 
 class VirtualHomeError(RuntimeError):
@@ -201,18 +200,25 @@ class VirtualHomeEnvironment:
         self.reset()
 
     # -- protocol ------------------------------------------------------------------------------
-    def reset(self) -> None:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start VirtualHome from the (possibly edited) initial graph; nothing is random, so
+        ``seed`` is ignored (module :mod:`sim_adapters.base`)."""
+        check_options(options)
         self.backend.reset(self._init)
         self.binding.clear()
         self._support = self._support_of(self.initial)
         self._inspected: set[str] = set()
         self._truth: SceneGraph | None = None
-        found = self.true_graph()
+        found = self._true()
         if _differences(self.initial, found):
             raise VirtualHomeError(f"after reset, {self.backend.name}'s scene is not task {self.task_id}'s initial "
                                    f"state: {', '.join(_differences(self.initial, found)[:5])}")
 
     def true_graph(self) -> SceneGraph:
+        return graph_copy(self._true())
+
+    def _true(self) -> SceneGraph:
+        """VirtualHome's state converted (cached until the next step changes it); not a copy."""
         if self._truth is None:
             raw = self._raw = vh.raw_index(self.backend.graph(), self._where)
             try:
@@ -226,7 +232,7 @@ class VirtualHomeEnvironment:
         fn = action.function_name
         if fn == "done":
             return StepResult(True)
-        before = self.true_graph()
+        before = self._true()
         try:
             lines, node_id = self.lines(action)
         except (_Refused, BindingError) as exc:
@@ -243,7 +249,7 @@ class VirtualHomeEnvironment:
         if fn == "discover_objects":
             name = self.naming.names[node_id]
             self._inspected.add(name)
-            observation = observe(self.true_graph(), name, action.node)
+            observation = observe(self._true(), name, action.node)
             image = self.backend.image(node_id)
             if image is not None:
                 observation = Observation(observation.node, observation.objects, str(self._save_image(image, action.node)))
@@ -269,7 +275,7 @@ class VirtualHomeEnvironment:
         """The script lines for a primitive action and the id of the node it acts on (raises
         :class:`BindingError` or ``_Refused`` with the feedback)."""
         fn = action.function_name
-        truth = self.true_graph()
+        truth = self._true()
         if fn in _PUT_VERBS:
             held = truth.agent.holding
             if held is None:
@@ -316,7 +322,7 @@ class VirtualHomeEnvironment:
         """What is on and inside ``node`` now, as deterministic text without node names (for a
         parser augmentation): ``On the freezer: nothing. Inside the freezer: a food (clean), a food
         (clean), a food kiwi (clean).`` Raises :class:`BindingError` for an unknown name."""
-        truth = self.true_graph()
+        truth = self._true()
         return describe(truth, self.binding.bind(node, truth))
 
     # -- helpers -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.agent.loop import run_episode
 from sim_adapters.binding import BindingError, NameBinding
 from sim_adapters.graph_env import GraphEnvironment
+from vlm.descriptions import describe_truth
 from vlm.gam import GraphAugmentation
 
 from conftest import kitchen_dict
@@ -48,7 +49,7 @@ def test_parser_augmentation_runs_an_episode_with_made_up_names_bound_to_true_no
     # with no priors every name is new to memory: "cup 2" becomes cup-1, the first cup it knows
     parser = ScriptedBackend([parsed(("tray", "ontop", "table-1"), ("cup 2", "ontop", "tray"),
                                      ("apple", "ontop", "table-1"), ("mug", "ontop", "tray"))])
-    env = GraphEnvironment(task.graph)
+    env = GraphEnvironment(task.graph, describer=describe_truth)
     steps = []
     result = run_episode(task, env, planner, PlannerConfig(priors=False), on_step=steps.append,
                          augmentation=GraphAugmentation("parser", parser=parser))
@@ -79,7 +80,8 @@ def test_priors_are_confirmed_by_class_and_unseen_ones_removed():
     planner = ScriptedBackend([J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("done")])
     parser = ScriptedBackend([parsed(("tray", "ontop", "table-1"), ("cup", "ontop", "tray"), ("banana", "ontop", "tray"))])
     steps = []
-    run_episode(task, GraphEnvironment(task.graph), planner, PlannerConfig(), on_step=steps.append,
+    env = GraphEnvironment(task.graph, describer=describe_truth)
+    run_episode(task, env, planner, PlannerConfig(), on_step=steps.append,
                 augmentation=GraphAugmentation("parser", parser=parser))
     assert steps[1].observed == ["tray-1 ontop table-1", "cup-1 ontop tray-1", "banana-1 ontop tray-1",
                                  "not found: apple-2"]
@@ -93,7 +95,8 @@ def test_a_parser_reply_that_is_not_json_empties_the_node_with_a_note_not_a_cras
     planner = ScriptedBackend([J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("done")])
     parser = ScriptedBackend(["I see a tray and a cup."])  # SCRIPTED unreadable reply
     steps = []
-    result = run_episode(task, GraphEnvironment(task.graph), planner, PlannerConfig(), on_step=steps.append,
+    env = GraphEnvironment(task.graph, describer=describe_truth)
+    result = run_episode(task, env, planner, PlannerConfig(), on_step=steps.append,
                          augmentation=GraphAugmentation("parser", parser=parser))
     assert steps[1].accepted and any("does not fit the schema" in n for n in steps[1].perceived[0]["notes"])
     assert result.termination == "done" and not result.success
@@ -136,11 +139,13 @@ def test_name_binding_rules(kitchen):
 
 
 def test_graph_environment_describes_nodes_without_names():
-    env = GraphEnvironment(cup_task().graph)
+    env = GraphEnvironment(cup_task().graph, describer=describe_truth)
     text = env.describe("table-1")
     assert "tray" in text and "cup" in text and "apple" in text and "-1" not in text
     assert env.describe("table-1") == text  # deterministic
     assert "closed" in env.describe("fridge-1")  # the node's own state and the closed box
+    with pytest.raises(ValueError, match="given no describer"):  # the text comes from the describer passed in
+        GraphEnvironment(cup_task().graph).describe("table-1")
 
 
 # -- flags ------------------------------------------------------------------------------------

@@ -173,12 +173,14 @@ def test_dynamic_mode_moves_relevant_objects_deterministically():
     assert a.parent["apple-1"] != task.graph.parent["apple-1"]
     assert a.parent["apple-1"][0] != "bed-1"  # never onto a goal destination
     env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3)
+    env.reset()  # the moves are drawn at reset
     assert env.moves == notes_a and env.true_graph().parent["apple-1"] == a.parent["apple-1"]
 
 
 def test_stale_priors_are_replaced_by_what_discover_finds():
     task = kitchen_task()
     env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3)
+    env.reset()  # the moves are drawn at reset
     assert env.moves == ["apple-1: inside box-1 -> inside cup-1"]
     lm = ScriptedBackend([J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("discover_objects", "table-1"),
                           J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])  # SCRIPTED, not an LM

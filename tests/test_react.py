@@ -20,6 +20,7 @@ from lookplangraph.planners import get_planner
 from lookplangraph.planners.react import NOTHING, TextWorld
 from sgs.graph import Relation
 from sim_adapters.graph_env import GraphEnvironment
+from vlm.descriptions import describe_truth
 from vlm.gam import GraphAugmentation
 
 from test_baselines import apple_task, run
@@ -166,7 +167,8 @@ def test_react_looks_through_the_graph_augmentation():
     task = apple_task()
     steps = []
     lm = ScriptedBackend(SOLVE)
-    result = get_planner("react").run(task, GraphEnvironment(task.graph), lm, PlannerConfig(), on_step=steps.append,
+    env = GraphEnvironment(task.graph, describer=describe_truth)  # the descriptions the parser reads
+    result = get_planner("react").run(task, env, lm, PlannerConfig(), on_step=steps.append,
                                       augmentation=GraphAugmentation("parser", parser=parser))
     assert result.augmentation == "parser" and result.augmentation_calls == 1
     assert steps[2].perceived and steps[2].perceived[0]["node"] == "fridge-1"

@@ -651,6 +651,7 @@ def test_step_mode_in_a_dynamic_office_queries_the_updated_memory():
 
     task = {t.id: t for t in office.build_tasks()}["office-02"]
     env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0)
+    env.reset()  # the moves are drawn at reset
     assert env.moves == ["watch-1: ontop desk-6 -> ontop mail_shelf-1"]
     find = ("found = [n for n in G if G.nodes[n]['class'] == 'watch']\nprint(found or None)\n"
             "for n in found:\n    h = list(G.successors(n))[0]\n    print(n, G.edges[n, h]['relation'], h, 'seen:', G.nodes[n]['seen'])")

@@ -18,6 +18,7 @@ from grasif.task import Task, load_task
 from grasif.validate import validate_plan
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
+from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.lm.cache import CachedBackend
 from lookplangraph.apps.trial import (PhotoError, Trial, TrialSession, checklist, photo_file_check, report_table, score,
                                  trial_dirs)
@@ -191,7 +192,8 @@ def test_a_log_that_no_longer_matches_is_set_aside_and_the_trial_goes_on_live(tm
 def test_human_environment_contract():
     g = graph_from_dict(json.loads((BUILDING / "building.json").read_text()))
     op = ScriptedOperator([failed("the door is locked"), done(), done()])
-    env = HumanEnvironment(g, op)
+    env = HumanEnvironment(g, op, belief=MemoryGraph)  # the belief is the caller's: here the planner's memory
+    assert isinstance(env.memory, MemoryGraph) and env.true_graph() == env.memory.graph
     r = env.step(make("go_to", "meeting_room-1"))
     assert not r.ok and r.feedback == "go_to(meeting_room-1) failed: the operator reports: the door is locked"
     assert env.true_graph().agent.location == "kitchen-1"  # nothing changed

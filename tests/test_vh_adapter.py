@@ -165,6 +165,8 @@ def test_dynamic_mode_mirrors_the_moves_into_virtualhome(tasks, backend):
     task = tasks["file1004_2"]
     env = DynamicPerturbation(VirtualHomeEnvironment(task, backend), task.goal, 3)
     graph_env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3)
+    env.reset()  # the moves are drawn at reset
+    graph_env.reset()
     assert env.moves == graph_env.moves == ["food_food-1: ontop floor-3 -> inside oven-1"]
     assert env.true_graph() == graph_env.true_graph()
     for step in ("go_to(dining_room-1)", "discover_objects(oven-1)"):

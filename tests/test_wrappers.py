@@ -37,26 +37,53 @@ def test_graph_environment_implements_the_protocols(kitchen):
 def test_dynamic_perturbation_is_perturb_applied_to_the_initial_graph(seed):
     task = kitchen_task()
     graph, notes = perturb(task.graph, task.goal, seed)
-    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed)
+    inner = GraphEnvironment(task.graph)
+    env = DynamicPerturbation(inner, task.goal, seed)
+    assert env.moves == [] and inner.true_graph() == task.graph  # the constructor does nothing
+    env.reset()
     assert env.moves == notes and graph_to_dict(env.true_graph()) == graph_to_dict(graph)
     env.step(make("go_to", "kitchen-1"))
     env.reset()  # every episode starts from the perturbed graph
     assert graph_to_dict(env.true_graph()) == graph_to_dict(graph)
 
 
-def test_attributes_are_seen_through_wrappers_and_unwrapped_is_the_environment(kitchen, tmp_path):
+def test_reset_with_a_seed_draws_the_moves_anew_from_the_unmoved_graph():
+    task = kitchen_task()
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3)
+    env.reset(seed=0)
+    graph, notes = perturb(task.graph, task.goal, 0)
+    assert env.seed == 0 and env.moves == notes and env.true_graph() == graph
+    env.reset()  # keeps seed 0
+    assert env.moves == notes and env.true_graph() == graph
+    env.reset(seed=3, options={})
+    graph, notes = perturb(task.graph, task.goal, 3)
+    assert env.moves == notes == ["apple-1: inside box-1 -> inside cup-1"] and env.true_graph() == graph
+
+
+def test_wrappers_pass_on_only_what_they_name_and_reach_the_rest_explicitly(kitchen, tmp_path):
     task = kitchen_task()
     inner = GraphEnvironment(task.graph)
-    env = StepLimit(StepRecorder(DynamicPerturbation(inner, task.goal, 3), tmp_path), 10)
-    assert env.moves == ["apple-1: inside box-1 -> inside cup-1"]
+    recorder = StepRecorder(DynamicPerturbation(inner, task.goal, 3), tmp_path)
+    env = StepLimit(recorder, 10)
+    env.reset()
+    assert env.moves == ["apple-1: inside box-1 -> inside cup-1"]  # a forwarded member
     assert env.unwrapped is inner
+    assert env.note_seen == inner.note_seen and env.set_initial == inner.set_initial
+    assert not hasattr(env, "typed_descriptions") and getattr(env, "typed_descriptions", False) is False
+    assert not hasattr(env, "binding") and not hasattr(env, "records")  # no implicit lookup ...
+    assert env.get_wrapper_attr("binding") is inner.binding  # ... but an explicit one
+    assert env.get_wrapper_attr("records") is recorder.records and env.get_wrapper_attr("max_steps") == 10
+    assert env.has_wrapper_attr("initial") and not env.has_wrapper_attr("no_such_attribute")
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        env.get_wrapper_attr("no_such_attribute")
     with pytest.raises(AttributeError):
         env.no_such_attribute
+    assert not hasattr(StepLimit(GraphEnvironment(kitchen), 1), "moves")  # only where one is inside
 
 
 def test_dynamic_mode_needs_an_environment_that_can_start_elsewhere(kitchen):
     class Fixed:
-        def reset(self): pass
+        def reset(self, *, seed=None, options=None): pass
         def step(self, action): return StepResult(True)
         def true_graph(self): return kitchen
 
@@ -64,15 +91,20 @@ def test_dynamic_mode_needs_an_environment_that_can_start_elsewhere(kitchen):
         DynamicPerturbation(Fixed(), kitchen_task().goal, 0)
 
 
-def test_step_limit_refuses_without_calling_the_environment(kitchen):
-    env = StepLimit(GraphEnvironment(kitchen), 1)
+def test_step_limit_truncates_and_then_refuses_without_calling_the_environment(kitchen):
+    env = StepLimit(GraphEnvironment(kitchen), 2)
     env.reset()
-    assert env.step(make("go_to", "kitchen-1")).ok
+    first = env.step(make("go_to", "kitchen-1"))
+    assert first.ok and not first.truncated
+    last = env.step(make("discover_objects", "table-1"))
+    assert last.ok and last.truncated and last.observation is not None  # ran, and reached the limit
     refused = env.step(make("go_to", "bedroom-1"))
-    assert not refused.ok and refused.info == {"truncated": True} and "step limit of 1" in refused.feedback
+    assert not refused.ok and refused.truncated and "step limit of 2" in refused.feedback
+    assert refused.info == {"truncated": True}  # the older spelling stays
     assert env.true_graph().agent.location == "kitchen-1"
     env.reset()
     assert env.step(make("go_to", "kitchen-1")).ok
+    assert StepLimit(GraphEnvironment(kitchen), 0).step(make("go_to", "kitchen-1")).truncated
 
 
 def test_step_recorder_writes_each_step_and_copies_images(kitchen, tmp_path):

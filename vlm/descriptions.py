@@ -157,3 +157,10 @@ def write_description(truth: Observation, seed: int | str = 0, *, distractors: S
     if not objects:
         sentences.append(f"Nothing is on or inside {the_node}.")
     return " ".join(s for s in [opening, *sentences] if s)
+
+
+def describe_truth(truth: Observation, node_states: Sequence[str] = (), seed: int | str = 0) -> str:
+    """The text an environment gives for ``describe(node)`` (``parser`` augmentation): ``truth``
+    written by :func:`write_description` with class words only, never the memory's names. The
+    environments take it as their ``describer`` (:data:`sim_adapters.graph_env.Writer`)."""
+    return write_description(truth, seed, node_states=tuple(node_states), names_probability=0.0)

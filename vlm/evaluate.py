@@ -34,8 +34,7 @@ from typing import Callable, Iterable, Sequence
 
 from grasif import dataset
 from sgs.graph import Layer, node_class
-from sim_adapters.base import Observation, SeenObject
-from sim_adapters.graph_env import GraphEnvironment
+from sim_adapters.base import Observation, SeenObject, observe
 from vlm.binding import DEFAULT_STATES
 from vlm.descriptions import write_description
 from vlm.gam import GraphAugmentation
@@ -68,9 +67,8 @@ def candidates(data_dir: Path, split: str) -> list[tuple[str, object, Observatio
     """(task id, graph, true observation) of every asset with objects, identical ones once."""
     out, seen = [], set()
     for task in dataset.load_split(data_dir, split):
-        env = GraphEnvironment(task.graph)
         for asset in task.graph.names(Layer.ASSET):
-            obs = env.observe(asset)
+            obs = observe(task.graph, asset)
             if not obs.objects or _signature(obs) in seen:
                 continue
             seen.add(_signature(obs))

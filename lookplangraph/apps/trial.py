@@ -62,6 +62,7 @@ from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
 
 from lookplangraph.agent.loop import run_episode
+from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.evaluation.runner import read_results
 
 #: largest photo accepted (bytes); ``--max-upload-mb`` changes it
@@ -285,8 +286,9 @@ class TrialSession:
         self.max_photo_bytes = max_photo_bytes
         self.echo = echo
         self.lm = _Watched(lm, self)
-        self.env = HumanEnvironment(trial.task.graph, _Recorder(operator, self), priors=self.cfg.priors,
-                                    on_request=self._asked)
+        priors = self.cfg.priors  # the environment's belief is built as the planner builds its memory
+        self.env = HumanEnvironment(trial.task.graph, _Recorder(operator, self),
+                                    belief=lambda graph: MemoryGraph(graph, priors=priors), on_request=self._asked)
         self.state = "starting"
         self.error: str | None = None
         self.records: list[StepRecord] = []

@@ -42,6 +42,7 @@ from lookplangraph.planners.episode import EpisodeResult, StepRecord
 from lookplangraph.planners import get_planner
 from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
+from vlm.descriptions import describe_truth
 
 #: ``--env`` kinds and the split each runs (None: any): the SGS on the true graph, VirtualHome's
 #: evolving graph, its Unity simulator, the SGS with images from an OmniGibson image bank.
@@ -71,15 +72,17 @@ def check_env(env: str, tasks: list[Task], augmentation: str = "ground_truth") -
 
 
 def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph"):
-    """The environment of an episode: ``env`` (see :func:`check_env`), wrapped for dynamic mode."""
+    """The environment of an episode: ``env`` (see :func:`check_env`), wrapped for dynamic mode
+    (the moves are drawn at its first ``reset``). The SGS environments write ``describe`` text
+    with :func:`vlm.descriptions.describe_truth`, for ``parser`` augmentation."""
     check_env(env, [task])
     kind, _, where = env.partition("@")
     if kind == "graph":
-        environment = GraphEnvironment(task.graph)
+        environment = GraphEnvironment(task.graph, describer=describe_truth)
     elif kind == "omnigibson-bank":
         from sim_adapters.omnigibson import ImageBankEnvironment
 
-        environment = ImageBankEnvironment(task, _bank(where))
+        environment = ImageBankEnvironment(task, _bank(where), describer=describe_truth)
     else:
         from sim_adapters.virtualhome import VirtualHomeEnvironment
 
@@ -158,14 +161,17 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
     env = make_env(task, dynamic_seed, env)
     if record_dir is not None:
         env = StepRecorder(env, record_dir)
-    moves = getattr(env, "moves", [])
-    if echo and moves:
-        echo("dynamic mode moved: " + "; ".join(moves))
+    told = []
     with open(trace_path, "w") as trace:
         def on_step(rec: StepRecord) -> None:
             trace.write(json.dumps(asdict(rec)) + "\n")
             trace.flush()
             if echo:
+                if not told:  # dynamic mode draws its moves when the planner resets the environment
+                    told.append(True)
+                    moves = getattr(env, "moves", [])
+                    if moves:
+                        echo("dynamic mode moved: " + "; ".join(moves))
                 echo(format_step(rec))
 
         return plan.run(task, env, lm, cfg, on_step=on_step, augmentation=augmentation)

@@ -15,10 +15,7 @@ Tokens per action: every prompt and completion token of every call, over the pla
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import asdict
 
-from grasif.goals import evaluate_goal
 from grasif.task import Task
 from grasif.validate import validate_plan
 from sgs.actions import PRIMITIVES, Action
@@ -27,7 +24,7 @@ from sgs.io import graph_to_dict
 
 from lookplangraph.lm import Completion
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.planners.episode import EpisodeResult, StepRecord
+from lookplangraph.planners.episode import EpisodeResult, StepRecord, episode_result
 
 #: functions a static plan may use: the primitives that change or move something
 PLAN_FUNCTIONS = tuple(sorted(PRIMITIVES - {"discover_objects", "done"}))
@@ -68,18 +65,11 @@ def execute(task: Task, env, planner: str, lm, config: PlannerConfig, records: l
         records[-1].infeasible = infeasible[0]
     if records:
         records[-1].executed = list(executed)
-    final = env.true_graph()
-    goal = evaluate_goal(task.goal, final, initial)
     corrected = validate_plan(initial, plan, task.goal, correct=True).success if plan is not None else None
-    ok = plan is not None and not infeasible
-    return EpisodeResult(
-        task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__),
-        termination="done" if plan is not None else "no_plan",
-        success=ok and goal.success, success_changed_only=ok and goal.success_changed_only, precision=goal.precision,
-        actions=[str(a) for a in plan or []], executed=executed, lm_calls=len(records),
-        prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
-        cached_tokens=sum(r.cached_tokens or 0 for r in records), lm_seconds=round(sum(r.seconds for r in records), 3),
-        wall_s=round(time.perf_counter() - t0, 3), goal_not_met=goal.not_met(), config=asdict(config),
-        moves=list(getattr(env, "moves", [])), infeasible=infeasible, planner=planner, failure=failure,
-        success_with_correction=corrected,
-    )
+    result = episode_result(task, env, lm, config, records, initial=initial, t0=t0,
+                            termination="done" if plan is not None else "no_plan", augmentation="ground_truth",
+                            actions=[str(a) for a in plan or []], executed=executed, infeasible=infeasible,
+                            planner=planner, failure=failure, success_with_correction=corrected)
+    if plan is None:  # no plan, no success, even where the goal happens to hold already
+        result.success = result.success_changed_only = False
+    return result
