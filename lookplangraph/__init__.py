@@ -6,11 +6,11 @@ The package reads as layers, each importing only those below it:
   process, OpenAI-compatible servers, scripted replies), structured replies, the reply cache, the
   endpoint pool and the embedded models. It knows nothing of scenes or actions.
 * :mod:`lookplangraph.prompts` — the prompt templates of every LM user in the package.
-* :mod:`lookplangraph.agent` — the LookPlanGraph method: memory graph, its view for the LM,
-  action decoding, perception and the loop (paper Algorithm 1).
+* :mod:`lookplangraph.agent` — the parts of the LookPlanGraph method: memory graph, its view for
+  the LM, the decision and its decoding, perception.
 * :mod:`lookplangraph.planners` — every planner under one protocol, the episode contract
-  (:mod:`lookplangraph.planners.episode`) and planner settings; LookPlanGraph, the paper's five
-  baselines and SG-RwR.
+  (:mod:`lookplangraph.planners.episode`) and planner settings; LookPlanGraph's loop (paper
+  Algorithm 1, :mod:`lookplangraph.planners.lookplangraph`), the paper's five baselines and SG-RwR.
 * :mod:`lookplangraph.evaluation` — episodes and batch runs on GraSIF, run settings, error
   injection, ``reproduce`` and the scripted LM server for harness benchmarks.
 * :mod:`lookplangraph.apps` — the human-in-the-loop trial and its console, and the viewer.

@@ -122,11 +122,11 @@ def llama_server(small_model_path, tmp_path_factory):
 @pytest.fixture
 def decisions(monkeypatch):
     """Every decision the LookPlanGraph loop asks for, in order, as records with ``static``,
-    ``dynamic``, ``names`` and ``excluded``: a spy around :func:`lookplangraph.agent.loop.decide`
+    ``dynamic``, ``names`` and ``excluded``: a spy around :func:`lookplangraph.planners.lookplangraph.decide`
     that records its arguments and calls the real decision."""
     from types import SimpleNamespace
 
-    import lookplangraph.agent.loop as loop
+    import lookplangraph.planners.lookplangraph as loop
 
     calls = []
     real = loop.decide

@@ -16,7 +16,7 @@ from grasif.task import Task, save_task
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from sim_adapters.binding import BindingError, NameBinding
 from sim_adapters.graph_env import GraphEnvironment
 from vlm.descriptions import describe_truth

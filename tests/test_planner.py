@@ -1,4 +1,4 @@
-"""The planner loop (lookplangraph/agent/loop.py) around an LM, with the memory graph and the graph
+"""The planner loop (lookplangraph/planners/lookplangraph.py) around an LM, with the memory graph and the graph
 environment. The LM here is ScriptedBackend: SCRIPTED replies, not a real LM; a real model runs
 the loop in tests/test_episode_lm.py."""
 
@@ -13,7 +13,7 @@ from grasif.task import Task, load_task
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.agent.view import render, visible_names
 from sgs.io import graph_to_dict
 from sim_adapters.graph_env import GraphEnvironment, perturb, relevant_objects

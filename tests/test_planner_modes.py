@@ -12,7 +12,7 @@ from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from sim_adapters.graph_env import GraphEnvironment
 
 from conftest import kitchen_dict

@@ -12,7 +12,7 @@ from lookplangraph.lm import ScriptedBackend
 from lookplangraph.evaluation.injection import ErrorInjectionPolicy, script_for
 from lookplangraph.evaluation.injection_curve import curve
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.evaluation.runner import evaluate, read_results
 from lookplangraph.evaluation.settings import SettingsError, load_settings
 from sim_adapters.graph_env import GraphEnvironment

@@ -17,7 +17,7 @@ from grasif.validate import validate_plan
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.cli import main
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.evaluation.runner import to_record, write_summary
 from sgs.actions import parse_plan
 from sgs.io import graph_from_dict, graph_to_dict

@@ -20,7 +20,7 @@ from lookplangraph.lm import ScriptedBackend
 from lookplangraph.evaluation.injection import ErrorInjectionPolicy
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.planners import get_planner
 from lookplangraph.evaluation.runner import make_env, run_episode_to_dir
 from lookplangraph.apps.viewer import ViewerError, add_parser, cmd_view, write_view
@@ -71,7 +71,7 @@ def apply_delta(state: dict, delta: dict) -> dict:
 def test_replay_rebuilds_the_planners_memory_graph_after_every_step(monkeypatch, office, dynamic_seed):
     """The replayed graph equals the planner's own MemoryGraph after each step (seen through a spy
     subclass that only records the instance), in static and dynamic mode."""
-    import lookplangraph.agent.loop as loop
+    import lookplangraph.planners.lookplangraph as loop
 
     made: list[MemoryGraph] = []
 

@@ -7,7 +7,7 @@ from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from sgs.actions import make
 from sgs.io import graph_to_dict
 from sim_adapters.base import EditableEnvironment, Environment, Observation, StepResult

@@ -1,7 +1,7 @@
 """Human-in-the-loop trials: the planner in a real building, a person as its hands and eyes
 (paper section VII-E).
 
-A trial runs :func:`lookplangraph.agent.loop.run_episode` in a :class:`sim_adapters.human.HumanEnvironment`
+A trial runs :func:`lookplangraph.planners.lookplangraph.run_episode` in a :class:`sim_adapters.human.HumanEnvironment`
 and keeps everything on disk, in ``runs/<trial>/``::
 
     trial.json          what runs: the LM, the VLM, the parser, the augmentation mode, the planner settings
@@ -61,7 +61,7 @@ from lookplangraph.planners.config import PlannerConfig
 
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
 
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.evaluation.runner import read_results
 

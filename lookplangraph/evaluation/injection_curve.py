@@ -1,5 +1,5 @@
 """The error-injection curve: success rate against injected error rate in each correction mode
-(``rules``, ``feedback``, ``none``: :mod:`lookplangraph.agent.loop`), over many tasks (the
+(``rules``, ``feedback``, ``none``: :mod:`lookplangraph.planners.lookplangraph`), over many tasks (the
 :class:`~lookplangraph.evaluation.injection.ErrorInjectionPolicy` in the loop).
 
 Output: ``curve.csv`` (one row per rate × mode: episodes, SR (strict), SR over the changed
@@ -18,7 +18,7 @@ from grasif.task import Task
 
 from lookplangraph.evaluation.injection import ErrorInjectionPolicy
 from lookplangraph.planners.config import CORRECTION_MODES, PlannerConfig
-from lookplangraph.agent.loop import run_episode
+from lookplangraph.planners.lookplangraph import run_episode
 from sim_adapters.graph_env import GraphEnvironment
 
 

@@ -21,7 +21,7 @@ Keys (all optional)::
     max_unresolved = 3
     graph_style = "text"                 # text | json | full
     priors = true
-    correction = "rules"                 # rules | feedback | none (lookplangraph.agent.loop: correction modes)
+    correction = "rules"                 # rules | feedback | none (lookplangraph.planners.lookplangraph: correction modes)
     vocabulary = "flat"                  # constrained decoding: flat (all visible names) | typed (per function)
     refuse_cycles = true                 # an action returning the memory to an earlier state is feedback
     exclude_refused = true               # a refused action cannot be decoded again in the same memory state

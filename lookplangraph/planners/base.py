@@ -6,7 +6,7 @@ final graph by the same goal evaluation, so one results file, summary and report
 Every LM call is a :class:`~lookplangraph.planners.episode.StepRecord` handed to ``on_step`` as it happens
 (the runner writes them to the trace).
 
-Names: ``lookplangraph`` (:mod:`lookplangraph.agent.loop`), ``llm-as-p`` (:mod:`.llm_as_p`),
+Names: ``lookplangraph`` (:mod:`lookplangraph.planners.lookplangraph`), ``llm-as-p`` (:mod:`.llm_as_p`),
 ``llm+p`` (:mod:`.llm_plus_p`), ``sayplan`` and ``sayplan-lite`` (:mod:`.sayplan`), ``react``
 (:mod:`.react`), ``sg-rwr`` (:mod:`.sgrwr`). A name mapped to None would be listed but not built (:func:`get_planner` says so).
 """

@@ -1,5 +1,5 @@
 """Planner settings: :class:`PlannerConfig`, the loop limits and ablation switches of
-LookPlanGraph (:mod:`lookplangraph.agent.loop`) and the options of the baselines
+LookPlanGraph (:mod:`lookplangraph.planners.lookplangraph`) and the options of the baselines
 (:mod:`lookplangraph.planners`)."""
 
 from __future__ import annotations

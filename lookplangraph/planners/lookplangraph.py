@@ -1,12 +1,284 @@
-"""LookPlanGraph under the planner protocol: the loop of :mod:`lookplangraph.agent.loop`."""
+"""The LookPlanGraph planner: the loop of paper Algorithm 1 over one task, one LM and one environment.
+
+Per step: the LM proposes one action from the instruction, the memory-graph view, the previous
+reasons and actions and the last feedback. The action is *unresolved* (feedback goes back to the
+LM) when the reply cannot be read, when it moves an object that is only a prior, when the SGS
+rejects it on the memory graph, when it changes nothing (``go_to`` the room the agent is in,
+or a repeat of the last action), when it would bring the memory back to an earlier state
+(``refuse_cycles``), when it repeats an action already refused in the same memory state, or
+when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
+(corrections included) run in the environment one by one and the memory graph mirrors each;
+``discover_objects`` merges the observation into memory.
+
+**Correction modes** (``correction``; paper section IV-C, Table V):
+
+* ``rules`` (default): hallucinations and execution errors found on the memory graph are
+  re-prompted with feedback, and feasible-but-incomplete actions are corrected by the SGS's rules
+  (inserted ``go_to``/``open``, resolved names, ``put_on(o, d)`` read as ``rearrange``);
+* ``feedback``: the same feedback, nothing corrected (``check(..., correct=False)``);
+* ``none`` (the paper's "No Correction" ablation): only *hallucinations* are re-prompted — an
+  unreadable reply, an unknown function, a missing argument, a name that is no node
+  (:func:`sgs.simulator.hallucination`). An action with an execution error is not caught: its
+  steps (:func:`sgs.simulator.expand_unchecked`) go to the environment, which refuses the first
+  infeasible one; the action stays in the plan, recorded in ``EpisodeResult.infeasible``, the
+  LM is told nothing, and the episode cannot succeed. Feasible actions are handled as in
+  ``feedback`` (an action that changes nothing or closes a cycle is still refused).
+
+**Exclusions** (constrained decoding, :mod:`lookplangraph.agent.decoding`): with ``exclude_refused``
+every action refused in the current memory state (and, in ``none`` mode, every action the
+environment refused in it) is excluded from the next decodes until the memory state changes:
+greedy decoding of the same prompt would otherwise only repeat it. With
+``exclude_inapplicable`` the actions on visible names that cannot be accepted in any case
+(:func:`lookplangraph.agent.view.inapplicable`: ``go_to`` the current room, ``discover_objects``
+of a room...) are excluded too. A backend that cannot enforce an exclusion samples instead, and
+a reply that still repeats a refused action is refused again without being tried.
+
+The episode ends on ``done``, after ``max_unresolved`` unresolved answers (or, in ``none``
+mode, infeasible actions) in a row, or after ``max_actions`` accepted actions. It is then judged
+on the environment's true final graph: success when every goal unit holds, nothing else changed
+(for goals with ``unchanged_elsewhere``) and no action of the plan was infeasible;
+``success_changed_only`` leaves out the side effects; precision M^C/M.
+
+Ablations (paper Table V) are :class:`PlannerConfig` fields: ``graph_style`` (text/json/full),
+``priors`` (False: no priors), ``correction`` (above). ``vocabulary``
+says what constrained decoding may name: ``flat`` (default; every name in the view) or ``typed``
+(each function only the names it can take, :func:`lookplangraph.agent.view.vocabulary`).
+``refuse_cycles`` (default on) makes an action unresolved, with feedback, when it would bring the
+memory graph back to a state it has already been in twice during the episode: one return is
+allowed (turn a coffee machine on, then off), a second is an oscillation (on, off, on, off; go_to
+back and forth without doing anything), which a small model otherwise keeps up until the action
+limit.
+"""
 
 from __future__ import annotations
 
-from lookplangraph.agent.loop import run_episode
+import time
+from collections import Counter
+from dataclasses import asdict
+from typing import Callable, Sequence
+
+from grasif.task import Task
+from sgs.graph import SceneGraph
+from sgs.simulator import TARGET_STATE, Infeasible, check, expand_unchecked, hallucination
+
+from lookplangraph.agent.decide import LMReply, decide
+from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
+from lookplangraph.agent.memory import MemoryGraph
+from lookplangraph.agent.perception import Perception, PerceptionError
+from lookplangraph.agent.view import inapplicable, render, visible_names, vocabulary
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
+from lookplangraph.prompts import dynamic_prompt, static_prompt
+
+
+def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
+                on_step: "StepCallback | Sequence[StepCallback] | None" = None, augmentation=None,
+                on_reply: Callable[[LMReply, MemoryGraph], None] | None = None) -> EpisodeResult:
+    """Run Algorithm 1 on ``task`` with ``lm`` (an :class:`~lookplangraph.lm.LMBackend`; each
+    step is one :func:`~lookplangraph.agent.decide.decide`) in ``env`` (a
+    :class:`sim_adapters.base.Environment`). ``on_step`` (one callback or several) sees every
+    :class:`StepRecord` once it is complete; ``on_reply`` sees each decision and the memory it was
+    made on before the action is checked and carried out (a trial shows it to the operator).
+    ``augmentation`` (a :class:`vlm.gam.GraphAugmentation`, default ground truth) turns
+    ``discover_objects`` observations into memory (:mod:`lookplangraph.agent.perception`); its
+    cost is reported apart from the planner's."""
+    cfg = config or PlannerConfig()
+    perceive = Perception(augmentation)
+    t0 = time.perf_counter()
+    env.reset()
+    initial_true = env.true_graph()
+    memory = MemoryGraph(task.graph, priors=cfg.priors)
+    static = static_prompt()
+    history: list[tuple[str, str, str]] = []
+    log = EpisodeLog(on_step)
+    feedback: str | None = None
+    unresolved = 0
+    last_accepted: str | None = None
+    state = state_key(memory.graph)
+    visited = Counter([state])
+    refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
+    termination = "max_actions"
+
+    while sum(r.accepted for r in log.records) < cfg.max_actions:
+        if cfg.vocabulary == "typed":
+            names = vocabulary(memory, cfg.graph_style)
+        else:
+            names = visible_names(memory, cfg.graph_style)
+        excluded = list(refused) if cfg.exclude_refused else []
+        if cfg.exclude_inapplicable:
+            excluded += [k for k in inapplicable(memory, flat_names(names)) if k not in refused]
+        dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
+        reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
+                       reason_max_length=cfg.reason_max_length)
+        if on_reply is not None:
+            on_reply(reply, memory)
+        rec = log.add(StepRecord(len(log) + 1, reply.reason, str(reply.action) if reply.action else None, False,
+                                 reply.text, prompt_tokens=reply.usage.prompt_tokens,
+                                 completion_tokens=reply.usage.completion_tokens,
+                                 cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds, excluded=len(excluded)))
+        key = action_key(reply.action) if reply.action is not None else None
+        if key is not None and key in refused and cfg.exclude_refused:
+            feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
+                                       "choose a different action")
+        else:
+            feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive)
+        new_state = state_key(memory.graph)
+        if rec.accepted:
+            visited[new_state] += 1
+            last_accepted = rec.proposed
+            history.append((reply.reason or "", rec.proposed, feedback or _as_done(rec)))
+        if new_state != state:
+            state, refused = new_state, {}
+        elif key is not None and (not rec.accepted or rec.infeasible):
+            refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
+        log.emit(rec)
+        if rec.accepted and reply.action.function_name == "done":
+            termination = "done"
+            break
+        unresolved = 0 if feedback is None and rec.infeasible is None else unresolved + 1
+        if unresolved >= cfg.max_unresolved:
+            termination = "unresolved"
+            break
+
+    records = log.records
+    infeasible = [f"{r.proposed}: {r.infeasible}" for r in records if r.infeasible]
+    return episode_result(task, env, lm, cfg, records, initial=initial_true, t0=t0, termination=termination,
+                          augmentation=perceive.mode, actions=[r.proposed for r in records if r.accepted],
+                          executed=[step for r in records for step in r.executed], infeasible=infeasible)
+
+
+#: Appended to the feedback on an action whose effect is already in place: a small model repeats
+#: the last step of a finished task instead of answering done().
+DONE_HINT = "; if the instruction is carried out now, answer done()"
+
+
+def _already_so(graph: SceneGraph, action) -> bool:
+    """Whether what ``action`` would bring about already holds in ``graph`` (a toggle already in
+    its state, an object already where ``rearrange`` or ``put`` would take it, ``go_to`` the
+    agent's own room)."""
+    fn, node = action.function_name, action.node
+    if fn == "go_to":
+        return node == graph.agent.location
+    if fn in TARGET_STATE:
+        return node in graph.nodes and graph.nodes[node].has(TARGET_STATE[fn])
+    if fn == "rearrange" and action.relation in ("ontop", "inside"):
+        edge = graph.parent.get(node)
+        return edge is not None and edge[0] == action.destination and edge[1].value == action.relation
+    return False
+
+
+def _as_done(rec: StepRecord) -> str:
+    """The primitive steps of an accepted action when they are more than the action itself (the
+    LM then knows that, say, the fridge was opened on the way and is still open). Nothing for an
+    infeasible action of correction ``none``: the LM is not told how far it got."""
+    if rec.executed and rec.executed != [rec.proposed] and rec.infeasible is None:
+        return "done as: " + ", ".join(rec.executed)
+    return ""
+
+
+def state_key(g: SceneGraph):
+    """What a memory graph says about the scene, as a hashable value (for cycle detection; also
+    used by SG-RwR's step mode)."""
+    return (frozenset((n, v.states) for n, v in g.nodes.items()), frozenset(g.parent.items()),
+            g.agent.location, g.agent.holding, g.inspected)
+
+
+def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted: str | None,
+                   visited: Counter, perceive: Perception) -> str | None:
+    """Validate, correct and execute one reply (an object with ``action`` and ``error``) as the
+    loop does, also for SG-RwR's step mode; fill ``rec``; return feedback or ``None``."""
+    action = reply.action
+    if action is None:
+        rec.feedback = reply.error or "your answer could not be read as an action"
+        return rec.feedback
+    if action.function_name == "done":
+        rec.accepted = True
+        return None
+    if cfg.correction == "none":
+        fb = hallucination(memory.graph, action)
+        if fb is None:
+            outcome = check(memory.graph, action, correct=False)
+            if not outcome.ok:  # an execution error: not caught, the environment meets it
+                return _execute_unchecked(action, memory, env, rec, perceive)
+    else:
+        fb = memory.unseen_feedback(action)
+        if fb is None:
+            outcome = check(memory.graph, action, correct=cfg.correction == "rules")
+            fb = outcome.feedback
+    if fb is None and outcome.graph == memory.graph:
+        if last_accepted == rec.proposed:
+            fb = f"you just did {rec.proposed} and it changed nothing; choose another action"
+        else:
+            fb = f"{rec.proposed} changes nothing (you are already there or it is already so); choose another action"
+    if fb is None and cfg.refuse_cycles and visited[state_key(outcome.graph)] >= 2:
+        fb = (f"{rec.proposed} would bring the scene back to a state it has already been in twice; "
+              "you are going in circles, choose a step that moves the task forward")
+    if fb is not None:
+        if cfg.done_hint and _already_so(memory.graph, action):
+            fb += DONE_HINT
+        rec.feedback = fb
+        return fb
+    rec.corrections = list(outcome.corrections)
+    for step in outcome.actions:
+        result = env.step(step)
+        if not result.ok:
+            rec.feedback = f"{result.feedback}; your memory of the scene was out of date"
+            break
+        try:
+            memory.apply(step)
+        except Infeasible as exc:  # memory and environment disagree; the environment is right
+            rec.feedback = f"{step} happened, but memory could not follow: {exc}"
+            break
+        rec.executed.append(str(step))
+        if result.observation is not None:
+            try:
+                observation = _perceive(perceive, result.observation, memory, env, rec)
+            except PerceptionError as exc:
+                rec.feedback = f"{step} happened, but nothing could be learnt from it: {exc}"
+                break
+            removed = memory.discover(observation)
+            rec.observed = [f"{o.name} {o.relation} {o.parent}" for o in observation.objects]
+            if removed:
+                rec.observed.append("not found: " + ", ".join(removed))
+    rec.accepted = bool(rec.executed)
+    return rec.feedback
+
+
+def _perceive(perceive: Perception, observation, memory: MemoryGraph, env, rec: StepRecord):
+    """The observation for memory; the augmentation's trace entry goes to ``rec.perceived``."""
+    observation, entry = perceive(observation, memory, env)
+    if entry is not None:
+        rec.perceived.append(asdict(entry))
+    return observation
+
+
+def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord, perceive: Perception) -> None:
+    """Correction ``none``: run ``action``'s steps as written until the environment refuses one;
+    the action stays in the plan (accepted) with ``rec.infeasible`` set. No feedback for the LM."""
+    rec.accepted = True
+    for step in expand_unchecked(memory.graph, action):
+        result = env.step(step)
+        if not result.ok:
+            rec.infeasible = result.feedback or f"{step} failed"
+            return None
+        try:
+            memory.apply(step)
+        except Infeasible as exc:  # the environment did it although memory thought it could not
+            rec.infeasible = f"{step} happened, but memory could not follow: {exc}"
+            return None
+        rec.executed.append(str(step))
+        if result.observation is not None:
+            try:
+                memory.discover(_perceive(perceive, result.observation, memory, env, rec))
+            except PerceptionError as exc:
+                rec.infeasible = f"{step} happened, but nothing could be learnt from it: {exc}"
+                return None
+    return None
 
 
 class LookPlanGraph:
-    """One LM call per action over the memory graph, checked and corrected by the SGS."""
+    """LookPlanGraph under the planner protocol (:mod:`lookplangraph.planners.base`): one LM call
+    per action over the memory graph, checked and corrected by the SGS (:func:`run_episode`)."""
 
     name = "lookplangraph"
 

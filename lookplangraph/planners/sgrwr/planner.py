@@ -53,7 +53,7 @@ from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, episode_result, extend
-from lookplangraph.agent.loop import attempt_action, state_key
+from lookplangraph.planners.lookplangraph import attempt_action, state_key
 from lookplangraph.planners.sgrwr.agents import Reasoner, Retriever, Session, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data
 from lookplangraph.planners.sgrwr.records import SGRwRResult, SGRwRStep
