@@ -13,6 +13,10 @@ this graph, never against the environment.
 * Acting on an unseen prior (pick it up, move it) is refused by :meth:`unseen_feedback`: its
   place must first be confirmed with ``discover_objects`` on its remembered holder.
 * ``priors=False`` (the "No Priors" ablation) starts with no objects at all.
+* The agent reaches the SGS through this graph, one way: :meth:`check` (validate and correct an
+  action), :meth:`hallucination` (only what no execution could make sense of) and
+  :meth:`expand_unchecked` (an action's steps as written), all on the belief, never on the
+  environment.
 
 :meth:`render` serializes what the LM sees each step (module :mod:`lookplangraph.agent.view`).
 """
@@ -23,7 +27,7 @@ from dataclasses import replace
 
 from sgs.actions import Action
 from sgs.graph import Layer, Node, Relation, SceneGraph
-from sgs.simulator import apply
+from sgs.simulator import Outcome, apply, check, expand_unchecked, hallucination
 from sim_adapters.base import Observation
 
 #: functions whose ``node`` must be a confirmed (seen) object
@@ -54,6 +58,20 @@ class MemoryGraph:
             return (f"{action.node} is only remembered {g.parent[action.node][1].value} {near}, "
                     f"not seen; confirm where it is with discover_objects({holder}) first")
         return None
+
+    # -- the SGS on the belief ----------------------------------------------------------------------
+    def check(self, action: Action, *, correct: bool = True) -> Outcome:
+        """:func:`sgs.simulator.check` of ``action`` on the belief (corrections when ``correct``)."""
+        return check(self.graph, action, correct=correct)
+
+    def hallucination(self, action: Action) -> str | None:
+        """Feedback when ``action`` names an unknown function or node or misses an argument
+        (:func:`sgs.simulator.hallucination`), else ``None``."""
+        return hallucination(self.graph, action)
+
+    def expand_unchecked(self, action: Action) -> list[Action]:
+        """``action``'s primitive steps as written, feasible or not (:func:`sgs.simulator.expand_unchecked`)."""
+        return expand_unchecked(self.graph, action)
 
     # -- updates after the environment acted ---------------------------------------------------
     def apply(self, action: Action) -> None:

@@ -53,7 +53,6 @@ from typing import Any, Callable
 from grasif.goals import GoalSpec, evaluate_goal
 from grasif.task import Task, load_task, save_task
 from sgs.io import graph_to_dict, load_graph
-from sgs.simulator import check, expand_unchecked, hallucination
 from sim_adapters.base import Observation
 from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, TrialPaused
 
@@ -308,11 +307,11 @@ class TrialSession:
         action, expansion = reply.action, []
         if action is not None and action.function_name != "done":
             mode = self.cfg.correction
-            outcome = check(memory.graph, action, correct=mode == "rules")
+            outcome = memory.check(action, correct=mode == "rules")
             if outcome.ok:
                 expansion = [str(a) for a in outcome.actions]
-            elif mode == "none" and hallucination(memory.graph, action) is None:
-                expansion = [str(a) for a in expand_unchecked(memory.graph, action)]
+            elif mode == "none" and memory.hallucination(action) is None:
+                expansion = [str(a) for a in memory.expand_unchecked(action)]
         self.env.set_action(str(action) if action is not None else None, reply.reason, expansion)
 
     def run(self) -> EpisodeResult | None:

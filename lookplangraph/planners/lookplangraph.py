@@ -15,7 +15,7 @@ when the environment refuses a step (the memory was stale). Otherwise the SGS's 
 * ``rules`` (default): hallucinations and execution errors found on the memory graph are
   re-prompted with feedback, and feasible-but-incomplete actions are corrected by the SGS's rules
   (inserted ``go_to``/``open``, resolved names, ``put_on(o, d)`` read as ``rearrange``);
-* ``feedback``: the same feedback, nothing corrected (``check(..., correct=False)``);
+* ``feedback``: the same feedback, nothing corrected (``memory.check(..., correct=False)``);
 * ``none`` (the paper's "No Correction" ablation): only *hallucinations* are re-prompted — an
   unreadable reply, an unknown function, a missing argument, a name that is no node
   (:func:`sgs.simulator.hallucination`). An action with an execution error is not caught: its
@@ -59,7 +59,7 @@ from typing import Callable, Sequence
 
 from grasif.task import Task
 from sgs.graph import SceneGraph
-from sgs.simulator import TARGET_STATE, Infeasible, check, expand_unchecked, hallucination
+from sgs.simulator import TARGET_STATE, Infeasible
 
 from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
@@ -195,15 +195,15 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
         rec.accepted = True
         return None
     if cfg.correction == "none":
-        fb = hallucination(memory.graph, action)
+        fb = memory.hallucination(action)
         if fb is None:
-            outcome = check(memory.graph, action, correct=False)
+            outcome = memory.check(action, correct=False)
             if not outcome.ok:  # an execution error: not caught, the environment meets it
                 return _execute_unchecked(action, memory, env, rec, perceive)
     else:
         fb = memory.unseen_feedback(action)
         if fb is None:
-            outcome = check(memory.graph, action, correct=cfg.correction == "rules")
+            outcome = memory.check(action, correct=cfg.correction == "rules")
             fb = outcome.feedback
     if fb is None and outcome.graph == memory.graph:
         if last_accepted == rec.proposed:
@@ -256,7 +256,7 @@ def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord, percei
     """Correction ``none``: run ``action``'s steps as written until the environment refuses one;
     the action stays in the plan (accepted) with ``rec.infeasible`` set. No feedback for the LM."""
     rec.accepted = True
-    for step in expand_unchecked(memory.graph, action):
+    for step in memory.expand_unchecked(action):
         result = env.step(step)
         if not result.ok:
             rec.infeasible = result.feedback or f"{step} failed"
