@@ -6,7 +6,7 @@
 #
 #   benchmarks/baselines_eval.sh runs/bl static          # Table IV (static environment)
 #   benchmarks/baselines_eval.sh runs/bl dynamic 0       # Table II (dynamic, seed 0)
-#   lookplangraph report runs/bl_static_* --splits
+#   lookplangraph report runs/bl_static_* --per-split
 #
 # PLANNERS="llm-as-p react" restricts the planners (sg-rwr may be added: configs/table*_sg_rwr.toml);
 # SPLITS="behavior" the splits; VH="..." and BH="..." replace the task lists, OFFICE="office-01 ..."
@@ -29,12 +29,12 @@ BH=${BH:-"buy_a_belt lighting_fireplace packing_recreational_vehicle_for_trip pi
 L=${LOOKPLANGRAPH:-.venv/bin/lookplangraph}
 PLANNERS=${PLANNERS:-"llm-as-p llm+p sayplan-lite sayplan react lookplangraph"}
 SPLITS=${SPLITS:-"behavior virtualhome office"}
-if [ "$MODE" = dynamic ]; then TABLE=table2; EXTRA="--dynamic --seed $SEED"; TAG="dynamic$SEED"; else TABLE=table4; EXTRA=""; TAG=static; fi
+if [ "$MODE" = dynamic ]; then TABLE=table2; EXTRA="--dynamic --dynamic-seed $SEED"; TAG="dynamic$SEED"; else TABLE=table4; EXTRA=""; TAG=static; fi
 for split in $SPLITS; do
   case $split in
-    behavior) TASKS="--tasks $BH";;
-    virtualhome) TASKS="--tasks $VH";;
-    office) TASKS=${OFFICE:+--tasks $OFFICE};;
+    behavior) TASKS="--task $BH";;
+    virtualhome) TASKS="--task $VH";;
+    office) TASKS=${OFFICE:+--task $OFFICE};;
   esac
   for p in $PLANNERS; do
     case $p in

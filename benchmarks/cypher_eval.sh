@@ -22,7 +22,7 @@ for round in $ROUNDS; do
       budget="timeout $left"
     fi
     echo "== $task $variant limit $limit ($(date +%T))"
-    $budget $PY -m lookplangraph.cypher.commands cypher-eval --task "$task" --variant "$variant" --limit "$limit" \
+    $budget $PY -m lookplangraph.cypher.commands cypher-eval --benchmark "$task" --variant "$variant" --limit "$limit" \
       --lm "$LM" --out "$OUT/${task}_${variant}" --cache
   done
 done

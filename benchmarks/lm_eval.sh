@@ -8,7 +8,7 @@
 #   benchmarks/lm_eval.sh runs/lm47_typed --vocabulary typed
 #   benchmarks/lm_eval.sh runs/lm47_feedback --correction feedback
 #
-# Then: lookplangraph report runs/lm47_* --splits, or benchmarks/rejudge.py (judges results written
+# Then: lookplangraph report runs/lm47_* --per-split, or benchmarks/rejudge.py (judges results written
 # by older versions under today's goals).
 set -e
 # Back to back, each run would see the previous one's load average and take 1 llama.cpp thread:
@@ -19,6 +19,6 @@ shift
 VH="file120_1 file27_2 file331_2 file392_1 file432_1 file44_1 file463_2 file487_1 file647_2 file650_1 file705_1 file773_1"
 BH="buy_a_belt lighting_fireplace packing_recreational_vehicle_for_trip picking_up_trash putting_backpack_in_car_for_school putting_out_condiments"
 L=${LOOKPLANGRAPH:-.venv/bin/lookplangraph}
-$L eval --split virtualhome --tasks $VH --max-actions 12 --out "${OUT}_vh" "$@"
-$L eval --split behavior --tasks $BH --max-actions 12 --out "${OUT}_bh" "$@"
+$L eval --split virtualhome --task $VH --max-actions 12 --out "${OUT}_vh" "$@"
+$L eval --split behavior --task $BH --max-actions 12 --out "${OUT}_bh" "$@"
 $L eval --split office --max-actions 12 --out "${OUT}_office" "$@"

@@ -1,14 +1,44 @@
-"""The ``lookplangraph`` command.
+"""The ``lookplangraph`` command: one sub-command per job (``lookplangraph --help`` lists them;
+each has ``--help`` with a description and examples), and the conventions every command follows,
+here in one place (README, *Command line*; checked by ``tests/test_cli_conventions.py``):
 
-Exit codes: 0 success, 1 the plan fails (``validate``), 2 bad input (unreadable or invalid files).
+* one vocabulary: ``--split S`` a GraSIF split (``--split S [S ...]`` where a command takes
+  several), ``--task ID`` a task id of the split (``--task ID [ID ...]`` for ``eval``),
+  ``--task-file FILE`` a task JSON file, ``--seed N`` the seed of random sampling (which tasks,
+  items or observations), ``--dynamic-seed N`` the seed of dynamic mode, ``--correction
+  rules|feedback|none``, ``--lm``/``--vlm``/``--parser-lm SPEC`` the planner's (or a command's
+  one), the describer's and the parser's backends, ``--data-dir DIR`` the GraSIF build,
+  ``--out`` where results go;
+* yes/no flags are ``--NAME/--no-NAME`` (:class:`argparse.BooleanOptionalAction`), their
+  default in the help; renamed flags keep their old spelling for one release as hidden aliases
+  that print a one-line deprecation note (:class:`DeprecatedAlias`);
+* a command is offered only the flags its handler reads; flags are not abbreviated;
+* the exit codes of :data:`EXIT_CODES`, the same for every command::
+
+    0    success
+    1    the task failed: a plan fails validation (validate), an episode or trial did not succeed
+         (run, trial), a question got no answer (ask), only weak isolation (sandbox)
+    2    bad usage or input: argparse errors, unreadable or invalid files, unknown task ids
+    3    unavailable: an LM that cannot be used (LMError, LMUnavailable), a VirtualHome or Unity
+         simulator, Neo4j or LadybugDB not reachable, a missing optional package
+    130  interrupted (Ctrl-C): one line on stderr, no traceback; finished work is kept
+    141  stdout closed early (``lookplangraph grasif list | head -1``): output stops quietly
+
+The commands that other modules define (``reproduce``, ``view``, ``sandbox``, ``ask``,
+``cypher-eval``, ``cypher-build``) use only the standard library's argparse (the layers below
+import nothing from here) and return these codes as numbers; :func:`build_parser` brings their
+parsers under the same help format and adds their deprecated aliases.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import textwrap
 from pathlib import Path
+from typing import Callable, Iterable
 
 from grasif.goals import GoalSpec, goal_from_graphs
 from grasif.task import TaskError, load_task
@@ -19,11 +49,243 @@ from sgs.io import graph_from_dict, load_graph
 from sgs.render import render_tree
 
 
+# -- conventions of every command ----------------------------------------------------------------
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+#: ``(code, meaning)``: the one table of exit codes (module doc)
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "success"),
+    (EXIT_FAILED, "the task failed: a plan fails validation (validate), an episode or trial did not succeed "
+                  "(run, trial), a question got no answer (ask), only weak isolation (sandbox)"),
+    (EXIT_USAGE, "bad usage or input: unknown flags, unreadable or invalid files, unknown task ids"),
+    (EXIT_UNAVAILABLE, "unavailable: an LM that cannot be used, a VirtualHome/Unity simulator or Neo4j not "
+                       "reachable, a missing optional package"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); finished work is kept, rerunning resumes where the command says so"),
+    (EXIT_BROKEN_PIPE, "stdout closed early (e.g. `| head`); output stops quietly"),
+)
+
+PROG = "lookplangraph"
+WIDTH = 92
+
+
+class UsageError(Exception):
+    """Bad command-line input: ``error: MESSAGE`` on stderr, exit code 2."""
+
+
+class Unavailable(Exception):
+    """Something the command needs cannot be reached or used (an LM, a simulator, a database, an
+    optional package): ``error: MESSAGE`` on stderr, exit code 3."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C with a message (what is kept, how to go on): printed as one line, exit code 130
+    (any ``KeyboardInterrupt(message)`` is; this one says so where it is raised)."""
+
+
+def exit_codes_text(indent: str = "  ") -> str:
+    """The exit-code table as help text."""
+    lines = ["exit codes:"]
+    for code, meaning in EXIT_CODES:
+        wrapped = textwrap.wrap(meaning, WIDTH - len(indent) - 6)
+        lines.append(f"{indent}{code:<4}  {wrapped[0]}")
+        lines += [f"{indent}{'':<4}  {more}" for more in wrapped[1:]]
+    return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed package's version (importlib.metadata)."""
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    try:
+        return _version("lookplangraph")
+    except PackageNotFoundError:  # pragma: no cover - a checkout that is not installed
+        return "unknown (not installed)"
+
+
+# -- flags -------------------------------------------------------------------------------------
+class YesNo(argparse.BooleanOptionalAction):
+    """``--NAME/--no-NAME`` (:class:`argparse.BooleanOptionalAction`), its default in the help
+    (``default_text`` where the default is None: decided later, e.g. by a config file)."""
+
+    def __init__(self, option_strings, dest, default=None, help=None, default_text=None, **kwargs):
+        super().__init__(option_strings, dest, default=default, help=None, **kwargs)
+        shown = default_text if default_text is not None else ("on" if default else "off")
+        self.help = f"{help} (default: {shown})" if help else f"default: {shown}"
+
+
+class DeprecatedAlias(argparse.Action):
+    """A hidden old spelling of a renamed flag, kept for one release: it prints one line to stderr
+    (``lookplangraph: --OLD is deprecated; use NEW``) and then does what ``NEW`` does: stores its
+    value (or ``const`` when it takes none) in ``dest``, or extends the list there
+    (``extend=True``). Documented in README's *Command line* section."""
+
+    def __init__(self, option_strings, dest, *, use: str, nargs=None, const=None, extend: bool = False,
+                 default=argparse.SUPPRESS, type=None, choices=None, metavar=None, help=argparse.SUPPRESS,
+                 required=False):
+        super().__init__(option_strings, dest, nargs=nargs, const=const, default=default, type=type,
+                         choices=choices, metavar=metavar, help=help, required=required)
+        self.use, self.extend = use, extend
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{PROG}: {option_string} is deprecated and goes in the next release; use {self.use}", file=sys.stderr)
+        if self.nargs == 0:
+            values = self.const
+        if self.extend:
+            values = list(getattr(namespace, self.dest, None) or []) + list(values)
+        setattr(namespace, self.dest, values)
+
+
+def deprecated(parser, old: str, dest: str, use: str, **kwargs) -> argparse.Action:
+    """Add the hidden alias ``old`` of the flag whose value is ``dest`` (see :class:`DeprecatedAlias`)."""
+    return parser.add_argument(old, dest=dest, action=DeprecatedAlias, use=use, **kwargs)
+
+
+def required(parser: argparse.ArgumentParser, dest: str, flag: str, func: Callable) -> Callable:
+    """``func``, refusing to run (argparse's message, exit code 2) when neither ``flag`` nor its
+    deprecated alias gave ``dest`` a value: argparse's ``required=True`` knows nothing of aliases."""
+    import functools
+
+    @functools.wraps(func)
+    def run(args) -> int:
+        if getattr(args, dest, None) is None:
+            parser.print_usage(sys.stderr)
+            print(f"{parser.prog}: error: the following arguments are required: {flag}", file=sys.stderr)
+            return EXIT_USAGE
+        return func(args)
+
+    return run
+
+
+# -- commands and their help -------------------------------------------------------------------
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help, except for descriptions and epilogs: a paragraph (blank-line separated) is
+    filled to the width unless it is a block (its first line ends with ``:``, or a line is
+    indented), which is kept as written: ``examples:`` and the exit codes."""
+
+    def _fill_text(self, text, width, indent):
+        out = []
+        for para in textwrap.dedent(text).strip("\n").split("\n\n"):
+            lines = para.splitlines()
+            if lines and (lines[0].rstrip().endswith(":") or any(line[:1].isspace() for line in lines)):
+                out.append("\n".join(indent + line for line in lines))
+            else:
+                out.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                         subsequent_indent=indent))
+        return "\n\n".join(out)
+
+
+def examples_text(examples: Iterable[str]) -> str:
+    """An epilog: ``examples:`` and one command per line."""
+    return "examples:\n" + "\n".join(f"  {e}" for e in examples)
+
+
+def add_command(sub, name: str, *, help: str, description: str, examples: Iterable[str],
+                epilog_extra: str = "", **kwargs) -> argparse.ArgumentParser:
+    """A sub-command with a one-line ``help`` (the parent's list), a ``description`` and an epilog
+    of ``examples`` (each ``lookplangraph ...``); abbreviated flags are not accepted."""
+    epilog = examples_text(examples) + (f"\n\n{epilog_extra}" if epilog_extra else "")
+    return sub.add_parser(name, help=help, description=description, epilog=epilog, formatter_class=HelpFormatter,
+                          allow_abbrev=False, **kwargs)
+
+
+def conform(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Bring a parser and its sub-commands, wherever they were defined, under the conventions'
+    form: :class:`HelpFormatter`, no abbreviated flags, a yes/no flag's default said once (the
+    help text says it; Python 3.10's argparse would append it again)."""
+    parser.formatter_class = HelpFormatter
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse.BooleanOptionalAction) and action.help:
+            action.help = action.help.replace(" (default: %(default)s)", "")
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                conform(sub)
+    return parser
+
+
+# -- running a command -------------------------------------------------------------------------
+def _quiet_stdout() -> None:
+    """After EPIPE on stdout: point it at /dev/null so that the interpreter's last flush is silent
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _close_progress_bars() -> None:
+    """End any tqdm bar on stderr with its line, so that a message printed next starts a line."""
+    tqdm = sys.modules.get("tqdm")
+    if tqdm is None:
+        return
+    for bar in list(getattr(tqdm.tqdm, "_instances", ()) or ()):
+        try:
+            bar.close()
+        except Exception:  # noqa: BLE001 - a bar that cannot be closed is left as it is
+            pass
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The exit code of an error that the commands report without a traceback (None for others):
+    :class:`UsageError` 2; :class:`Unavailable`, :class:`lookplangraph.lm.LMError` and a store
+    or simulator that cannot be reached 3."""
+    if isinstance(exc, UsageError):
+        return EXIT_USAGE
+    if isinstance(exc, Unavailable):
+        return EXIT_UNAVAILABLE
+    lm = sys.modules.get("lookplangraph.lm.base")
+    if lm is not None and isinstance(exc, lm.LMError):
+        return EXIT_UNAVAILABLE
+    return None
+
+
+def run_main(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentParser], argv: list[str] | None,
+             dispatch: Callable[[argparse.Namespace], int] | None = None) -> int:
+    """Parse ``argv`` and run the command (``args.func(args)``, or ``dispatch(args)``), returning
+    its exit code: argparse's own (2 on bad usage, 0 after ``--help``), the handler's, 2 or 3 for
+    the errors of :func:`error_code` (one ``error:`` line on stderr), 130 after Ctrl-C (one line
+    on stderr), 141 when stdout was closed early (nothing more is printed). ``parser`` may be a
+    function that builds it (then Ctrl-C while it imports is handled too)."""
+    try:
+        if not isinstance(parser, argparse.ArgumentParser):
+            parser = parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
+        try:
+            code = dispatch(args) if dispatch is not None else args.func(args)
+        except Exception as exc:  # noqa: BLE001 - only the known kinds are reported; the rest re-raised
+            code = error_code(exc)
+            if code is None:
+                raise
+            _close_progress_bars()
+            print(f"error: {exc}", file=sys.stderr)
+            return code
+        sys.stdout.flush()  # a closed pipe shows here rather than at the interpreter's exit
+        return EXIT_OK if code is None else code
+    except KeyboardInterrupt as exc:
+        _close_progress_bars()
+        message = str(exc) or "interrupted"  # KeyboardInterrupt("...") says what is kept
+        print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+
+
 SPLITS = ["virtualhome", "behavior", "office"]
+CORRECTIONS = ["rules", "feedback", "none"]
+DATA_DIR_HELP = "GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)"
 
-
-class InputError(Exception):
-    """Bad command-line input; the message is printed and the command exits with 2."""
+#: bad command-line input: the message is printed and the command exits with 2
+InputError = UsageError
 
 
 def _read_json(path: str):
@@ -89,17 +351,17 @@ def _print_report(report: ValidationReport, out) -> None:
 
 
 def cmd_validate(args) -> int:
-    if args.task:
+    if args.task_file:
         try:
-            task = load_task(args.task)
+            task = load_task(args.task_file)
         except TaskError as exc:
             raise InputError(str(exc)) from None
         initial, goal, plan = task.graph, task.goal, task.ground_truth_plan
         if args.initial or args.goal:
-            raise InputError("give either --task or --initial/--goal")
+            raise InputError("give either --task-file or --initial/--goal")
     else:
         if not (args.initial and args.goal and args.plan):
-            raise InputError("validate needs --initial, --goal and --plan (or --task)")
+            raise InputError("validate needs --initial, --goal and --plan (or --task-file)")
         try:
             initial = load_graph(args.initial)
         except (GraphError, ValueError) as exc:
@@ -114,12 +376,15 @@ def cmd_validate(args) -> int:
             plan = plan["plan"]
         if not isinstance(plan, list):
             raise InputError(f"{args.plan}: a plan is a JSON list of actions")
-    report = validate_plan(initial, plan, goal, correct=not args.no_correction)
+    try:
+        report = validate_plan(initial, plan, goal, correct=args.correction != "none")
+    except ActionSyntaxError as exc:
+        raise InputError(str(exc)) from None
     if args.json:
         print(json.dumps(report.summary(), indent=1))
     else:
         _print_report(report, sys.stdout)
-    return 0 if report.success else 1
+    return EXIT_OK if report.success else EXIT_FAILED
 
 
 def cmd_show(args) -> int:
@@ -130,7 +395,18 @@ def cmd_show(args) -> int:
     except FileNotFoundError:
         raise InputError(f"{args.graph}: no such file") from None
     print(render_tree(graph))
-    return 0
+    return EXIT_OK
+
+
+def _source_error(exc: Exception) -> Exception:
+    """A GraSIF build's error as the command's: a source package that is not installed (or cannot
+    be imported) is unavailable (3), anything else bad input (2)."""
+    from grasif.dataset import SourceError
+
+    text = str(exc).strip("'\"")
+    if isinstance(exc, SourceError) and ("not installed" in text or "cannot be imported" in text):
+        return Unavailable(text)
+    return InputError(text)
 
 
 def cmd_grasif(args) -> int:
@@ -153,33 +429,46 @@ def cmd_grasif(args) -> int:
         else:
             print(dataset.stats_table(data_dir))
     except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
-        raise InputError(str(exc).strip("'\"")) from None
-    return 0
+        raise _source_error(exc) from None
+    return EXIT_OK
 
 
 # -- episodes and evaluation -------------------------------------------------------------------
 def _settings(args):
+    """Run settings from ``--config`` and the flags of ``run``/``eval`` (None: not given)."""
     from lookplangraph.evaluation.settings import SettingsError, load_settings
 
+    task = getattr(args, "task", None)
     overrides = {
-        "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": True if args.dynamic else None, "seed": args.seed,
+        "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": args.dynamic, "seed": args.dynamic_seed,
         "env": args.env, "augmentation": args.augmentation, "vlm": args.vlm, "parser_lm": args.parser_lm,
-        "max_actions": args.max_actions, "graph_style": args.graph_style,
-        "priors": False if args.no_priors else None,
-        "correction": "none" if args.no_correction else args.correction,
-        "out": args.out, "cache": getattr(args, "cache", None),
-        "tasks": getattr(args, "tasks", None) or ([args.task] if getattr(args, "task", None) else None),
+        "max_actions": args.max_actions, "graph_style": args.graph_style, "priors": args.priors,
+        "correction": args.correction, "out": args.out, "cache": getattr(args, "cache", None),
+        "tasks": [task] if isinstance(task, str) else (task or None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
         "selection": getattr(args, "selection", None), "vocabulary": args.vocabulary,
-        "refuse_cycles": False if args.allow_cycles else None,
-        "exclude_refused": False if args.no_exclude_refused else None,
-        "exclude_inapplicable": False if args.no_exclude_inapplicable else None,
-        "done_hint": True if args.done_hint else None,
+        "refuse_cycles": args.refuse_cycles, "exclude_refused": args.exclude_refused,
+        "exclude_inapplicable": args.exclude_inapplicable, "done_hint": args.done_hint,
     }
     try:
-        return load_settings(args.config, overrides)
+        s = load_settings(args.config, overrides)
     except SettingsError as exc:
         raise InputError(str(exc)) from None
+    _check_specs(s)
+    return s
+
+
+def _check_specs(s) -> None:
+    """A backend spec that cannot be read is bad input (2), before any LM is made (an LM that then
+    cannot be used is 3)."""
+    from lookplangraph.lm import LMError, parse_spec
+
+    for flag, spec in (("--lm", s.lm), ("--vlm", s.vlm), ("--parser-lm", s.parser_lm)):
+        if spec:
+            try:
+                parse_spec(spec)
+            except LMError as exc:
+                raise InputError(f"{flag}: {exc}") from None
 
 
 def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
@@ -201,7 +490,7 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
             dataset.build(root, splits=[s.split], progress=lambda m: print(m, file=sys.stderr))
         tasks = dataset.load_split(root, s.split)
     except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
-        raise InputError(str(exc).strip("'\"")) from None
+        raise _source_error(exc) from None
     if s.selection:
         tasks = [t for t in tasks if s.selection in t.provenance.get("selections", [])]
         if not tasks:
@@ -219,7 +508,8 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
 
 def _lm_factory(s, out: Path, args=None):
     """One LM per call (per worker); with ``--endpoints`` (or ``lm_options.endpoints``) each is a
-    client of one shared endpoint pool (:func:`lookplangraph.lm.pool.lm_factory`)."""
+    client of one shared endpoint pool (:func:`lookplangraph.lm.pool.lm_factory`). A bad endpoint
+    list is bad input (2); an LM that cannot be made is unavailable (3)."""
     from lookplangraph.lm import LMError
     from lookplangraph.lm.pool import lm_factory
 
@@ -235,7 +525,7 @@ def _lm_factory(s, out: Path, args=None):
         try:
             return make()
         except LMError as exc:
-            raise InputError(str(exc)) from None
+            raise Unavailable(str(exc)) from None
 
     return factory
 
@@ -254,7 +544,9 @@ def _augmentation_factory(s):
             describer = make_backend(s.vlm, **s.vlm_options) if s.vlm else None
             parser = make_backend(s.parser_lm) if s.parser_lm else (describer if describer is not None else lm)
             return GraphAugmentation(s.augmentation, describer=describer, parser=parser)
-        except (LMError, ValueError) as exc:
+        except LMError as exc:
+            raise Unavailable(str(exc)) from None
+        except ValueError as exc:
             raise InputError(str(exc)) from None
 
     return factory
@@ -269,10 +561,17 @@ def _check_env(s, tasks) -> None:
         raise InputError(str(exc)) from None
 
 
-def cmd_run(args) -> int:
+def _unavailable_kinds() -> tuple[type[BaseException], ...]:
+    """Errors of a run that say something it needs is not there: the LM, a simulator, a sandbox."""
     from lookplangraph.lm import LMError
-    from lookplangraph.evaluation.runner import format_result, now_stamp, run_episode_to_dir
+    from lookplangraph.sandbox.runner import SandboxUnavailable
     from sim_adapters.virtualhome import VirtualHomeError
+
+    return LMError, VirtualHomeError, SandboxUnavailable
+
+
+def cmd_run(args) -> int:
+    from lookplangraph.evaluation.runner import format_result, now_stamp, run_episode_to_dir
 
     s = _settings(args)
     task = _select_tasks(s, args.data_dir, args.task_file)[0]
@@ -290,11 +589,13 @@ def cmd_run(args) -> int:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
                                     echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
                                     planner=s.planner)
-    except (LMError, VirtualHomeError, ValueError) as exc:
+    except _unavailable_kinds() as exc:
+        raise Unavailable(str(exc)) from None
+    except ValueError as exc:
         raise InputError(str(exc)) from None
     print(format_result(result))
     print(f"trace: {out / 'trace.jsonl'}; result: {out / 'result.json'}")
-    return 0 if result.success else 1
+    return EXIT_OK if result.success else EXIT_FAILED
 
 
 def _progress_bar(desc: str = "episodes"):
@@ -318,25 +619,30 @@ def _progress_bar(desc: str = "episodes"):
 
 
 def cmd_eval(args) -> int:
-    from lookplangraph.lm import LMError
     from lookplangraph.evaluation.runner import evaluate, now_stamp, summary_text
-    from sim_adapters.virtualhome import VirtualHomeError
 
     s = _settings(args)
     tasks = _select_tasks(s, args.data_dir)
     _check_env(s, tasks)
     out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
+    kept = f"finished episodes are kept in {out / 'results.jsonl'}; rerun the same command to resume"
     try:
         evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
                  progress=_progress_bar(), meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
                  env=s.env,
                  augmentation_factory=_augmentation_factory(s), planner=s.planner)
-    except (LMError, VirtualHomeError, ValueError) as exc:
-        raise InputError(f"{exc} (finished episodes are kept in {out / 'results.jsonl'}; rerun to resume)") from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; {kept}") from None
+    except (Unavailable, InputError):
+        raise
+    except _unavailable_kinds() as exc:
+        raise Unavailable(f"{exc} ({kept})") from None
+    except ValueError as exc:
+        raise InputError(f"{exc} ({kept})") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_report(args) -> int:
@@ -352,7 +658,7 @@ def cmd_report(args) -> int:
         print(report_table(trials))
         args.dirs = [d for d in args.dirs if (Path(d) / "summary.json").exists() or not trial_dirs([d])]
         if not args.dirs:
-            return 0
+            return EXIT_OK
     rows = {}
     for d in args.dirs:
         path = Path(d) / "summary.json"
@@ -360,7 +666,7 @@ def cmd_report(args) -> int:
             raise InputError(f"{d}: no summary.json (not an evaluation directory, or nothing finished yet)")
         summary = json.loads(path.read_text())
         for label, row in summary.items():
-            if label == "all" or args.splits:
+            if label == "all" or args.per_split:
                 rows[f"{Path(d).name}" + ("" if label == "all" else f" [{label}]")] = row
     print(summary_text(rows))
     for d in args.dirs:  # baselines: why plans failed, one count per failure kind
@@ -369,12 +675,12 @@ def cmd_report(args) -> int:
         planners = sorted({r.get("planner", "lookplangraph") for r in results})
         if kinds:
             print(f"{Path(d).name} ({', '.join(planners)}): " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
-    return 0
+    return EXIT_OK
 
 
 def cmd_trial(args) -> int:
     """A human-in-the-loop trial (lookplangraph/apps/trial.py): the web console or the terminal."""
-    from lookplangraph.lm import LMError
+    from lookplangraph.lm import LMError, parse_spec
     from lookplangraph.planners.config import PlannerConfig
     from lookplangraph.evaluation.settings import DEFAULT_LM
     from lookplangraph.apps.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
@@ -405,12 +711,20 @@ def cmd_trial(args) -> int:
                 task = task_from_graph(args.graph, args.instruction, goal)
             else:
                 raise InputError("give --task-file T.json, or --graph G.json with --instruction TEXT, or --resume DIR")
+            for flag, spec in (("--lm", args.lm), ("--vlm", args.vlm), ("--parser-lm", args.parser_lm)):
+                if spec:
+                    try:
+                        parse_spec(spec)
+                    except LMError as exc:
+                        raise InputError(f"{flag}: {exc}") from None
             cfg = PlannerConfig(max_actions=args.max_actions or 30, correction=args.correction or "rules")
             trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
                                  vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
         lm, augmentation = backends_for(trial)
-    except (TrialError, LMError) as exc:
+    except TrialError as exc:
         raise InputError(str(exc)) from None
+    except LMError as exc:
+        raise Unavailable(str(exc)) from None
     s = trial.settings
     print(f"Trial {trial.dir}: {trial.task.instruction}")
     print(f"LM {s['lm']}; photos {'described by ' + s['vlm'] if s.get('vlm') else 'kept, not read (no --vlm): type descriptions'}; "
@@ -423,18 +737,22 @@ def cmd_trial(args) -> int:
             session.run()
             if session.state == "checklist":
                 session.finish(ask_checklist(session.checklist()))
-        except (TrialPaused, KeyboardInterrupt):
+        except TrialPaused:
             session.state = "stopped"
+        except KeyboardInterrupt:
+            session.state = "stopped"
+            raise Interrupted(f"stopped; everything so far is in {trial.dir}; continue with: "
+                              f"lookplangraph trial --resume {trial.dir}") from None
         if session.state == "error":
             raise InputError(f"{session.error} (nothing is lost: lookplangraph trial --resume {trial.dir})")
         if session.state == "stopped":
             print(f"\nStopped; everything so far is in {trial.dir}. Continue with: lookplangraph trial --resume {trial.dir}")
-            return 0
+            return EXIT_OK
         result = trial.result()
         print(f"\n{'SUCCESS' if result['success'] else 'FAILURE'}: precision {result['precision']:.3f}, "
               f"{len(result['actions'])} actions, {len(result['executed'])} steps, {len(result['failed_steps'])} failed, "
               f"operator {result['operator_seconds'] / 60:.1f} min; result: {trial.path('result.json')}")
-        return 0 if result["success"] else 1
+        return EXIT_OK if result["success"] else EXIT_FAILED
     from lookplangraph.apps.console.app import serve
 
     desk = Desk()
@@ -443,45 +761,54 @@ def cmd_trial(args) -> int:
     try:
         serve(session, desk, host=args.host, port=args.port, max_upload_bytes=limit)
     except KeyboardInterrupt:
-        pass
+        session.join(timeout=5)  # the planner's thread records that it stopped
+        raise Interrupted(f"console stopped; everything so far is in {trial.dir}; continue with: "
+                          f"lookplangraph trial --resume {trial.dir}") from None
+    except SystemExit:  # the server could not start (it says why on stderr)
+        session.join(timeout=5)
+        raise Unavailable(f"the console could not listen on {args.host}:{args.port}") from None
     session.join(timeout=5)  # the planner's thread records that it stopped
     print(f"Console stopped; everything so far is in {trial.dir}. Continue with: lookplangraph trial --resume {trial.dir}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_inject(args) -> int:
+    from types import SimpleNamespace
+
     from lookplangraph.evaluation.injection_curve import curve, curve_table, write_curve
 
-    s = _settings(args)
+    try:
+        rates = [float(r) for r in args.rates.split(",")]
+    except ValueError:
+        raise InputError(f"--rates takes comma-separated numbers, not {args.rates!r}") from None
     tasks = []
-    for split in (args.splits or ["virtualhome", "behavior", "office"]):
-        s.split = split
-        tasks += _select_tasks(s, args.data_dir)
-    rates = [float(r) for r in args.rates.split(",")]
-    modes = ("none",) if args.no_correction else (args.correction,) if args.correction else None
+    for split in args.split or SPLITS:
+        tasks += _select_tasks(SimpleNamespace(split=split, selection=None, tasks=None, limit=None), args.data_dir)
+    modes = (args.correction,) if args.correction else None
     rows = curve(tasks, rates, seeds=args.seeds, progress=_progress_bar(), **({"modes": modes} if modes else {}))
-    out = Path(s.out) if s.out else Path("runs") / "error_injection"
+    out = Path(args.out) if args.out else Path("runs") / "error_injection"
     write_curve(rows, out)
     print(curve_table(rows))
     print(f"written: {out / 'curve.csv'}, {out / 'curve.png'}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_gam_eval(args) -> int:
     """Table III: the graph augmentation scored against true subgraphs, on GraSIF (the parser
     stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
     from grasif import dataset
-    from lookplangraph.lm import LMError, make_backend
+    from lookplangraph.lm import LMError, make_backend, parse_spec
     from vlm.evaluate import bank_cases, evaluate, sample_cases, table
     from vlm.gam import GraphAugmentation
 
     root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
-    if args.mode == "vlm" and not args.bank:
-        raise InputError("--mode vlm needs pictures: give --bank DIR (GraSIF has graphs, not images)")
-    if args.mode == "vlm" and not args.vlm:
-        raise InputError("--mode vlm needs --vlm SPEC: the describer, a model that sees images "
+    mode, splits = args.augmentation, args.split or ["virtualhome", "behavior"]
+    if mode == "vlm" and not args.bank:
+        raise InputError("--augmentation vlm needs pictures: give --bank DIR (GraSIF has graphs, not images)")
+    if mode == "vlm" and not args.vlm:
+        raise InputError("--augmentation vlm needs --vlm SPEC: the describer, a model that sees images "
                          "(e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1)")
-    parser_spec = args.lm or ("llamacpp:qwen2.5-coder-1.5b" if args.mode == "parser" else None)
+    parser_spec = args.parser_lm or ("llamacpp:qwen2.5-coder-1.5b" if mode == "parser" else None)
     if args.bank:
         from sim_adapters.omnigibson import BankError
 
@@ -489,33 +816,40 @@ def cmd_gam_eval(args) -> int:
             cases = bank_cases(args.bank, root)
         except (BankError, dataset.SourceError, KeyError, FileNotFoundError) as exc:
             raise InputError(str(exc).strip("'\"")) from None
-        if args.mode == "parser":
+        if mode == "parser":
             missing = [c.key for c in cases if not c.description]
             if missing:
-                raise InputError(f"--mode parser reads the bank's descriptions, and {len(missing)} entries have none "
-                                 f"(first: {missing[0]}); use --mode vlm --vlm SPEC")
+                raise InputError(f"--augmentation parser reads the bank's descriptions, and {len(missing)} entries have none "
+                                 f"(first: {missing[0]}); use --augmentation vlm --vlm SPEC")
         label = f"bank {args.bank}"
     else:
         try:
-            cases = sample_cases(root, args.splits, args.n, args.seed)
+            cases = sample_cases(root, splits, args.n, args.seed)
         except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
             raise InputError(str(exc).strip("'\"")) from None
-        label = f"{', '.join(args.splits)}, seed {args.seed}"
-    default_out = (f"gam_eval_bank_{Path(args.bank).resolve().name}_{args.mode}" if args.bank
-                   else f"gam_eval_{args.mode}_n{args.n}_seed{args.seed}")
+        label = f"{', '.join(splits)}, seed {args.seed}"
+    default_out = (f"gam_eval_bank_{Path(args.bank).resolve().name}_{mode}" if args.bank
+                   else f"gam_eval_{mode}_n{args.n}_seed{args.seed}")
     out = Path(args.out) if args.out else Path("runs") / default_out
-    meta = {"mode": args.mode, "lm": parser_spec if args.mode != "ground_truth" else None, "n": args.n, "seed": args.seed,
-            "splits": args.splits}
+    meta = {"mode": mode, "lm": parser_spec if mode != "ground_truth" else None, "n": args.n, "seed": args.seed,
+            "splits": splits}
     if args.bank:
-        meta = {"mode": args.mode, "lm": meta["lm"], "bank": str(Path(args.bank).resolve())}
-    if args.mode == "vlm":
+        meta = {"mode": mode, "lm": meta["lm"], "bank": str(Path(args.bank).resolve())}
+    if mode == "vlm":
         meta["vlm"] = args.vlm
+
+    for flag, spec in (("--parser-lm", parser_spec), ("--vlm", args.vlm)):
+        if spec and mode != "ground_truth":
+            try:
+                parse_spec(spec)
+            except LMError as exc:
+                raise InputError(f"{flag}: {exc}") from None
 
     def backend(spec: str, cache_name: str):
         try:
             lm = make_backend(spec)
         except LMError as exc:
-            raise InputError(str(exc)) from None
+            raise Unavailable(str(exc)) from None
         if args.cache:
             from lookplangraph.lm.cache import CachedBackend
 
@@ -525,162 +859,286 @@ def cmd_gam_eval(args) -> int:
             lm = CachedBackend(lm, path)
         return lm
 
-    if args.mode == "ground_truth":
+    if mode == "ground_truth":
         gam = GraphAugmentation("ground_truth")
     else:
-        describer = backend(args.vlm, "vlm_cache.jsonl") if args.mode == "vlm" else None
+        describer = backend(args.vlm, "vlm_cache.jsonl") if mode == "vlm" else None
         parser = backend(parser_spec, "lm_cache.jsonl") if parser_spec else describer
-        gam = GraphAugmentation(args.mode, describer=describer, parser=parser)
+        gam = GraphAugmentation(mode, describer=describer, parser=parser)
     using = {"parser": f" with {parser_spec}", "vlm": f" with {args.vlm} (parser {parser_spec or args.vlm})"}
-    print(f"GAM {args.mode}{using.get(args.mode, '')}: {len(cases)} observations ({label})")
+    print(f"GAM {mode}{using.get(mode, '')}: {len(cases)} observations ({label})")
     try:
         summary = evaluate(cases, gam, out, progress=_progress_bar(), meta=meta)
     except LMError as exc:
-        raise InputError(f"{exc} (finished observations are kept in {out / 'results.jsonl'}; rerun to resume)") from None
+        raise Unavailable(f"{exc} (finished observations are kept in {out / 'results.jsonl'}; rerun to resume)") from None
     except ValueError as exc:
         raise InputError(str(exc)) from None
     print(table(summary))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
-    return 0
+    return EXIT_OK
+
+
+# -- the parser ------------------------------------------------------------------------------------
+def _split_flag(p, *, several: bool, choices=SPLITS, help: str | None = None, alias: bool = False) -> None:
+    """``--split S`` (one split) or ``--split S [S ...]`` (several; also repeatable); ``alias``:
+    the old ``--splits S [S ...]`` as a deprecated alias."""
+    if several:
+        p.add_argument("--split", nargs="+", action="extend", choices=choices, metavar="S",
+                       help=f"{help or 'only these splits'}: one or more of {', '.join(choices)} (or the flag repeated)")
+        if alias:
+            deprecated(p, "--splits", "split", "--split", nargs="+", extend=True, choices=choices)
+    else:
+        p.add_argument("--split", choices=choices, metavar="S", help=f"{help or 'the split'}: {', '.join(choices)}")
+
+
+def _episode_flags(p, *, command: str) -> None:
+    """The settings flags of ``run`` and ``eval`` (:mod:`lookplangraph.evaluation.settings`):
+    each overrides ``--config``'s key of the same name."""
+    g = p.add_argument_group("settings (each overrides the key of the same name in --config)")
+    g.add_argument("--config", metavar="FILE", help="TOML settings file (configs/*.toml)")
+    g.add_argument("--planner", help="lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
+                                     "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
+    g.add_argument("--lm", metavar="SPEC", help="the planner's LM backend: llamacpp:qwen2.5-coder-1.5b (default), "
+                                                "llamacpp:PATH.gguf, openai:MODEL[@BASE_URL]")
+    g.add_argument("--env", help="environment: graph (default; the SGS on the true graph), virtualhome "
+                                 "(VirtualHome's evolving graph; virtualhome split only), virtualhome-unity[@URL] "
+                                 "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080), "
+                                 "omnigibson-bank@DIR (the SGS with images captured in OmniGibson; behavior split)")
+    g.add_argument("--augmentation", choices=["ground_truth", "parser", "vlm"],
+                   help="what discover_objects adds to memory: ground_truth (default; the true objects), parser "
+                        "(the environment's text description, parsed by an LM), vlm (the image, described by --vlm, then parsed)")
+    g.add_argument("--vlm", metavar="SPEC", help="describer backend for --augmentation vlm, a model that sees images "
+                                                 "(openai:MODEL@BASE_URL, openai:gpt-4o, llamacpp:PATH.gguf with mmproj in vlm_options)")
+    g.add_argument("--parser-lm", metavar="SPEC", help="parser backend (default: --vlm in vlm mode, --lm in parser mode)")
+    g.add_argument("--max-actions", type=int, metavar="N", help="action limit (default 30)")
+    g.add_argument("--dynamic", action=YesNo, default_text="off, or the config's",
+                   help="dynamic mode: move task-relevant objects before the episode (seeded by --dynamic-seed)")
+    g.add_argument("--dynamic-seed", type=int, metavar="N", help="the seed of dynamic mode (default 0)")
+    deprecated(g, "--seed", "dynamic_seed", "--dynamic-seed", type=int)
+    loop = p.add_argument_group("LookPlanGraph's loop (ablations; the baselines ignore them)")
+    loop.add_argument("--correction", choices=CORRECTIONS,
+                      help="rules (default): feedback and rule-based correction; feedback: feedback only; "
+                           "none: the paper's No-Correction ablation (execution errors go to the environment and fail the plan)")
+    deprecated(loop, "--no-correction", "correction", "--correction none", nargs=0, const="none")
+    loop.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (default text)")
+    loop.add_argument("--priors", action=YesNo, default_text="on, or the config's",
+                      help="the memory graph starts with the scene's assets and objects (--no-priors: the ablation without)")
+    loop.add_argument("--vocabulary", choices=["flat", "typed"],
+                      help="constrained decoding: all visible names (flat, default) or names per function (typed)")
+    loop.add_argument("--refuse-cycles", action=YesNo, default_text="on, or the config's",
+                      help="refuse actions that bring the memory back to an earlier state")
+    deprecated(loop, "--allow-cycles", "refuse_cycles", "--no-refuse-cycles", nargs=0, const=False)
+    loop.add_argument("--exclude-refused", action=YesNo, default_text="on, or the config's",
+                      help="the decode cannot repeat an action already refused in the same memory state")
+    loop.add_argument("--exclude-inapplicable", action=YesNo, default_text="on, or the config's",
+                      help="the decode cannot propose actions never accepted in the current state (go_to the current room ...)")
+    loop.add_argument("--done-hint", action=YesNo, default_text="off, or the config's",
+                      help="feedback on an action already in effect suggests done() (measured worse with the 1.5B model)")
+    default_out = ("runs/TIME_SPLIT_TASK" if command == "run" else "runs/eval_TIME_SPLIT; rerun the same command to resume")
+    g.add_argument("--out", metavar="DIR", help=f"output directory (default {default_out})")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lookplangraph", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=HelpFormatter, allow_abbrev=False,
+        description="LookPlanGraph: an LM plans robot actions over a scene graph that it keeps up to date, checked "
+                    "by the Scene Graph Simulator; GraSIF tasks, the paper's baselines, evaluation, trials with "
+                    "people, and the tools around them. Every command has --help with examples.",
+        epilog=examples_text(["lookplangraph run --split office --task office-01 --max-actions 12",
+                              "lookplangraph eval --split office --limit 5 --out runs/office5",
+                              "lookplangraph report runs/office5",
+                              "lookplangraph grasif list --split office | head -1",
+                              "lookplangraph validate --task-file examples/gift_basket/task.json"])
+        + "\n\n" + exit_codes_text() + "\n\nYes/no flags are --NAME/--no-NAME. Renamed flags keep their old spelling "
+        "for one release, with a note on stderr (README, Command line).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
-    p = sub.add_parser("validate", help="validate a plan against a goal by graph simulation")
-    p.add_argument("--initial", help="initial scene graph (paper JSON format)")
-    p.add_argument("--goal", help="goal scene graph, or a goal specification JSON")
-    p.add_argument("--plan", help="JSON list of actions (strings like 'pick_up(apple-1)' or objects)")
-    p.add_argument("--task", help="a GraSIF task file (initial graph, goal; its ground-truth plan unless --plan)")
-    p.add_argument("--no-correction", action="store_true", help="report infeasible actions instead of correcting them")
-    p.add_argument("--by-class", action="store_true", help="check moved objects by class and count, not by id")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    p = add_command(sub, "validate", help="validate a plan against a goal by graph simulation",
+                    description="Validate a plan against a goal by graph simulation: the plan runs in the Scene "
+                                "Graph Simulator from the initial graph, and the final graph is judged against the goal "
+                                "(its units, and side effects on everything else). Exit code 1 when the plan fails.",
+                    examples=["lookplangraph validate --initial examples/gift_basket/initial.json "
+                              "--goal examples/gift_basket/goal.json --plan examples/gift_basket/plan.json",
+                              "lookplangraph validate --task-file examples/gift_basket/task.json --json"])
+    p.add_argument("--initial", metavar="FILE", help="initial scene graph (paper JSON format)")
+    p.add_argument("--goal", metavar="FILE", help="goal scene graph, or a goal specification JSON")
+    p.add_argument("--plan", metavar="FILE", help="JSON list of actions (strings like 'pick_up(apple-1)' or objects)")
+    p.add_argument("--task-file", metavar="FILE",
+                   help="a GraSIF task file (initial graph, goal; its ground-truth plan unless --plan)")
+    deprecated(p, "--task", "task_file", "--task-file")
+    p.add_argument("--correction", choices=["rules", "none"], default="rules",
+                   help="rules (default): correct what the rules can (open a container first ...); "
+                        "none: report infeasible actions instead")
+    deprecated(p, "--no-correction", "correction", "--correction none", nargs=0, const="none")
+    p.add_argument("--by-class", action=YesNo, default=False, help="check moved objects by class and count, not by id")
+    p.add_argument("--json", action=YesNo, default=False, help="print the verdict as JSON")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("show", help="print a scene graph as a tree")
-    p.add_argument("graph", help="scene graph file (paper JSON format)")
+    p = add_command(sub, "show", help="print a scene graph as a tree",
+                    description="Print a scene graph file (paper JSON format) as a tree: rooms, assets, objects "
+                                "with their relations and states.",
+                    examples=["lookplangraph show examples/gift_basket/initial.json"])
+    p.add_argument("graph", metavar="GRAPH", help="scene graph file (paper JSON format)")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("grasif", help="build, list and describe the GraSIF benchmark")
-    data_dir = argparse.ArgumentParser(add_help=False)
-    data_dir.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
-    gsub = p.add_subparsers(dest="grasif_command", required=True)
-    b = gsub.add_parser("build", parents=[data_dir], help="build task files from the source packages (atomic, deterministic)")
-    b.add_argument("--out", help="output directory (default: the data directory)")
-    b.add_argument("--split", action="append", choices=SPLITS, help="build only these splits (repeatable)")
-    lst = gsub.add_parser("list", parents=[data_dir], help="task ids, one per line")
-    lst.add_argument("--split", choices=SPLITS)
-    lst.add_argument("--selection", help="only tasks of this selection (virtualhome: strict = appendix H1 as written, paper = 308 tasks)")
-    gsub.add_parser("stats", parents=[data_dir], help="Table I of the paper for the build")
+    p = add_command(sub, "grasif", help="build, list and describe the GraSIF benchmark",
+                    description="The GraSIF benchmark's data directory: build the task files from their source "
+                                "packages, list task ids, print Table I.",
+                    examples=["lookplangraph grasif build --split office",
+                              "lookplangraph grasif list --split virtualhome --selection strict",
+                              "lookplangraph grasif stats"])
+    gsub = p.add_subparsers(dest="grasif_command", required=True, metavar="COMMAND", title="commands")
+    b = add_command(gsub, "build", help="build task files from the source packages (atomic, deterministic)",
+                    description="Build the task files of the splits from their source packages (virtualhome-eval, "
+                                "bddl, the office building), atomically and deterministically.",
+                    examples=["lookplangraph grasif build", "lookplangraph grasif build --split office --out data/grasif"])
+    b.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    b.add_argument("--out", metavar="DIR", help="output directory (default: the data directory)")
+    _split_flag(b, several=True, help="build only these splits (default: all three)")
+    lst = add_command(gsub, "list", help="task ids, one per line",
+                      description="Print the task ids of a build, one per line.",
+                      examples=["lookplangraph grasif list --split office",
+                                "lookplangraph grasif list --split virtualhome --selection paper | wc -l"])
+    lst.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    _split_flag(lst, several=False, help="only the tasks of this split (default: all)")
+    lst.add_argument("--selection", help="only tasks of this selection (virtualhome: strict = appendix H1 as written, "
+                                         "paper = 308 tasks)")
+    st = add_command(gsub, "stats", help="Table I of the paper for the build",
+                     description="Table I of the paper (tasks, places, nodes, ground-truth actions per split) for the "
+                                 "build, beside the paper's figures.",
+                     examples=["lookplangraph grasif stats --data-dir data/grasif"])
+    st.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     p.set_defaults(func=cmd_grasif)
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", help="TOML settings file (configs/*.toml); flags override it")
-    common.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
-    common.add_argument("--planner", help="lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
-                                          "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
-    common.add_argument("--lm", help="LM backend: llamacpp:qwen2.5-coder-1.5b (default), llamacpp:PATH.gguf, openai:MODEL[@BASE_URL]")
-    common.add_argument("--split", choices=SPLITS)
-    common.add_argument("--dynamic", action="store_true", help="move task-relevant objects before the episode (seeded)")
-    common.add_argument("--seed", type=int, help="dynamic-mode seed (default 0)")
-    common.add_argument("--env", help="environment: graph (default; the SGS on the true graph), virtualhome "
-                                      "(VirtualHome's evolving graph; virtualhome split only), virtualhome-unity[@URL] "
-                                      "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080), "
-                                      "omnigibson-bank@DIR (the SGS with images captured in OmniGibson; behavior split)")
-    common.add_argument("--augmentation", choices=["ground_truth", "parser", "vlm"],
-                        help="what discover_objects adds to memory: ground_truth (default; the true objects), parser "
-                             "(the environment's text description, parsed by an LM), vlm (the image, described by --vlm, then parsed)")
-    common.add_argument("--vlm", help="describer backend for --augmentation vlm, a model that sees images "
-                                      "(openai:MODEL@BASE_URL, openai:gpt-4o, llamacpp:PATH.gguf with mmproj in vlm_options)")
-    common.add_argument("--parser-lm", help="parser backend (default: --vlm in vlm mode, --lm in parser mode)")
-    common.add_argument("--max-actions", type=int, help="action limit (default 30)")
-    common.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (ablations)")
-    common.add_argument("--no-priors", action="store_true", help="ablation: the memory graph starts without objects")
-    common.add_argument("--correction", choices=["rules", "feedback", "none"],
-                        help="rules (default): feedback and rule-based correction; feedback: feedback only; "
-                             "none: the paper's No-Correction ablation (execution errors go to the environment and fail the plan)")
-    common.add_argument("--no-correction", action="store_true", help="same as --correction none")
-    common.add_argument("--vocabulary", choices=["flat", "typed"], help="constrained decoding: all visible names (flat, default) or names per function (typed)")
-    common.add_argument("--allow-cycles", action="store_true", help="accept actions that bring the memory back to an earlier state")
-    common.add_argument("--no-exclude-refused", action="store_true",
-                        help="let the decode repeat an action already refused in the same memory state")
-    common.add_argument("--no-exclude-inapplicable", action="store_true",
-                        help="let the decode propose actions that are never accepted in the current state (go_to the current room ...)")
-    common.add_argument("--done-hint", action="store_true",
-                        help="feedback on an action already in effect suggests done() (measured worse with the 1.5B model)")
-    common.add_argument("--out", help="output directory (default under runs/)")
-
-    p = sub.add_parser("run", parents=[common], help="run one episode and print its trace")
-    p.add_argument("--task", help="task id in the split")
-    p.add_argument("--task-file", help="a task JSON file instead of --split/--task")
+    p = add_command(sub, "run", help="run one episode and print its trace",
+                    description="Run one episode of a planner on one task and print its trace as it goes; the trace "
+                                "and the result are written to --out. Exit code 1 when the episode does not succeed.",
+                    examples=["lookplangraph run --split office --task office-01 --max-actions 12",
+                              "lookplangraph run --task-file T.json --lm openai:gpt-4o --dynamic --dynamic-seed 3",
+                              "lookplangraph run --split virtualhome --task file647_2 --env virtualhome --augmentation parser"])
+    t = p.add_argument_group("the task")
+    _split_flag(t, several=False)
+    t.add_argument("--task", metavar="ID", help="task id in the split (default: its first task)")
+    t.add_argument("--task-file", metavar="FILE", help="a task JSON file instead of --split/--task")
+    t.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    _episode_flags(p, command="run")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("eval", parents=[common], help="evaluate on many tasks (resumable)")
-    p.add_argument("--tasks", nargs="+", help="task ids (default: all of the split)")
-    p.add_argument("--limit", type=int, help="only the first N tasks")
-    p.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
-    p.add_argument("--concurrency", type=int, help="episodes in parallel (default 1)")
-    p.add_argument("--endpoints", metavar="URL,URL", help="with --lm openai:MODEL: servers of that model used round-robin "
-                                                         "by the workers (a failed one is taken out, its episodes rerun elsewhere)")
-    p.add_argument("--endpoint-concurrency", type=int, metavar="N", help="with --endpoints: requests in flight per endpoint")
-    p.add_argument("--endpoint-rate", type=float, metavar="R", help="with --endpoints: request starts per second per endpoint")
-    p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
+    p = add_command(sub, "eval", help="evaluate on many tasks (resumable)",
+                    description="Evaluate a planner on the tasks of a split: one row per episode in OUT/results.jsonl, "
+                                "summaries in OUT/summary.csv and .json. Resumable: rerun the same command after a stop "
+                                "(Ctrl-C, a crash) and only unfinished episodes run. Exit code 0 whatever the verdicts; "
+                                "they are in the summary.",
+                    examples=["lookplangraph eval --split office --max-actions 12 --out runs/office",
+                              "lookplangraph eval --config configs/table5_no_correction.toml --split behavior --limit 6",
+                              "lookplangraph eval --split virtualhome --task file120_1 file27_2 --lm openai:MODEL@URL "
+                              "--concurrency 8 --cache"])
+    t = p.add_argument_group("the tasks")
+    _split_flag(t, several=False)
+    t.add_argument("--task", nargs="+", action="extend", metavar="ID", help="task ids (default: all of the split)")
+    deprecated(t, "--tasks", "task", "--task", nargs="+", extend=True)
+    t.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
+    t.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
+    t.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    _episode_flags(p, command="eval")
+    w = p.add_argument_group("workers and LM servers")
+    w.add_argument("--concurrency", type=int, metavar="K", help="episodes in parallel (default 1)")
+    w.add_argument("--endpoints", metavar="URL,URL", help="with --lm openai:MODEL: servers of that model used "
+                                                          "round-robin by the workers (a failed one is taken out, its "
+                                                          "episodes rerun elsewhere)")
+    w.add_argument("--endpoint-concurrency", type=int, metavar="N", help="with --endpoints: requests in flight per endpoint")
+    w.add_argument("--endpoint-rate", type=float, metavar="R", help="with --endpoints: request starts per second per endpoint")
+    w.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
                    help="record LM replies in OUT/lm_cache.jsonl (or FILE, e.g. another run's cache) and replay identical calls")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("report", help="compare the summaries of evaluation directories in one table (and trials)")
-    p.add_argument("dirs", nargs="+", help="evaluation output directories (with summary.json), trial directories "
-                                           "or directories of trials")
-    p.add_argument("--splits", action="store_true", help="also show the per-split rows")
+    p = add_command(sub, "report", help="compare the summaries of evaluation directories in one table (and trials)",
+                    description="One table comparing the summaries of evaluation directories (success rates, "
+                                "action precision, LM calls), the failure kinds of each, and one table of the "
+                                "human-in-the-loop trials among them.",
+                    examples=["lookplangraph report runs/lm47_vh runs/lm47_bh runs/lm47_office --per-split",
+                              "lookplangraph report runs/trial_*"])
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="evaluation output directories (with summary.json), trial "
+                                                          "directories or directories of trials")
+    p.add_argument("--per-split", action=YesNo, default=False, help="also show the per-split rows")
+    deprecated(p, "--splits", "per_split", "--per-split", nargs=0, const=True)
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("trial", help="a human-in-the-loop trial: a person performs each step (web console or terminal)")
-    p.add_argument("--task-file", help="a task file (instruction, graph, goal)")
-    p.add_argument("--graph", help="your own building: a scene graph in the paper's JSON format (with --instruction)")
-    p.add_argument("--instruction", help="what to do in --graph")
-    p.add_argument("--goal", help="with --graph: a goal graph or goal specification for the checklist "
-                                  "(default: the checklist asks about the instruction itself)")
+    p = add_command(sub, "trial", help="a human-in-the-loop trial: a person performs each step (web console or terminal)",
+                    description="A human-in-the-loop trial: the planner decides, a person performs each step and "
+                                "answers (a web console, also on a phone, or this terminal), and a checklist judges "
+                                "the result. Everything is recorded as it happens; --resume continues after a stop. "
+                                "Exit code 1 when the checklist says the task failed.",
+                    examples=["lookplangraph trial --task-file examples/office_building/tasks/coffee_for_maria.json",
+                              "lookplangraph trial --task-file T.json --operator terminal",
+                              "lookplangraph trial --graph my_office.json --instruction \"Pack Andrew's backpack\"",
+                              "lookplangraph trial --resume runs/trial_20260101-101500_coffee_for_maria"])
+    p.add_argument("--task-file", metavar="FILE", help="a task file (instruction, graph, goal)")
+    p.add_argument("--graph", metavar="FILE", help="your own building: a scene graph in the paper's JSON format (with --instruction)")
+    p.add_argument("--instruction", metavar="TEXT", help="what to do in --graph")
+    p.add_argument("--goal", metavar="FILE", help="with --graph: a goal graph or goal specification for the checklist "
+                                                  "(default: the checklist asks about the instruction itself)")
     p.add_argument("--resume", metavar="DIR", help="continue the trial in DIR (replays what is recorded, then goes on)")
     p.add_argument("--operator", choices=["web", "terminal"], default="web",
                    help="web (default): a console page, also on a phone; terminal: the same questions in this terminal")
-    p.add_argument("--lm", help="the planner's LM (default llamacpp:qwen2.5-coder-1.5b)")
+    p.add_argument("--lm", metavar="SPEC", help="the planner's LM (default llamacpp:qwen2.5-coder-1.5b)")
     p.add_argument("--vlm", metavar="SPEC", help="the describer of photos, a model that sees images, e.g. "
                                                  "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 "
                                                  "(without it the operator types descriptions)")
     p.add_argument("--parser-lm", metavar="SPEC", help="the parser of descriptions (default: --vlm, else --lm)")
-    p.add_argument("--max-actions", type=int, help="action limit (default 30)")
-    p.add_argument("--correction", choices=["rules", "feedback", "none"], help="correction mode (default rules)")
-    p.add_argument("--out", help="trial directory (default runs/trial_<time>_<task>)")
+    p.add_argument("--max-actions", type=int, metavar="N", help="action limit (default 30)")
+    p.add_argument("--correction", choices=CORRECTIONS, help="correction mode (default rules)")
+    p.add_argument("--out", metavar="DIR", help="trial directory (default runs/trial_<time>_<task>)")
     p.add_argument("--host", default="127.0.0.1", help="console address (default 127.0.0.1, this machine only); "
                                                        "0.0.0.0 opens it to the network with a one-time token")
     p.add_argument("--port", type=int, default=8765, help="console port (default 8765)")
-    p.add_argument("--max-upload-mb", type=float, default=15.0, help="largest photo accepted, in MB (default 15)")
+    p.add_argument("--max-upload-mb", type=float, default=15.0, metavar="MB", help="largest photo accepted, in MB (default 15)")
     p.set_defaults(func=cmd_trial)
 
-    p = sub.add_parser("inject", parents=[common], help="error-injection curve: SR against injected error rate in each correction mode (or the one of --correction)")
-    p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0", help="comma-separated error rates")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per rate")
-    p.add_argument("--splits", nargs="+", choices=SPLITS, help="splits (default: all three)")
+    p = add_command(sub, "inject", help="error-injection curve: SR against injected error rate in each correction mode",
+                    description="The error-injection curve (Table V's study): a scripted policy (no LM) follows each "
+                                "task's ground-truth plan with errors injected at each rate, in each correction mode "
+                                "(or the one of --correction); SR and APP per rate and mode, written as CSV and a plot.",
+                    examples=["lookplangraph inject --split office --rates 0,0.3,1.0 --seeds 2",
+                              "lookplangraph inject --correction none --out runs/injection_none"])
+    _split_flag(p, several=True, help="splits (default: all three)", alias=True)
+    p.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0",
+                   help="comma-separated error rates (default 0,0.1,0.2,0.3,0.5,0.7,1.0)")
+    p.add_argument("--seeds", type=int, default=3, metavar="N", help="seeds per rate: 0 to N-1 (default 3)")
+    p.add_argument("--correction", choices=CORRECTIONS, help="only this correction mode (default: all three)")
+    deprecated(p, "--no-correction", "correction", "--correction none", nargs=0, const="none")
+    p.add_argument("--out", metavar="DIR", help="output directory (default runs/error_injection)")
     p.set_defaults(func=cmd_inject)
 
-    p = sub.add_parser("gam-eval", help="graph augmentation (Table III): parser stage on GraSIF's written descriptions, "
-                                        "or an image bank's pictures (--bank)")
-    p.add_argument("--mode", choices=["parser", "ground_truth", "vlm"], default="parser",
+    p = add_command(sub, "gam-eval", help="graph augmentation (Table III): parser stage on GraSIF's written "
+                                          "descriptions, or an image bank's pictures (--bank)",
+                    description="Table III: the graph augmentation scored against the true subgraphs, on observations "
+                                "sampled from GraSIF (the parser stage on written descriptions) or on an OmniGibson "
+                                "image bank (--bank: its pictures, described by --vlm, or its descriptions). Resumable.",
+                    examples=["lookplangraph gam-eval --n 40 --seed 1",
+                              "lookplangraph gam-eval --augmentation ground_truth --split behavior",
+                              "lookplangraph gam-eval --bank BANK_DIR --augmentation vlm "
+                              "--vlm openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1"])
+    p.add_argument("--augmentation", choices=["parser", "ground_truth", "vlm"], default="parser",
                    help="parser (default; text to graph), vlm (picture to text to graph; needs --bank and --vlm) "
                         "or ground_truth (checks the pipeline: every score 1)")
-    p.add_argument("--lm", help="the parser's LM backend (as for run/eval; default llamacpp:qwen2.5-coder-1.5b, "
-                                "in mode vlm the --vlm model)")
-    p.add_argument("--vlm", metavar="SPEC", help="the describer's backend, a model that sees images (mode vlm), "
+    deprecated(p, "--mode", "augmentation", "--augmentation", choices=["parser", "ground_truth", "vlm"])
+    p.add_argument("--parser-lm", metavar="SPEC", help="the parser's LM backend (default llamacpp:qwen2.5-coder-1.5b; "
+                                                       "with --augmentation vlm the --vlm model)")
+    deprecated(p, "--lm", "parser_lm", "--parser-lm")
+    p.add_argument("--vlm", metavar="SPEC", help="the describer's backend, a model that sees images (augmentation vlm), "
                                                  "e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1")
     p.add_argument("--bank", metavar="DIR", help="evaluate the observations of this OmniGibson image bank "
                                                  "(sim_adapters/omnigibson.py) instead of sampled GraSIF ones")
-    p.add_argument("--n", type=int, default=200, help="observations, split evenly between the splits (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="sampling and description seed (default 0)")
-    p.add_argument("--splits", nargs="+", choices=["virtualhome", "behavior"], default=["virtualhome", "behavior"])
-    p.add_argument("--data-dir", help="GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
-    p.add_argument("--out", help="output directory (default runs/gam_eval_MODE_nN_seedS, with --bank "
-                                 "runs/gam_eval_bank_NAME_MODE); rerun to resume")
+    p.add_argument("--n", type=int, default=200, metavar="N", help="observations, split evenly between the splits (default 200)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling and description seed (default 0)")
+    _split_flag(p, several=True, choices=["virtualhome", "behavior"], help="splits to sample from (default: both)",
+                alias=True)
+    p.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.add_argument("--out", metavar="DIR", help="output directory (default runs/gam_eval_AUGMENTATION_nN_seedS, with "
+                                                "--bank runs/gam_eval_bank_NAME_AUGMENTATION); rerun to resume")
     p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
                    help="record LM replies in OUT/lm_cache.jsonl (or FILE; the describer's in OUT/vlm_cache.jsonl "
                         "or FILE_vlm_cache) and replay identical calls")
@@ -698,19 +1156,26 @@ def build_parser() -> argparse.ArgumentParser:
     from lookplangraph.cypher import commands as cypher_commands
 
     cypher_commands.add_parser(sub)
-    return parser
+    _old_spellings_of_other_modules(sub.choices)
+    return conform(parser)
+
+
+def _old_spellings_of_other_modules(commands: dict[str, argparse.ArgumentParser]) -> None:
+    """The deprecated aliases of the commands defined outside this module (which cannot import
+    :class:`DeprecatedAlias`: it is a layer above them)."""
+    deprecated(commands["reproduce"], "--splits", "split", "--split", nargs="+", extend=True,
+               choices=["office", "behavior", "virtualhome"])
+    deprecated(commands["ask"], "--goal", "goal", "--ground", nargs=0, const=True)
+    cypher_eval = commands["cypher-eval"]
+    deprecated(cypher_eval, "--task", "task", "--benchmark", choices=["qa", "grounding"])
+    benchmark = next(a for a in cypher_eval._actions if "--benchmark" in a.option_strings)
+    benchmark.required = False  # --benchmark or --task: checked when the command runs
+    cypher_eval.set_defaults(func=required(cypher_eval, "task", "--benchmark", cypher_eval._defaults["func"]))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ActionSyntaxError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """Run the command of ``argv`` (default ``sys.argv[1:]``) and return its exit code (module doc)."""
+    return run_main(build_parser, argv)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def test_bad_plan_and_missing_file_exit_2(capsys, tmp_path):
 
 
 def test_validate_task_file_with_formula_goal(capsys):
-    code, out, _ = run(capsys, "validate", "--task", str(GB / "task.json"))
+    code, out, _ = run(capsys, "validate", "--task-file", str(GB / "task.json"))
     assert code == 0 and "4/4 correct" in out
 
 

@@ -279,7 +279,7 @@ def test_an_unreachable_simulator_is_an_error_naming_the_url(tasks, capsys, tmp_
         VirtualHomeEnvironment(tasks["file1004_2"], UnityBackend(url))
     task_file = _task_file(tasks["file1004_2"], tmp_path)
     assert main(["run", "--task-file", str(task_file), "--env", f"virtualhome-unity@{url}", "--out", str(tmp_path / "r"),
-                 "--lm", "scripted:done()"]) == 2
+                 "--lm", "scripted:done()"]) == 3  # exit code 3: a simulator that cannot be reached
     assert f"cannot reach the VirtualHome Unity simulator at {url}" in capsys.readouterr().err
 
 

