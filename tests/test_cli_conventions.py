@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from lookplangraph import cli
 from lookplangraph.cli import EXIT_CODES, DeprecatedAlias, build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +184,8 @@ def test_a_flag_is_a_yes_no_flag_everywhere_or_nowhere():
 # -- each command's flags are read by its handler ------------------------------------------------
 def _reads(func, param: str | None = None, seen: set | None = None) -> set[str]:
     """Attributes read from the handler's argument namespace: ``args.X`` and ``getattr(args, "X")``
-    in its source (nested functions included) and in the module's functions it passes ``args`` to."""
+    in its source (nested functions included) and in the module's functions it passes ``args`` to;
+    a function that reads computed names declares them in its ``reads_args`` attribute."""
     seen = set() if seen is None else seen
     func = inspect.unwrap(func)
     if func in seen:
@@ -205,6 +207,11 @@ def _reads(func, param: str | None = None, seen: set | None = None) -> set[str]:
             callee = func.__globals__.get(n.func.id) if isinstance(n.func, ast.Name) else None
             if not inspect.isfunction(callee):
                 continue
+            if any(isinstance(x, ast.Name) and x.id == name for x in [*n.args, *(k.value for k in n.keywords)]):
+                reads |= set(getattr(callee, "reads_args", ()))  # what a helper reads by computed names
+            declared = getattr(callee, "reads_args", None)  # a helper that reads flags it derives, by name
+            if declared is not None and any(isinstance(a, ast.Name) and a.id == name for a in n.args):
+                reads |= set(declared)
             callee_params = list(inspect.signature(inspect.unwrap(callee)).parameters)
             for i, arg in enumerate(n.args):
                 if isinstance(arg, ast.Name) and arg.id == name and i < len(callee_params):
@@ -233,6 +240,21 @@ def _helper(value, ns):
 
 def _handler(args):
     return _helper(args.used, args)
+
+
+def test_the_planner_flags_are_derived_from_the_config_and_all_read():
+    """Every top-level planner key is a flag of run and eval, with the field's help, and the
+    settings read every one of them."""
+    from dataclasses import fields
+
+    from lookplangraph.planners.config import SECTIONS, PlannerConfig
+
+    keys = {f.name for f in fields(PlannerConfig)} - set(SECTIONS)
+    assert set(cli._planner_overrides.reads_args) == keys
+    for command in ("run", "eval"):
+        sub = next(p for path, p, _ in ALL if list(path[-1:]) == [command])
+        dests = {a.dest for a in sub._actions if a.option_strings and a.help != argparse.SUPPRESS}
+        assert keys <= dests, (command, keys - dests)
 
 
 def test_the_flag_check_finds_an_unread_flag():
