@@ -13,7 +13,7 @@
 # the office tasks (default: all 29).
 # SG-RwR: static mode runs configs/table4_sg_rwr.toml; SGRWR_STEP=1 runs its step mode there instead
 # (configs/table4_sg_rwr_step.toml, run directory *_static_sg-rwr-step_*); the dynamic config is
-# step mode already. SGRWR_ROUNDS=N replaces the config's sgrwr_max_rounds (a copy of the config is
+# step mode already. SGRWR_ROUNDS=N replaces the config's [sg_rwr] max_rounds (a copy of the config is
 # written beside the run directory).
 # LookPlanGraph runs with --max-actions 12 (as benchmarks/lm_eval.sh), the baselines with the
 # limits of their configs. Hours of CPU on 2 cores.
@@ -46,7 +46,7 @@ for split in $SPLITS; do
     if [ $p = sg-rwr ]; then
       if [ -n "$SGRWR_STEP" ] && [ $TABLE = table4 ]; then CFG=configs/table4_sg_rwr_step.toml; NAME=sg-rwr-step; fi
       if [ -n "$SGRWR_ROUNDS" ]; then
-        sed "s/^sgrwr_max_rounds = .*/sgrwr_max_rounds = $SGRWR_ROUNDS/" $CFG > "${OUT}_${TAG}_${NAME}_$split.toml"
+        sed "s/^max_rounds = .*/max_rounds = $SGRWR_ROUNDS/" $CFG > "${OUT}_${TAG}_${NAME}_$split.toml"
         CFG="${OUT}_${TAG}_${NAME}_$split.toml"
       fi
     fi

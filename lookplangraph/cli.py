@@ -434,6 +434,38 @@ def cmd_grasif(args) -> int:
 
 
 # -- episodes and evaluation -------------------------------------------------------------------
+def _planner_fields():
+    from dataclasses import fields
+
+    from lookplangraph.planners.config import SECTIONS, PlannerConfig
+
+    return [f for f in fields(PlannerConfig) if f.name not in SECTIONS]
+
+
+def _planner_flags(group) -> None:
+    """One flag per top-level key of :class:`~lookplangraph.planners.config.PlannerConfig`, derived
+    from the field (its help, its choices, its default): ``--NAME/--no-NAME`` for yes/no keys."""
+    for f in _planner_fields():
+        flag, shown = "--" + f.name.replace("_", "-"), "none" if f.default is None else f.default
+        if isinstance(f.default, bool):
+            group.add_argument(flag, dest=f.name, action=YesNo, help=f.metadata["help"],
+                               default_text=f"{'on' if f.default else 'off'}, or the config's")
+            continue
+        choices = f.metadata.get("choices")
+        kind = {"choices": list(choices), "metavar": "|".join(choices)} if choices else \
+            {"type": type(f.default) if f.default is not None else int, "metavar": "N"}
+        group.add_argument(flag, dest=f.name, help=f"{f.metadata['help']} (default: {shown}, or the config's)", **kind)
+
+
+def _planner_overrides(args) -> dict:
+    """The planner keys given as flags (None: not given)."""
+    return {f.name: getattr(args, f.name, None) for f in _planner_fields()}
+
+
+#: what :func:`_planner_overrides` reads of the namespace (the flags :func:`_planner_flags` makes)
+_planner_overrides.reads_args = tuple(f.name for f in _planner_fields())
+
+
 def _settings(args):
     """Run settings from ``--config`` and the flags of ``run``/``eval`` (None: not given)."""
     from lookplangraph.evaluation.settings import SettingsError, load_settings
@@ -442,13 +474,10 @@ def _settings(args):
     overrides = {
         "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": args.dynamic, "seed": args.dynamic_seed,
         "env": args.env, "augmentation": args.augmentation, "vlm": args.vlm, "parser_lm": args.parser_lm,
-        "max_actions": args.max_actions, "graph_style": args.graph_style, "priors": args.priors,
-        "correction": args.correction, "out": args.out, "cache": getattr(args, "cache", None),
+        "out": args.out, "cache": getattr(args, "cache", None),
         "tasks": [task] if isinstance(task, str) else (task or None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
-        "selection": getattr(args, "selection", None), "vocabulary": args.vocabulary,
-        "refuse_cycles": args.refuse_cycles, "exclude_refused": args.exclude_refused,
-        "exclude_inapplicable": args.exclude_inapplicable, "done_hint": args.done_hint,
+        "selection": getattr(args, "selection", None), **_planner_overrides(args),
     }
     try:
         s = load_settings(args.config, overrides)
@@ -581,7 +610,8 @@ def cmd_run(args) -> int:
     make_augmentation = _augmentation_factory(s)
     augmentation = make_augmentation(lm) if make_augmentation else None
     print(f"Task {task.split}/{task.id}: {task.instruction}")
-    loop = (f"graph {s.graph_style}; priors {'on' if s.priors else 'off'}; correction {s.correction}; "
+    c = s.config
+    loop = (f"graph {c.graph_style}; priors {'on' if c.priors else 'off'}; correction {c.correction}; "
             if s.planner == "lookplangraph" else "")  # the LookPlanGraph loop's own switches
     print(f"planner {s.planner}; LM {lm.name}; {loop}dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; "
           f"environment {s.env}; augmentation {s.augmentation}")
@@ -910,30 +940,15 @@ def _episode_flags(p, *, command: str) -> None:
     g.add_argument("--vlm", metavar="SPEC", help="describer backend for --augmentation vlm, a model that sees images "
                                                  "(openai:MODEL@BASE_URL, openai:gpt-4o, llamacpp:PATH.gguf with mmproj in vlm_options)")
     g.add_argument("--parser-lm", metavar="SPEC", help="parser backend (default: --vlm in vlm mode, --lm in parser mode)")
-    g.add_argument("--max-actions", type=int, metavar="N", help="action limit (default 30)")
     g.add_argument("--dynamic", action=YesNo, default_text="off, or the config's",
                    help="dynamic mode: move task-relevant objects before the episode (seeded by --dynamic-seed)")
     g.add_argument("--dynamic-seed", type=int, metavar="N", help="the seed of dynamic mode (default 0)")
     deprecated(g, "--seed", "dynamic_seed", "--dynamic-seed", type=int)
-    loop = p.add_argument_group("LookPlanGraph's loop (ablations; the baselines ignore them)")
-    loop.add_argument("--correction", choices=CORRECTIONS,
-                      help="rules (default): feedback and rule-based correction; feedback: feedback only; "
-                           "none: the paper's No-Correction ablation (execution errors go to the environment and fail the plan)")
+    loop = p.add_argument_group("the planner's settings (the config's top-level keys; the loop's switches are "
+                                "LookPlanGraph's, the baselines ignore them; the baselines' own are [tables] of --config)")
+    _planner_flags(loop)
     deprecated(loop, "--no-correction", "correction", "--correction none", nargs=0, const="none")
-    loop.add_argument("--graph-style", choices=["text", "json", "full"], help="memory-graph serialization (default text)")
-    loop.add_argument("--priors", action=YesNo, default_text="on, or the config's",
-                      help="the memory graph starts with the scene's assets and objects (--no-priors: the ablation without)")
-    loop.add_argument("--vocabulary", choices=["flat", "typed"],
-                      help="constrained decoding: all visible names (flat, default) or names per function (typed)")
-    loop.add_argument("--refuse-cycles", action=YesNo, default_text="on, or the config's",
-                      help="refuse actions that bring the memory back to an earlier state")
     deprecated(loop, "--allow-cycles", "refuse_cycles", "--no-refuse-cycles", nargs=0, const=False)
-    loop.add_argument("--exclude-refused", action=YesNo, default_text="on, or the config's",
-                      help="the decode cannot repeat an action already refused in the same memory state")
-    loop.add_argument("--exclude-inapplicable", action=YesNo, default_text="on, or the config's",
-                      help="the decode cannot propose actions never accepted in the current state (go_to the current room ...)")
-    loop.add_argument("--done-hint", action=YesNo, default_text="off, or the config's",
-                      help="feedback on an action already in effect suggests done() (measured worse with the 1.5B model)")
     default_out = ("runs/TIME_SPLIT_TASK" if command == "run" else "runs/eval_TIME_SPLIT; rerun the same command to resume")
     g.add_argument("--out", metavar="DIR", help=f"output directory (default {default_out})")
 

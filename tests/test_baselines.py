@@ -45,7 +45,7 @@ def run(planner, replies, task=None, env=None, **cfg):
     task = task or apple_task()
     lm = ScriptedBackend(replies)  # SCRIPTED replies, not an LM
     steps = []
-    result = get_planner(planner).run(task, env or GraphEnvironment(task.graph), lm, PlannerConfig(**cfg),
+    result = get_planner(planner).run(task, env or GraphEnvironment(task.graph), lm, PlannerConfig.from_dict(cfg),
                                       on_step=steps.append)
     return result, steps, lm
 
@@ -354,14 +354,22 @@ def test_every_config_file_loads_and_every_planner_has_table_configs():
         assert dynamic == {False, True}, name  # a Table IV (static) and a Table II (dynamic) config
 
 
-def test_run_settings_carry_every_planner_field():
+def test_planner_settings_are_written_once_and_every_one_is_a_config_key():
     from dataclasses import fields
 
-    from lookplangraph.evaluation.settings import RunSettings, load_settings
+    from lookplangraph.evaluation.settings import RunSettings, load_settings, reference
+    from lookplangraph.planners.config import SECTIONS
 
-    assert {f.name for f in fields(PlannerConfig)} <= {f.name for f in fields(RunSettings)}
-    cfg = load_settings(None, {"fd_time_limit_s": 7, "react_max_steps": 3, "correction": "none"}).planner_config()
-    assert (cfg.fd_time_limit_s, cfg.react_max_steps, cfg.correction) == (7, 3, "none")
+    # the run settings hold the planner's config, not copies of its fields
+    assert not {f.name for f in fields(PlannerConfig)} & {f.name for f in fields(RunSettings)}
+    text = reference()
+    for f in fields(PlannerConfig):
+        assert (f"[{f.name}]" if f.name in SECTIONS else f"\n{f.name} = ") in text, f.name
+    for name, cls in SECTIONS.items():
+        section = text.split(f"[{name}]", 1)[1].split("\n[", 1)[0]
+        assert all(f"\n{f.name} = " in section and f.metadata["help"] in section for f in fields(cls)), name
+    cfg = load_settings(None, {"llm_plus_p": {"fd_time_limit_s": 7}, "react": {"max_steps": 3}, "correction": "none"}).planner_config()
+    assert (cfg.llm_plus_p.fd_time_limit_s, cfg.react.max_steps, cfg.correction) == (7, 3, "none")
 
 
 def test_report_counts_failure_kinds(tmp_path, capsys):

@@ -186,4 +186,4 @@ def test_cli_runs_react(tmp_path, capsys):
     assert code == 0, printed
     assert "SUCCESS" in printed and "take apple-1 from box-1" in printed
     result = json.loads((out / "result.json").read_text())
-    assert result["planner"] == "react" and result["config"]["react_max_steps"] == 50
+    assert result["planner"] == "react" and result["config"]["react"]["max_steps"] == 50

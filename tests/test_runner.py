@@ -52,7 +52,7 @@ def test_settings_file_and_flag_override(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('lm = "openai:gpt-4o"\nsplit = "office"\ncorrection = "none"\nlimit = 5\n')
     s = load_settings(str(cfg), {"limit": 2, "split": None})
-    assert (s.lm, s.split, s.correction, s.limit) == ("openai:gpt-4o", "office", "none", 2)
+    assert (s.lm, s.split, s.config.correction, s.limit) == ("openai:gpt-4o", "office", "none", 2)
     assert s.planner_config().correction == "none"
     assert load_settings(str(cfg), {"correction": "feedback"}).planner_config().correction == "feedback"
     # the old boolean is refused with what it meant, never guessed
@@ -129,3 +129,24 @@ def test_cli_report_compares_evaluation_directories(tmp_path, capsys):
     assert [line.split()[0] for line in lines[2:]] == ["one", "two"]
     assert [line.split()[2:4] for line in lines[2:]] == [["0.000", "0.000"]] * 2  # done at once: neither verdict
     assert main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_planner_tables_and_old_flat_keys(tmp_path):
+    """Baselines' settings are tables of their own; the flat keys of older configs load into the
+    same tables and a note says how to write them now; a key unknown in a table is refused."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('planner = "sg-rwr"\nmax_actions = 12\n\n[sg_rwr]\nmode = "step"\nmax_rounds = 20\n\n[react]\nmax_steps = 7\n')
+    notes = []
+    s = load_settings(str(cfg), {}, note=notes.append)
+    assert (s.config.max_actions, s.config.sg_rwr.mode, s.config.sg_rwr.max_rounds, s.config.react.max_steps) == \
+        (12, "step", 20, 7) and notes == []
+    cfg.write_text('planner = "sg-rwr"\nsgrwr_mode = "step"\nsgrwr_max_rounds = 20\n')
+    old = load_settings(str(cfg), {}, note=notes.append)
+    assert old.config == s.config.__class__(sg_rwr=s.config.sg_rwr)  # same tables, loop defaults
+    assert len(notes) == 1 and "sgrwr_max_rounds -> [sg_rwr] max_rounds" in notes[0]
+    cfg.write_text('[sg_rwr]\nrounds = 3\n')
+    with pytest.raises(SettingsError, match=r"unknown key\(s\) rounds in \[sg_rwr\]"):
+        load_settings(str(cfg), {})
+    cfg.write_text('[sg_rwr]\nmode = "dynamic"\n')
+    with pytest.raises(SettingsError, match="sg_rwr.mode must be one of static, step"):
+        load_settings(str(cfg), {})

@@ -247,4 +247,4 @@ def test_cli_runs_sayplan_lite(tmp_path, capsys):
     assert code == 0, printed
     assert "SUCCESS" in printed and "expand_node(kitchen-1)" in printed
     result = json.loads((out / "result.json").read_text())
-    assert result["planner"] == "sayplan-lite" and result["config"]["sayplan_replans"] == 4
+    assert result["planner"] == "sayplan-lite" and result["config"]["sayplan"]["replans"] == 4

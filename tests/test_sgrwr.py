@@ -18,7 +18,7 @@ from grasif import office
 from grasif.validate import validate_plan
 from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.cli import main
-from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig, SGRwRConfig
 from lookplangraph.planners import get_planner
 from lookplangraph.planners.sgrwr.agents import CODE_GRAMMAR, REASONER_GRAMMAR, STOPS, config_sandbox
 from lookplangraph.planners.sgrwr.graphdata import graph_data, prelude
@@ -71,7 +71,7 @@ def run(replies, task=None, env=None, **cfg):
     task = task or apple_task()
     lm = ScriptedBackend(replies)  # SCRIPTED replies, not an LM
     steps = []
-    result = get_planner("sg-rwr").run(task, env or GraphEnvironment(task.graph), lm, PlannerConfig(**cfg),
+    result = get_planner("sg-rwr").run(task, env or GraphEnvironment(task.graph), lm, PlannerConfig.from_dict(cfg),
                                        on_step=steps.append)
     return result, sorted(steps, key=lambda s: s.call), lm
 
@@ -238,7 +238,7 @@ def test_static_episode_with_every_message_form_and_only_queries_and_summaries_c
     assert retriever[0][1:] == [{"role": "user", "content": "Query: Where are the apples?"}]
     assert retriever[2][1:] == [{"role": "user", "content": "Query: Which node of class bed is there?"}]
     assert "I need to know this" not in json.dumps(retriever)  # the Reasoner's explanation stays with it
-    assert all(r["max_tokens"] == PlannerConfig().sgrwr_reply_tokens for r in lm.requests)
+    assert all(r["max_tokens"] == PlannerConfig().sg_rwr.reply_tokens for r in lm.requests)
     # a reply is cut where it starts to imagine the other side's message
     stops = {r["messages"][0]["content"][-40:]: r["stop"] for r in lm.requests}
     assert sorted(map(tuple, stops.values())) == sorted([STOPS["reasoner"], STOPS["retriever"]])
@@ -497,19 +497,19 @@ def test_weak_isolation_refuses_before_any_lm_call(monkeypatch):
         raise SandboxUnavailable("only weak isolation (scripted refusal)")
     monkeypatch.setattr(sgrwr_planner, "config_sandbox", weak)
     lm = ScriptedBackend([solution(PLAN)])  # SCRIPTED
-    with pytest.raises(SandboxUnavailable, match="sgrwr_require_strong = false") as caught:
+    with pytest.raises(SandboxUnavailable, match=r"\[sg_rwr\] require_strong = false") as caught:
         get_planner("sg-rwr").run(apple_task(), GraphEnvironment(apple_task().graph), lm, PlannerConfig())
     assert lm.calls == 0 and isinstance(caught.value, ValueError)  # the CLI reports it as an input error
 
 
 @needs_sandbox
 def test_sandbox_limits_come_from_the_config():
-    sb = config_sandbox(PlannerConfig(sgrwr_code_seconds=2, sgrwr_code_memory_mb=300, sgrwr_output_bytes=999,
-                                      sgrwr_require_strong=False))
+    sb = config_sandbox(PlannerConfig(sg_rwr=SGRwRConfig(code_seconds=2, code_memory_mb=300, output_bytes=999,
+                                                        require_strong=False)))
     assert (sb.limits.cpu_seconds, sb.limits.wall_seconds, sb.limits.memory_mb, sb.limits.output_bytes) == (2, 9, 300, 999)
     assert sb.require_strong is False and config_sandbox(PlannerConfig()).require_strong is True
-    assert sb is config_sandbox(PlannerConfig(sgrwr_code_seconds=2, sgrwr_code_memory_mb=300, sgrwr_output_bytes=999,
-                                              sgrwr_require_strong=False))  # one probe per set of limits
+    assert sb is config_sandbox(PlannerConfig(sg_rwr=SGRwRConfig(code_seconds=2, code_memory_mb=300, output_bytes=999,
+                                                                require_strong=False)))  # one probe per set of limits
 
 
 # -- step mode ---------------------------------------------------------------------------------------
@@ -618,11 +618,11 @@ def test_office_task_solved_through_the_retriever_and_judged_by_the_validator():
 
 # -- selectable everywhere -----------------------------------------------------------------------
 def test_configs_select_both_modes():
-    assert load_settings("configs/table4_sg_rwr.toml", {}).planner_config().sgrwr_mode == "static"
+    assert load_settings("configs/table4_sg_rwr.toml", {}).planner_config().sg_rwr.mode == "static"
     s = load_settings("configs/table2_sg_rwr.toml", {})
-    assert s.planner == "sg-rwr" and s.dynamic and s.planner_config().sgrwr_mode == "step"
-    with pytest.raises(ValueError, match="sgrwr_mode"):
-        PlannerConfig(sgrwr_mode="dynamic")
+    assert s.planner == "sg-rwr" and s.dynamic and s.planner_config().sg_rwr.mode == "step"
+    with pytest.raises(ValueError, match="sg_rwr.mode"):
+        SGRwRConfig(mode="dynamic")
 
 
 @needs_sandbox

@@ -235,7 +235,7 @@ class Trial:
         return self.settings.get("augmentation", "parser")
 
     def planner_config(self) -> PlannerConfig:
-        return PlannerConfig(**self.settings.get("planner", {}))
+        return PlannerConfig.from_dict(self.settings.get("planner", {}), where=str(self.path("trial.json")))
 
     def path(self, name: str) -> Path:
         return self.dir / name

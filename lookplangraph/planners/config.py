@@ -1,72 +1,235 @@
-"""Planner settings: :class:`PlannerConfig`, the loop limits and ablation switches of
-LookPlanGraph (:mod:`lookplangraph.planners.lookplangraph`) and the options of the baselines
-(:mod:`lookplangraph.planners`)."""
+"""Planner settings, written once: :class:`PlannerConfig` (LookPlanGraph's loop limits and ablation
+switches, which every planner's episode shares) with one typed section per baseline that has
+options of its own (:class:`LLMPlusPConfig`, :class:`ReActConfig`, :class:`SayPlanConfig`,
+:class:`SGRwRConfig`).
+
+Each field carries its help text (and its choices) as metadata: the run settings
+(:mod:`lookplangraph.evaluation.settings`), their documentation (:func:`settings_reference`) and the
+command-line flags of ``run``/``eval`` are derived from these classes. In a TOML config the loop's
+fields are top-level keys and each section is a table named after it::
+
+    correction = "rules"
+    max_actions = 30
+
+    [sg_rwr]
+    mode = "step"
+    max_rounds = 20
+
+:meth:`PlannerConfig.from_dict` also reads the flat keys of configs written before the sections
+(``sgrwr_max_rounds = 20``, ``react_max_steps = 50`` ...) and says which they were
+(:data:`LEGACY_KEYS` maps each to its section and field).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
 
-
-#: ``PlannerConfig.correction`` values (module doc).
+#: ``PlannerConfig.correction`` values (:mod:`lookplangraph.planners.lookplangraph`)
 CORRECTION_MODES = ("rules", "feedback", "none")
-#: ``PlannerConfig.sgrwr_mode`` values (:mod:`lookplangraph.planners.sgrwr`)
+#: ``SGRwRConfig.mode`` values (:mod:`lookplangraph.planners.sgrwr`)
 SGRWR_MODES = ("static", "step")
+
+
+def setting(default: Any, help: str, *, choices: tuple | None = None) -> Any:
+    """A config field with its help text and, where it has them, its allowed values."""
+    return field(default=default, metadata={"help": help, "choices": choices})
+
+
+def check_choices(obj: Any, prefix: str = "") -> None:
+    """``ValueError`` naming the first field of ``obj`` whose value is not one of its choices."""
+    for f in fields(obj):
+        choices = f.metadata.get("choices")
+        value = getattr(obj, f.name)
+        if choices and value not in choices:
+            raise ValueError(f"{prefix}{f.name} must be one of {', '.join(map(str, choices))}, not {value!r}")
+
+
+@dataclass
+class LLMPlusPConfig:
+    """LLM+P (:mod:`lookplangraph.planners.llm_plus_p`)."""
+
+    fd_time_limit_s: int = setting(60, "Fast Downward's overall time limit in seconds")
+    fd_memory_limit_mb: int = setting(4096, "Fast Downward's memory limit in MB")
+    grammar: bool = setting(True, "decode the problem under a grammar of the domain's syntax, predicates and the "
+                                  "scene's names where the backend can enforce one (false: free text)")
+    declare: bool = setting(True, "rewrite the problem's (:objects ...) from the scene names it uses")
+
+    def __post_init__(self):
+        check_choices(self, "llm_plus_p.")
+
+
+@dataclass
+class ReActConfig:
+    """ReAct (:mod:`lookplangraph.planners.react`); the paper names no values."""
+
+    max_steps: int = setting(50, "LM calls per episode (thoughts and refused commands included)")
+
+    def __post_init__(self):
+        check_choices(self, "react.")
+
+
+@dataclass
+class SayPlanConfig:
+    """SayPlan and SayPlan Lite (:mod:`lookplangraph.planners.sayplan`); the paper names no values."""
+
+    search_steps: int = setting(50, "expand/contract commands per episode")
+    replans: int = setting(4, "plan resubmissions after a failed check")
+
+    def __post_init__(self):
+        check_choices(self, "sayplan.")
+
+
+@dataclass
+class SGRwRConfig:
+    """SG-RwR (:mod:`lookplangraph.planners.sgrwr`); the paper leaves these open. Options marked
+    (ours) are not the paper's and are off by default."""
+
+    mode: str = setting("static", "static (a whole plan, run as written) or step (one action at a time)",
+                        choices=SGRWR_MODES)
+    max_rounds: int = setting(15, "Reasoner replies per episode")
+    debug_attempts: int = setting(2, "re-prompts after failed or refused code before it is given up")
+    retriever_turns: int = setting(4, "Retriever replies per query")
+    code_seconds: float = setting(5.0, "CPU seconds of one sandboxed code run")
+    code_memory_mb: int = setting(512, "memory of one sandboxed code run in MB")
+    output_bytes: int = setting(4000, "bytes of a code run's output shown to the LM")
+    reply_tokens: int = setting(512, "reply budget of one LM call")
+    require_strong: bool = setting(True, "refuse to run LM code when only weak isolation is available")
+    plan_guard: bool = setting(False, "(ours) send back a plan or action naming a node no answer contained")
+    debug_hints: bool = setting(False, "(ours) explain known code mistakes (iterators, holders as edges) when code "
+                                       "is sent back")
+    code_grammar: bool = setting(False, "(ours) decode the Retriever's replies as a code block until its code has run")
+    repeat_answers: bool = setting(False, "(ours) a query repeated on unchanged data gets its earlier answer, no "
+                                          "Retriever call")
+    reasoner_grammar: bool = setting(False, "(ours) decode each Reasoner reply as one message of one form")
+
+    def __post_init__(self):
+        check_choices(self, "sg_rwr.")
+
+
+#: the sections of :class:`PlannerConfig`: TOML table name -> class
+SECTIONS: dict[str, type] = {"llm_plus_p": LLMPlusPConfig, "react": ReActConfig, "sayplan": SayPlanConfig,
+                             "sg_rwr": SGRwRConfig}
+
+#: flat keys of configs written before the sections -> (section, field)
+LEGACY_KEYS: dict[str, tuple[str, str]] = {
+    "fd_time_limit_s": ("llm_plus_p", "fd_time_limit_s"), "fd_memory_limit_mb": ("llm_plus_p", "fd_memory_limit_mb"),
+    "pddl_grammar": ("llm_plus_p", "grammar"), "pddl_declare": ("llm_plus_p", "declare"),
+    "react_max_steps": ("react", "max_steps"),
+    "sayplan_search_steps": ("sayplan", "search_steps"), "sayplan_replans": ("sayplan", "replans"),
+    **{f"sgrwr_{f.name}": ("sg_rwr", f.name) for f in fields(SGRwRConfig)},
+}
 
 
 @dataclass
 class PlannerConfig:
-    """Loop limits and ablation switches (module doc)."""
+    """LookPlanGraph's loop limits and ablation switches, shared by every planner's episode, and
+    one section per baseline with options of its own (module doc)."""
 
-    max_actions: int = 30
-    max_unresolved: int = 3
-    graph_style: str = "text"
-    priors: bool = True
-    correction: str = "rules"  # rules | feedback | none (module doc)
-    vocabulary: str = "flat"  # flat: one list of visible names; typed: names per function
-    refuse_cycles: bool = True  # an action that returns the memory to an earlier state is feedback
-    exclude_refused: bool = True  # a refused action cannot be decoded again in the same memory state
-    exclude_inapplicable: bool = True  # nor can an action that is never accepted there
-    done_hint: bool = False  # feedback on an action already in effect suggests done() (measured: worse)
-    # the reply format of a decision (lookplangraph.agent.decide): reason before the action, and
-    # the reason's cap in characters (None: the backend kind's default, 300 in process)
-    reason_first: bool = False
-    reason_max_length: int | None = None
-    # baselines (lookplangraph.planners): the reply budget of a whole-plan call, Fast Downward's limits
-    plan_max_tokens: int = 1536
-    fd_time_limit_s: int = 60
-    fd_memory_limit_mb: int = 4096
-    # LLM+P: decode the problem under a grammar of the domain's syntax, predicates and the scene's
-    # names (lookplangraph.planners.pddl.grammar) where the backend can enforce one
-    pddl_grammar: bool = True
-    # LLM+P: rewrite the problem's (:objects ...) from the scene names it uses (complete_declarations)
-    pddl_declare: bool = True
-    # dynamic baselines (the paper names no values): ReAct's LM calls per episode (thoughts and
-    # refused commands included), SayPlan's search commands and plan resubmissions after the first
-    react_max_steps: int = 50
-    sayplan_search_steps: int = 50
-    sayplan_replans: int = 4
-    # SG-RwR (lookplangraph.planners.sgrwr; the paper leaves these open): static (a whole plan, run
-    # as written) or step (one action at a time); Reasoner replies per episode; re-prompts after a
-    # failed or refused code run before the code is given up; Retriever replies per query; limits of
-    # one sandboxed code run (CPU seconds, memory, bytes of output kept); the reply budget of one
-    # LM call; refuse to run LM code when the sandbox offers only weak isolation
-    sgrwr_mode: str = "static"
-    sgrwr_max_rounds: int = 15
-    sgrwr_debug_attempts: int = 2
-    sgrwr_retriever_turns: int = 4
-    sgrwr_code_seconds: float = 5.0
-    sgrwr_code_memory_mb: int = 512
-    sgrwr_output_bytes: int = 4000
-    sgrwr_reply_tokens: int = 512
-    sgrwr_require_strong: bool = True
-    sgrwr_plan_guard: bool = False  # (ours) send back a plan/action naming a node no answer contained
-    sgrwr_debug_hints: bool = False  # (ours) explain known code mistakes when code is sent back (planners/sgrwr/hints.py)
-    sgrwr_code_grammar: bool = False  # (ours) the Retriever's replies are a code block until its code has run
-    sgrwr_repeat_answers: bool = False  # (ours) a repeated query on unchanged data gets its earlier answer back
-    sgrwr_reasoner_grammar: bool = False  # (ours) each Reasoner reply is decoded as one message of one form
+    max_actions: int = setting(30, "action limit of an episode")
+    max_unresolved: int = setting(3, "unresolved answers in a row that end an episode")
+    graph_style: str = setting("text", "memory-graph serialization (ablations)", choices=("text", "json", "full"))
+    priors: bool = setting(True, "the memory graph starts with the map's objects as unseen priors (false: the "
+                                 "No Priors ablation)")
+    correction: str = setting("rules", "rules: feedback and rule-based correction; feedback: feedback only; none: "
+                                       "the paper's No-Correction ablation", choices=CORRECTION_MODES)
+    vocabulary: str = setting("flat", "constrained decoding: every visible name (flat) or names per function (typed)",
+                              choices=("flat", "typed"))
+    refuse_cycles: bool = setting(True, "an action that brings the memory back to an earlier state is feedback")
+    exclude_refused: bool = setting(True, "a refused action cannot be decoded again in the same memory state")
+    exclude_inapplicable: bool = setting(True, "nor can an action that is never accepted there (go_to the current "
+                                               "room ...)")
+    done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")
+    reason_first: bool = setting(False, "the decision's reply gives its reason before the action")
+    reason_max_length: int | None = setting(None, "cap of the reason in characters (default: 300 in process, none "
+                                                  "at servers)")
+    plan_max_tokens: int = setting(1536, "static baselines and SayPlan: the reply budget of a whole-plan call")
+    llm_plus_p: LLMPlusPConfig = field(default_factory=LLMPlusPConfig)
+    react: ReActConfig = field(default_factory=ReActConfig)
+    sayplan: SayPlanConfig = field(default_factory=SayPlanConfig)
+    sg_rwr: SGRwRConfig = field(default_factory=SGRwRConfig)
 
     def __post_init__(self):
-        if self.correction not in CORRECTION_MODES:
-            raise ValueError(f"correction must be one of {', '.join(CORRECTION_MODES)}, not {self.correction!r}")
-        if self.sgrwr_mode not in SGRWR_MODES:
-            raise ValueError(f"sgrwr_mode must be one of {', '.join(SGRWR_MODES)}, not {self.sgrwr_mode!r}")
+        check_choices(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, where: str = "config") -> "PlannerConfig":
+        """A config from top-level keys and section tables (dicts); the flat keys of older
+        configs (:data:`LEGACY_KEYS`) are read into their sections. Raises ``ValueError`` naming
+        an unknown key (and the known ones) or a bad value."""
+        config, _ = cls.read(data, where=where)
+        return config
+
+    @classmethod
+    def read(cls, data: dict[str, Any], *, where: str = "config") -> "tuple[PlannerConfig, list[str]]":
+        """:meth:`from_dict`, and the legacy flat keys it met."""
+        top = {f.name for f in fields(cls)} - set(SECTIONS)
+        flat: dict[str, Any] = {}
+        sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+        legacy = []
+        for key, value in data.items():
+            if key in SECTIONS:
+                if isinstance(value, SECTIONS[key]):
+                    value = asdict(value)
+                if not isinstance(value, dict):
+                    raise ValueError(f"{where}: {key} is a table of settings ([{key}]), not {value!r}")
+                known = {f.name for f in fields(SECTIONS[key])}
+                unknown = sorted(set(value) - known)
+                if unknown:
+                    raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} in [{key}]; known: "
+                                     f"{', '.join(sorted(known))}")
+                sections[key].update(value)
+            elif key in LEGACY_KEYS:
+                section, name = LEGACY_KEYS[key]
+                sections[section].setdefault(name, value)
+                legacy.append(key)
+            elif key in top:
+                flat[key] = value
+            else:
+                raise ValueError(f"{where}: unknown key {key!r}; the planner's keys: {', '.join(sorted(top))} and "
+                                 f"the tables {', '.join(f'[{s}]' for s in SECTIONS)}")
+        try:
+            built = {name: SECTIONS[name](**values) for name, values in sections.items()}
+            return cls(**flat, **built), legacy
+        except TypeError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+
+def legacy_note(keys: list[str], where: str) -> str:
+    """One line that says how to write ``keys`` (old flat keys) today."""
+    moved = ", ".join(f"{k} -> [{LEGACY_KEYS[k][0]}] {LEGACY_KEYS[k][1]}" for k in keys)
+    return f"{where}: old flat key(s) read into their tables; write instead: {moved}"
+
+
+def _default(f) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory()  # type: ignore[misc]
+
+
+def settings_reference() -> str:
+    """Every planner setting as TOML lines with its default and help (generated from the classes)."""
+    def lines(cls) -> list[str]:
+        out = []
+        for f in fields(cls):
+            if f.name in SECTIONS and cls is PlannerConfig:
+                continue
+            value = _default(f)
+            shown = "# (none)" if value is None else _toml(value)
+            out.append(f"{f.name} = {shown}".ljust(36) + f"  # {f.metadata.get('help', '')}")
+        return out
+    text = lines(PlannerConfig)
+    for name, cls in SECTIONS.items():
+        text += ["", f"[{name}]  # {(cls.__doc__ or '').splitlines()[0]}"] + lines(cls)
+    return "\n".join(text)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)

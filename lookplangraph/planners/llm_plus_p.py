@@ -8,11 +8,11 @@ prefix). The problem is cut from the reply (from ``(define`` to its closing pare
 fences ignored); Fast Downward (``lama-first``, the config's time and memory limits) solves it
 as a separate program; the plan's lower-case names map back to the scene's names and the actions
 run as written (:func:`lookplangraph.planners.static.execute`).
-With ``config.pddl_grammar`` (the default) the reply is decoded under the grammar of
+With ``config.llm_plus_p.grammar`` (the default) the reply is decoded under the grammar of
 :func:`~lookplangraph.planners.pddl.grammar.problem_grammar` where the backend enforces one
 (llama.cpp in process and llama.cpp servers): the problem's syntax, predicates and names are then
-the domain's and the scene's, its facts and goal still the LM's. ``pddl_grammar = false`` is the
-paper's free text. With ``config.pddl_declare`` (the default) the problem's ``(:objects ...)`` is
+the domain's and the scene's, its facts and goal still the LM's. ``[llm_plus_p] grammar = false`` is the
+paper's free text. With ``config.llm_plus_p.declare`` (the default) the problem's ``(:objects ...)`` is
 rewritten from the scene names it uses (``pddl.problem.complete_declarations``), since a
 grammar cannot make a small model declare each name once; the record's ``feedback`` lists what
 was declared for it or declared twice.
@@ -69,7 +69,7 @@ class LLMPlusP:
         messages = [{"role": "user", "content": self.prompt(task)}]
         names = PddlNames(task.graph.nodes)
         try:
-            extra = {"grammar": problem_grammar(task.graph, names)} if config.pddl_grammar else {}
+            extra = {"grammar": problem_grammar(task.graph, names)} if config.llm_plus_p.grammar else {}
             c = lm.complete(messages, max_tokens=config.plan_max_tokens, **extra)
         except ContextOverflow as exc:
             log.emit(log.add(StepRecord(1, None, None, False, "", feedback=str(exc))))
@@ -77,14 +77,14 @@ class LLMPlusP:
         plan, failure, feedback = None, None, None
         problem = extract_problem(re.sub(r"```[a-z]*", "", c.text))
         declared = ""
-        if problem is not None and config.pddl_declare:
+        if problem is not None and config.llm_plus_p.declare:
             problem, added, twice = complete_declarations(problem, task.graph, names)
             declared = "".join([f"; declared for the LM: {', '.join(added)}" if added else "",
                                 f"; declared twice by the LM: {', '.join(twice)}" if twice else ""])
         if problem is None:
             failure, feedback = "no_problem", "the reply holds no complete (define (problem ...)) form"
         else:
-            sol = solve(domain(), problem, time_limit_s=config.fd_time_limit_s, memory_limit_mb=config.fd_memory_limit_mb)
+            sol = solve(domain(), problem, time_limit_s=config.llm_plus_p.fd_time_limit_s, memory_limit_mb=config.llm_plus_p.fd_memory_limit_mb)
             if not sol.solved:
                 failure, feedback = sol.kind, f"Fast Downward: {sol.kind}: {sol.message}"
             else:

@@ -281,7 +281,7 @@ class ReAct:
         log = EpisodeLog(on_step)
         actions: list[str] = []
         termination = "step_limit"
-        for call in range(1, config.react_max_steps + 1):
+        for call in range(1, config.react.max_steps + 1):
             if len(actions) >= config.max_actions:
                 termination = "max_actions"
                 break

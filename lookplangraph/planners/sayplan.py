@@ -255,8 +255,8 @@ class SayPlan:
         rooms = task.graph.places
         expanded: list[str] = []
         log = EpisodeLog(on_step)
-        intro = template("sayplan").format(instruction=task.instruction, search_steps=config.sayplan_search_steps,
-                                           attempts=1 + config.sayplan_replans)
+        intro = template("sayplan").format(instruction=task.instruction, search_steps=config.sayplan.search_steps,
+                                           attempts=1 + config.sayplan.replans)
         turns: list[tuple[str, str]] = [("user", intro + "\n")]  # (role, text); user turns get the graph appended
         graphs: list[str] = [scene_json(searched_graph(task.graph, expanded))]
         expanded_line = ["Expanded rooms: none"]
@@ -283,15 +283,15 @@ class SayPlan:
                     plan = steps
                     break
                 log.emit(rec)
-                if submissions > config.sayplan_replans:
+                if submissions > config.sayplan.replans:
                     failure = "replan_limit"
                     break
                 answer = f"verify_plan: the plan cannot be carried out: {why}. Correct the plan, or search further."
             else:
                 searches += 1
-                if searches > config.sayplan_search_steps:
+                if searches > config.sayplan.search_steps:
                     rec = call_record(len(log) + 1, c, f"{command}({node})" if command else None, False,
-                                      f"search limit of {config.sayplan_search_steps} commands reached")
+                                      f"search limit of {config.sayplan.search_steps} commands reached")
                     log.emit(log.add(rec))
                     failure = "search_limit"
                     break
@@ -336,10 +336,10 @@ class SayPlanLite:
         log = EpisodeLog(on_step)
         previous = "none (this is the first)"
         schema = reply_schema(rooms, with_plan=False)
-        for _ in range(config.sayplan_search_steps):
+        for _ in range(config.sayplan.search_steps):
             prompt = template("sayplan_lite_search").format(
                 instruction=task.instruction, previous=previous, expanded=", ".join(expanded) or "none",
-                scene=scene_json(searched_graph(task.graph, expanded)), search_steps=config.sayplan_search_steps)
+                scene=scene_json(searched_graph(task.graph, expanded)), search_steps=config.sayplan.search_steps)
             try:
                 c = lm.complete([{"role": "user", "content": prompt}], schema=schema, max_tokens=config.plan_max_tokens)
             except ContextOverflow as exc:
@@ -361,7 +361,7 @@ class SayPlanLite:
             previous = answer
         scene = scene_json(searched_graph(task.graph, expanded))
         feedback = ""
-        for attempt in range(1 + config.sayplan_replans):
+        for attempt in range(1 + config.sayplan.replans):
             prompt = template("sayplan_lite_plan").format(instruction=task.instruction, scene=scene, feedback=feedback)
             try:
                 c = lm.complete([{"role": "user", "content": prompt}], schema=PLAN_SCHEMA, max_tokens=config.plan_max_tokens)

@@ -15,7 +15,7 @@
   (strict success counts a container left open as a side effect).
 * :func:`complete_declarations` — an LM-written problem's ``(:objects ...)`` rewritten from the
   scene names it uses anywhere (each once, typed by the scene), so a missing or repeated
-  declaration does not fail an otherwise readable problem (LLM+P's ``pddl_declare``).
+  declaration does not fail an otherwise readable problem (LLM+P's ``llm_plus_p.declare``).
 * :func:`plan_actions` — Fast Downward's plan lines → :class:`~sgs.actions.Action` primitives
   (``go_to ?from ?to`` → ``go_to(to)``, ``put_on ?obj ?s ?r`` → ``put_on(s)`` ...).
 

@@ -10,13 +10,13 @@
 
 **Self-debugging.** A code run that fails (an exception, a time, memory or output limit, a
 policy refusal) or code the assume-guard (:mod:`.guard`) sends back is answered with the error
-and the agent writes new code. ``sgrwr_debug_attempts`` is the number of such re-prompts in a
-row: once ``sgrwr_debug_attempts + 1`` attempts in a row have failed, the Retriever gives up on
+and the agent writes new code. ``sg_rwr.debug_attempts`` is the number of such re-prompts in a
+row: once ``sg_rwr.debug_attempts + 1`` attempts in a row have failed, the Retriever gives up on
 the query (the Reasoner is told it could not be answered, and why) and the Reasoner is told that
 its code is given up; code it sends before another form of message is then not run. A successful
 run, or any other form of message, starts a new count.
 
-**Retriever replies per query** are at most ``sgrwr_retriever_turns``; a summary before any
+**Retriever replies per query** are at most ``sg_rwr.retriever_turns``; a summary before any
 successful run is refused (the Retriever has read nothing yet). If the turns run out after a
 successful run, the last output goes to the Reasoner in place of the summary.
 
@@ -52,13 +52,13 @@ from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
 STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo answer:", "\n[Explanation]"),
          "retriever": ("\nOutput:", "Your code failed")}
 
-#: GBNF of a Retriever reply that must be code (``sgrwr_code_grammar``): one ```python block of
+#: GBNF of a Retriever reply that must be code (``sg_rwr.code_grammar``): one ```python block of
 #: lines without backticks. Enforced where the backend takes a grammar (llama.cpp in process and
 #: llama.cpp servers); elsewhere the reply stays free.
 CODE_GRAMMAR = r'''root ::= "```python\n" line+ "```"
 line ::= [^`\n]* "\n"'''
 
-#: GBNF of one Reasoner message per mode (``sgrwr_reasoner_grammar``): ``[Explanation]`` with one to
+#: GBNF of one Reasoner message per mode (``sg_rwr.reasoner_grammar``): ``[Explanation]`` with one to
 #: three lines of text, then one form, each ending where its section ends: a one-line ``[Query]``,
 #: a ``[Code]`` section of one ```python block, in step mode one ``[Action]`` call, in static mode
 #: the solution (``[Summary]`` text, a one-line ``[Actions]`` list, ``TASK TERMINATE``). After the
@@ -92,10 +92,10 @@ def sandbox_for(cpu_seconds: float, memory_mb: int, output_bytes: int, require_s
 
 
 def config_sandbox(cfg: PlannerConfig) -> Sandbox:
-    """The sandbox of ``cfg``'s ``sgrwr_code_seconds``, ``sgrwr_code_memory_mb``,
-    ``sgrwr_output_bytes`` and ``sgrwr_require_strong`` (:func:`sandbox_for`)."""
-    return sandbox_for(float(cfg.sgrwr_code_seconds), int(cfg.sgrwr_code_memory_mb), int(cfg.sgrwr_output_bytes),
-                       bool(cfg.sgrwr_require_strong))
+    """The sandbox of ``cfg``'s ``sg_rwr.code_seconds``, ``sg_rwr.code_memory_mb``,
+    ``sg_rwr.output_bytes`` and ``sg_rwr.require_strong`` (:func:`sandbox_for`)."""
+    return sandbox_for(float(cfg.sg_rwr.code_seconds), int(cfg.sg_rwr.code_memory_mb), int(cfg.sg_rwr.output_bytes),
+                       bool(cfg.sg_rwr.require_strong))
 
 
 @dataclass
@@ -113,7 +113,7 @@ class Session:
     sandbox_seconds: float = 0.0
     isolation: list[str] = field(default_factory=list)  # levels the runs achieved ("none": refused before a process)
     guard_refusals: int = 0
-    repeated_queries: int = 0  # queries answered from an earlier answer (``sgrwr_repeat_answers``)
+    repeated_queries: int = 0  # queries answered from an earlier answer (``sg_rwr.repeat_answers``)
     answers: dict = field(default_factory=dict)  # query key -> (answer text, answered), on the current data
     calling: str | None = None  # the agent of the call in progress (or the last one)
 
@@ -137,7 +137,7 @@ class Session:
         caller), stopped where the reply starts to imagine the other side (:data:`STOPS`),
         decoded under ``grammar`` (GBNF) when one is given."""
         self.calling = agent
-        return self.lm.complete(messages, stop=STOPS[agent], max_tokens=self.cfg.sgrwr_reply_tokens, grammar=grammar)
+        return self.lm.complete(messages, stop=STOPS[agent], max_tokens=self.cfg.sg_rwr.reply_tokens, grammar=grammar)
 
     @property
     def records(self) -> list[SGRwRStep]:
@@ -180,8 +180,8 @@ def _query_key(query: str) -> str:
 
 
 def _hinted(error: str | None, cfg: PlannerConfig) -> str:
-    """The debug hint for ``error`` as a line of its own, or nothing (``sgrwr_debug_hints``)."""
-    hint = debug_hint(error) if cfg.sgrwr_debug_hints else None
+    """The debug hint for ``error`` as a line of its own, or nothing (``sg_rwr.debug_hints``)."""
+    hint = debug_hint(error) if cfg.sg_rwr.debug_hints else None
     return f"Hint: {hint}\n" if hint else ""
 
 
@@ -202,10 +202,10 @@ class Retriever:
         messages = [{"role": "system", "content": self.system}, {"role": "user", "content": f"Query: {query}"}]
         known = query
         failed, last_output, last_problem = 0, None, None
-        for _ in range(cfg.sgrwr_retriever_turns):
+        for _ in range(cfg.sg_rwr.retriever_turns):
             # until a run of its code has succeeded for this query, the reply may have to be code
             c = s.complete("retriever", messages,
-                           grammar=CODE_GRAMMAR if cfg.sgrwr_code_grammar and last_output is None else None)
+                           grammar=CODE_GRAMMAR if cfg.sg_rwr.code_grammar and last_output is None else None)
             reply = read_retriever(c.text)
             rec = s.record("retriever", c, reply)
             messages.append({"role": "assistant", "content": c.text})
@@ -214,7 +214,7 @@ class Retriever:
                     rec.accepted, rec.proposed = True, reply.summary
                     s.log.emit(rec)
                     return reply.summary, True
-                message = NO_CODE_YET if cfg.sgrwr_debug_hints else NO_CODE
+                message = NO_CODE_YET if cfg.sg_rwr.debug_hints else NO_CODE
             elif reply.form == "code":
                 why = assumption(reply.code, known, reads_graph=True)
                 if why is not None:
@@ -232,7 +232,7 @@ class Retriever:
                     else:
                         failed, last_problem = failed + 1, r.error
                         message = f"Your code failed ({r.kind}):\n{r.error}\n{_hinted(r.error, cfg)}Send corrected code."
-                if failed > cfg.sgrwr_debug_attempts:
+                if failed > cfg.sg_rwr.debug_attempts:
                     rec.feedback = message
                     s.log.emit(rec)
                     return (f"the retriever could not answer: its code failed {failed} times in a row "
@@ -244,7 +244,7 @@ class Retriever:
             messages.append({"role": "user", "content": message})
         if last_output is not None:
             return f"(the retriever gave no summary; the output of its last code was)\n{last_output}", True
-        return f"the retriever found no answer in {cfg.sgrwr_retriever_turns} replies", False
+        return f"the retriever found no answer in {cfg.sg_rwr.retriever_turns} replies", False
 
 
 class Reasoner:
@@ -259,7 +259,7 @@ class Reasoner:
 
     def ask(self) -> tuple[Reply, SGRwRStep]:
         """One Reasoner call, read as a form; the reply joins its history."""
-        grammar = REASONER_GRAMMAR[self.mode] if self.session.cfg.sgrwr_reasoner_grammar else None
+        grammar = REASONER_GRAMMAR[self.mode] if self.session.cfg.sg_rwr.reasoner_grammar else None
         c = self.session.complete("reasoner", self.messages, grammar=grammar)
         reply = read_reasoner(c.text, step_mode=self.mode == "step")
         rec = self.session.record("reasoner", c, reply)
@@ -292,7 +292,7 @@ class Reasoner:
 
     def run_code(self, code: str, rec: SGRwRStep) -> str:
         """Guard and run the Reasoner's code; the message that answers it."""
-        s, limit = self.session, self.session.cfg.sgrwr_debug_attempts
+        s, limit = self.session, self.session.cfg.sg_rwr.debug_attempts
         given_up = (f"Your code has failed {limit + 1} times in a row, so it is given up: do not send code for this "
                     "again. Ask the retriever, or go on without code.")
         if self.failed > limit:

@@ -18,7 +18,7 @@ Code that does not parse as Python is not judged here (parts 2 and 3 need its sy
 goes to the sandbox, whose syntax error the LM debugs.
 
 :func:`invented_plan` applies part 2 to the Reasoner's actions (our extension; the paper guards
-code only, config ``sgrwr_plan_guard``): a plan or step that names a node no answer or output
+code only, config ``sg_rwr.plan_guard``): a plan or step that names a node no answer or output
 contained is sent back, since the Reasoner never sees the scene's data and such a name can only
 be a guess.
 """

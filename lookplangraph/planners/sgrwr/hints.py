@@ -1,4 +1,4 @@
-"""Hints for SG-RwR's self-debugging (ours, not the paper's; config ``sgrwr_debug_hints``, off by
+"""Hints for SG-RwR's self-debugging (ours, not the paper's; config ``sg_rwr.debug_hints``, off by
 default: measured, they made the 1.5B model's debugging worse, see README *SG-RwR*).
 
 The paper's self-debugging sends a failed program back with its error. A small model makes the
@@ -30,7 +30,7 @@ _HOLDER_WORDS = ("holding", "holder", "held", "parent", "location", "room", "on"
 #: What a Retriever's summary sent before any of its code ran is answered (the plain refusal).
 NOT_RUN_YET = "You have not run any code on the graph for this query, so nothing is retrieved yet. "
 NO_CODE = NOT_RUN_YET + "Write code that finds the answer in G."
-#: The same with a worked example (``sgrwr_debug_hints``).
+#: The same with a worked example (``sg_rwr.debug_hints``).
 NO_CODE_YET = (
     NOT_RUN_YET + "Reply with a ```python block that finds the answer in G; for example, for \"where are the cups?\" "
     "in another scene:\n```python\nfor n, d in G.nodes(data=True):\n    if d[\"class\"] == \"cup\":\n"

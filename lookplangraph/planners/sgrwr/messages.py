@@ -186,7 +186,7 @@ def _is_graph_code(text: str) -> bool:
 
 def _without_marker_lines(code: str) -> str:
     """``code`` without lines that hold only :data:`RETRIEVED` (the 1.5B model, held to a code
-    block by ``sgrwr_code_grammar``, wrote its marker as the block's last line in 15 of 22
+    block by ``sg_rwr.code_grammar``, wrote its marker as the block's last line in 15 of 22
     snippets, a SyntaxError that self-debugging resent unchanged)."""
     lines = code.splitlines()
     kept = [line for line in lines if line.strip(" \t*#") != RETRIEVED]

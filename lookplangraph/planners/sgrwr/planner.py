@@ -5,17 +5,17 @@ schema but never its data; it asks the Retriever, which answers by writing Pytho
 networkx graph ``G`` in the sandbox (:mod:`lookplangraph.sandbox`), and it may write code itself
 that calls its reasoning tools (:mod:`.graphdata`). Each reply is read as one message form
 (:mod:`.messages`); code that assumes facts is sent back (:mod:`.guard`), and so, with
-``sgrwr_plan_guard``, is a plan or an action naming a node no answer contained.
+``sg_rwr.plan_guard``, is a plan or an action naming a node no answer contained.
 
-**Static mode** (``sgrwr_mode = "static"``; the paper's setting): the Retriever reads the task's
+**Static mode** (``sg_rwr.mode = "static"``; the paper's setting): the Retriever reads the task's
 map (``task.graph``; stale in dynamic runs, as for every static planner). The episode ends when
 the Reasoner sends a summary with its action list and ``TASK TERMINATE``; the plan then runs as
 written and is judged like LLM-as-P's (:func:`lookplangraph.planners.static.execute`:
 ``infeasible_step`` when the environment refuses a step, ``success_with_correction`` beside).
-No plan: failure ``round_limit`` (``sgrwr_max_rounds`` Reasoner replies without a readable
+No plan: failure ``round_limit`` (``sg_rwr.max_rounds`` Reasoner replies without a readable
 summary) or ``context_overflow``.
 
-**Step mode** (``sgrwr_mode = "step"``; the paper's appendix E): the Reasoner sends one action at
+**Step mode** (``sg_rwr.mode = "step"``; the paper's appendix E): the Reasoner sends one action at
 a time. Each runs as in LookPlanGraph's loop with correction ``feedback`` (no rule-based
 corrections: the SGS checks it on the memory graph, the environment executes it, what
 ``discover_objects`` observes goes through :class:`lookplangraph.agent.perception.Perception` into the
@@ -23,16 +23,16 @@ corrections: the SGS checks it on the memory graph, the environment executes it,
 robot is and what it holds. The Retriever's data is the updated memory graph (objects still only
 remembered from the map have ``seen`` False). The episode ends on ``done()`` or a summary with
 ``TASK TERMINATE`` (``done``), after ``max_actions`` executed actions (``max_actions``), after
-``sgrwr_max_rounds`` Reasoner replies (``round_limit``) or on ``context_overflow``; it is judged
+``sg_rwr.max_rounds`` Reasoner replies (``round_limit``) or on ``context_overflow``; it is judged
 on the environment's final graph like every planner.
 
-The sandbox is built before the first LM call: when ``sgrwr_require_strong`` is set and only weak
+The sandbox is built before the first LM call: when ``sg_rwr.require_strong`` is set and only weak
 isolation is available, :class:`WeakIsolation` (a :class:`~lookplangraph.sandbox.SandboxUnavailable`
 and a ``ValueError``) is raised: nothing is planned, no LM call is made. Counts: ``lm_calls`` and tokens over both agents and every debug
 loop, ``agent_calls`` per agent, ``sandbox_runs``/``sandbox_failures``/``sandbox_seconds``,
 ``sandbox_isolation``, ``guard_refusals``, ``repeated_queries``.
 
-**Repeated queries** (``sgrwr_repeat_answers``, ours, off by default): a query the Reasoner asked
+**Repeated queries** (``sg_rwr.repeat_answers``, ours, off by default): a query the Reasoner asked
 before (case and spacing aside), while the scene data was what it is now, is not sent to the
 Retriever again; the Reasoner gets the earlier answer back with a sentence saying so. In static
 mode the data never changes; in step mode every executed action replaces it. With greedy decoding
@@ -61,13 +61,13 @@ from lookplangraph.planners.static import execute
 from lookplangraph.sandbox import SandboxUnavailable
 
 
-#: How a repeated query's earlier answer is given back (``sgrwr_repeat_answers``).
+#: How a repeated query's earlier answer is given back (``sg_rwr.repeat_answers``).
 REPEATED = "You asked this query before and the scene data has not changed since"
 GO_ON = "Do not ask it again: act on what you know, or ask something else."
 
 
 class WeakIsolation(SandboxUnavailable, ValueError):
-    """The sandbox offers only weak isolation and ``sgrwr_require_strong`` is set; a ValueError
+    """The sandbox offers only weak isolation and ``sg_rwr.require_strong`` is set; a ValueError
     too, so ``lookplangraph run``/``eval`` report it as an input problem, not a crash."""
 
 
@@ -81,8 +81,8 @@ class SGRwR:
         try:
             sandbox = config_sandbox(config)
         except SandboxUnavailable as exc:
-            raise WeakIsolation(f"sg-rwr runs LM-written code: {exc} (config key: sgrwr_require_strong = false)") from None
-        if config.sgrwr_mode == "step":
+            raise WeakIsolation(f"sg-rwr runs LM-written code: {exc} (config: [sg_rwr] require_strong = false)") from None
+        if config.sg_rwr.mode == "step":
             return self._step(task, env, lm, config, sandbox, on_step, augmentation, t0)
         return self._static(task, env, lm, config, sandbox, on_step, t0)
 
@@ -92,9 +92,9 @@ class SGRwR:
         reasoner, retriever = Reasoner(s, "static", task.instruction), Retriever(s, "static")
         plan, failure = None, "round_limit"
         try:
-            for _ in range(cfg.sgrwr_max_rounds):
+            for _ in range(cfg.sg_rwr.max_rounds):
                 reply, rec = reasoner.ask()
-                guarded = reply.form == "summary" and cfg.sgrwr_plan_guard
+                guarded = reply.form == "summary" and cfg.sg_rwr.plan_guard
                 if guarded and reasoner.send_back_guesses(rec, reply.actions, "Your plan"):
                     continue
                 if reply.form == "summary":
@@ -116,7 +116,7 @@ class SGRwR:
         if reply.form == "query":
             rec.proposed = reply.query
             s = retriever.session
-            earlier = s.earlier_answer(reply.query) if s.cfg.sgrwr_repeat_answers else None
+            earlier = s.earlier_answer(reply.query) if s.cfg.sg_rwr.repeat_answers else None
             if earlier is not None:
                 s.repeated_queries += 1
                 text, rec.accepted = earlier
@@ -144,7 +144,7 @@ class SGRwR:
         last_accepted, actions, executed = None, [], []
         termination = "round_limit"
         try:
-            for _ in range(cfg.sgrwr_max_rounds):
+            for _ in range(cfg.sg_rwr.max_rounds):
                 if len(actions) >= cfg.max_actions:
                     termination = "max_actions"
                     break
@@ -159,7 +159,7 @@ class SGRwR:
                     reasoner.tell(rec, self._answer(reply, rec, reasoner, retriever), learned=rec.accepted)
                     continue
                 rec.proposed = str(reply.action)
-                if cfg.sgrwr_plan_guard and reasoner.send_back_guesses(rec, [reply.action], rec.proposed):
+                if cfg.sg_rwr.plan_guard and reasoner.send_back_guesses(rec, [reply.action], rec.proposed):
                     continue
                 feedback = attempt_action(SimpleNamespace(action=reply.action, error=None), memory, env, act_cfg, rec,
                                     last_accepted, visited, perceive)

@@ -1,0 +1,112 @@
+"""The package's layers point one way: every import of every module (at the top or inside a
+function) is read from the source, and each layer may import only the layers below it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: lookplangraph/ layers, lowest first: a module of a layer may import its own layer and those
+#: listed before it (the episode contract and settings of planners/ sit below agent/, which the
+#: planners use).
+LAYERS = [
+    ("lm", ["lookplangraph.lm"]),
+    ("prompts", ["lookplangraph.prompts"]),
+    ("sandbox", ["lookplangraph.sandbox"]),
+    ("contract", ["lookplangraph.planners.config", "lookplangraph.planners.episode"]),
+    ("agent", ["lookplangraph.agent"]),
+    ("planners", ["lookplangraph.planners"]),
+    ("evaluation", ["lookplangraph.evaluation"]),
+    ("cypher", ["lookplangraph.cypher"]),
+    ("apps", ["lookplangraph.apps"]),
+    ("cli", ["lookplangraph.cli", "lookplangraph.__main__"]),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (absolute imports; ``from X import y`` counts as X and X.y)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of the longest prefix that holds ``module``."""
+    best, best_len = None, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = i, len(prefix)
+    return best
+
+
+def package_modules(package: str) -> list[Path]:
+    return sorted(p for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_module_of_lookplangraph_has_a_layer():
+    loose = [module_name(p) for p in package_modules("lookplangraph")
+             if module_name(p) != "lookplangraph" and layer_of(module_name(p)) is None]
+    assert loose == []
+
+
+def test_lookplangraph_layers_import_only_their_own_and_lower_layers():
+    upward = []
+    for path in package_modules("lookplangraph"):
+        me = layer_of(module_name(path))
+        if me is None:
+            continue
+        for imported in imports(path):
+            other = layer_of(imported)
+            if other is not None and other > me:
+                upward.append(f"{module_name(path)} ({LAYERS[me][0]}) imports {imported} ({LAYERS[other][0]})")
+    assert upward == []
+
+
+@pytest.mark.parametrize("package, allowed", [
+    ("sgs", set()),
+    ("grasif", {"sgs"}),
+    ("sim_adapters", {"sgs", "grasif"}),
+])
+def test_lower_packages_import_nothing_above_them(package, allowed):
+    ours = {"sgs", "grasif", "sim_adapters", "vlm", "lookplangraph"} - {package}
+    bad = sorted(f"{module_name(p)} imports {m}" for p in package_modules(package) for m in imports(p)
+                 if m.split(".")[0] in ours - allowed)
+    assert bad == []
+
+
+def test_vlm_uses_only_the_lm_layer_of_lookplangraph():
+    bad = sorted(f"{module_name(p)} imports {m}" for p in package_modules("vlm") for m in imports(p)
+                 if m.startswith("lookplangraph") and not (m == "lookplangraph.lm" or m.startswith("lookplangraph.lm.")))
+    assert bad == []
+
+
+def test_lookplangraph_has_at_most_ten_top_level_entries():
+    entries = sorted(p.name for p in (ROOT / "lookplangraph").iterdir() if p.name != "__pycache__")
+    assert len(entries) <= 10, entries
+
+
+def test_the_layer_test_can_fail(tmp_path):
+    """The checks above see an upward import, also one inside a function."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from lookplangraph.apps.trial import Trial\n")
+    assert "lookplangraph.apps.trial" in imports(bad)
+    assert layer_of("lookplangraph.apps.trial") > layer_of("lookplangraph.agent.memory")
+    assert layer_of("lookplangraph.planners.episode") < layer_of("lookplangraph.agent.memory") < \
+        layer_of("lookplangraph.planners.react")
