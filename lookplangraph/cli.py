@@ -490,9 +490,14 @@ def _settings(args):
 def _check_specs(s) -> None:
     """A backend spec that cannot be read is bad input (2), before any LM is made (an LM that then
     cannot be used is 3)."""
+    _check_spec_flags(s.lm, s.vlm, s.parser_lm)
+
+
+def _check_spec_flags(lm: str | None, vlm: str | None, parser_lm: str | None) -> None:
+    """:func:`_check_specs` of the three backend flags' values (None: not given)."""
     from lookplangraph.lm import LMError, parse_spec
 
-    for flag, spec in (("--lm", s.lm), ("--vlm", s.vlm), ("--parser-lm", s.parser_lm)):
+    for flag, spec in (("--lm", lm), ("--vlm", vlm), ("--parser-lm", parser_lm)):
         if spec:
             try:
                 parse_spec(spec)
@@ -710,7 +715,7 @@ def cmd_report(args) -> int:
 
 def cmd_trial(args) -> int:
     """A human-in-the-loop trial (lookplangraph/apps/trial.py): the web console or the terminal."""
-    from lookplangraph.lm import LMError, parse_spec
+    from lookplangraph.lm import LMError
     from lookplangraph.planners.config import PlannerConfig
     from lookplangraph.evaluation.settings import DEFAULT_LM
     from lookplangraph.apps.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
@@ -741,12 +746,7 @@ def cmd_trial(args) -> int:
                 task = task_from_graph(args.graph, args.instruction, goal)
             else:
                 raise InputError("give --task-file T.json, or --graph G.json with --instruction TEXT, or --resume DIR")
-            for flag, spec in (("--lm", args.lm), ("--vlm", args.vlm), ("--parser-lm", args.parser_lm)):
-                if spec:
-                    try:
-                        parse_spec(spec)
-                    except LMError as exc:
-                        raise InputError(f"{flag}: {exc}") from None
+            _check_spec_flags(args.lm, args.vlm, args.parser_lm)
             cfg = PlannerConfig(max_actions=args.max_actions or 30, correction=args.correction or "rules")
             trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
                                  vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
