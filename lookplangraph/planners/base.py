@@ -3,8 +3,9 @@
 A planner runs one task in one environment with one LM and returns the same
 :class:`~lookplangraph.planners.episode.EpisodeResult` LookPlanGraph does, judged on the environment's
 final graph by the same goal evaluation, so one results file, summary and report covers them all.
-Every LM call is a :class:`~lookplangraph.planners.episode.StepRecord` handed to ``on_step`` as it happens
-(the runner writes them to the trace).
+Every LM call is a :class:`~lookplangraph.planners.episode.StepRecord` (or a planner's own subclass
+of it) emitted through an :class:`~lookplangraph.planners.episode.EpisodeLog` to the ``on_step``
+callbacks, registered once per episode (the runner writes the trace with one).
 
 Names: ``lookplangraph`` (:mod:`lookplangraph.planners.lookplangraph`), ``llm-as-p`` (:mod:`.llm_as_p`),
 ``llm+p`` (:mod:`.llm_plus_p`), ``sayplan`` and ``sayplan-lite`` (:mod:`.sayplan`), ``react``
@@ -14,13 +15,12 @@ Names: ``lookplangraph`` (:mod:`lookplangraph.planners.lookplangraph`), ``llm-as
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Callable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from grasif.task import Task
 
 from lookplangraph.planners.config import PlannerConfig
-
-from lookplangraph.planners.episode import EpisodeResult, StepRecord
+from lookplangraph.planners.episode import EpisodeResult, StepCallback
 
 #: ``--planner`` names → module and class; None: named by the paper, not built yet
 _REGISTRY: dict[str, tuple[str, str] | None] = {
@@ -40,9 +40,10 @@ class Planner(Protocol):
     name: str
 
     def run(self, task: Task, env, lm, config: PlannerConfig, *,
-            on_step: Callable[[StepRecord], None] | None = None, augmentation=None) -> EpisodeResult:
+            on_step: StepCallback | list[StepCallback] | None = None, augmentation=None) -> EpisodeResult:
         """Plan and act on ``task`` in ``env`` (a :class:`sim_adapters.base.Environment`) with
-        ``lm``; ``augmentation`` is for planners that call ``discover_objects``."""
+        ``lm`` (a :class:`~lookplangraph.lm.LMBackend`); ``on_step`` (one callback or several) sees
+        every completed record once; ``augmentation`` is for planners that call ``discover_objects``."""
 
 
 def get_planner(name: str) -> Planner:
