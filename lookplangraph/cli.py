@@ -828,7 +828,7 @@ def cmd_gam_eval(args) -> int:
     stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
     from grasif import dataset
     from lookplangraph.lm import LMError, make_backend, parse_spec
-    from vlm.evaluate import bank_cases, evaluate, sample_cases, table
+    from lookplangraph.evaluation.gam_eval import bank_cases, evaluate, sample_cases, table
     from vlm.gam import GraphAugmentation
 
     root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()

@@ -1,5 +1,5 @@
 """The OmniGibson image-bank adapter (sim_adapters/omnigibson.py), its capture script and the
-bank evaluation (vlm.evaluate.bank_cases, ``gam-eval --bank``).
+bank evaluation (lookplangraph.evaluation.gam_eval.bank_cases, ``gam-eval --bank``).
 
 No OmniGibson and no language model run here. The bank is SYNTHETIC (tests/synthetic_bank.py:
 generated colored boxes, labelled ``"synthetic": true``, not OmniGibson captures). TEST DOUBLES:
@@ -27,7 +27,7 @@ from sim_adapters.omnigibson import BankError, ImageBank, ImageBankEnvironment, 
 from tests.synthetic_bank import TASKS, build_bank, write_data_dir
 from tests.test_backends import HAVE_OPENAI, FakeServer, backend, completion
 from vlm.descriptions import describe_truth
-from vlm.evaluate import bank_cases, evaluate
+from lookplangraph.evaluation.gam_eval import bank_cases, evaluate
 from vlm.gam import GraphAugmentation
 from vlm.metrics import score
 

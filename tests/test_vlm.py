@@ -279,7 +279,7 @@ def data_dir(tmp_path):
 
 
 def test_evaluate_with_scripted_parser_and_resume(data_dir, tmp_path):
-    from vlm.evaluate import evaluate, sample_cases, table
+    from lookplangraph.evaluation.gam_eval import evaluate, sample_cases, table
 
     cases = sample_cases(data_dir, ["behavior"], 5, seed=0)
     assert len(cases) == 3  # the assets with objects on them

@@ -1,7 +1,7 @@
 """VLM graph augmentation (paper IV-D): describer and parser (:mod:`vlm.gam`), binding of their
-output to the memory's names (:mod:`vlm.binding`), the Table III metric (:mod:`vlm.metrics`), a
-deterministic description writer (:mod:`vlm.descriptions`) and the GraSIF evaluation
-(:mod:`vlm.evaluate`)."""
+output to the memory's names (:mod:`vlm.binding`), the Table III metric (:mod:`vlm.metrics`), and a
+deterministic description writer (:mod:`vlm.descriptions`). Its evaluation on GraSIF is
+:mod:`lookplangraph.evaluation.gam_eval`."""
 
 from vlm.binding import DEFAULT_STATES, to_observation
 from vlm.gam import MODES, Augmentation, Describer, GraphAugmentation, Parser, parser_schema

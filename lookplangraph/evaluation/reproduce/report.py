@@ -25,7 +25,7 @@ def cell_metrics(cell: Cell) -> dict:
     if cell.row.config == "@gam":
         rows = read_results(cell.dir / "results.jsonl")
         mine = {r["key"]: r for r in rows if r.get("key") in set(cell.keys)}
-        from vlm.evaluate import summary_of
+        from lookplangraph.evaluation.gam_eval import summary_of
 
         out: dict = {"done": len(mine), "n": len(cell.keys)}
         if mine:

@@ -5,7 +5,7 @@ Layout under ``out``::
     reproduce.json                 the run's model(s), --limit and seed (a rerun must match them)
     <table>/<row>_<split>/         one evaluation directory per cell (lookplangraph.evaluation.runner.evaluate:
                                    results.jsonl, traces/, summary.json, lm_cache.jsonl)
-    table3/gam_<split>/            graph augmentation evaluations (vlm.evaluate)
+    table3/gam_<split>/            graph augmentation evaluations (lookplangraph.evaluation.gam_eval)
     table5/injection/              the error-injection curve (a scripted policy, no LM)
     report/                        tables and plots (lookplangraph.evaluation.reproduce.report)
 
@@ -214,7 +214,7 @@ def run_cells(cells: list[Cell], opts: Options, *, quiet: bool = False) -> None:
 
 
 def _gam_cases(opts: Options, split: str):
-    from vlm.evaluate import bank_cases, sample_cases
+    from lookplangraph.evaluation.gam_eval import bank_cases, sample_cases
 
     if opts.vlm and opts.bank and split == "behavior":
         return bank_cases(opts.bank, opts.data_dir)
@@ -223,7 +223,7 @@ def _gam_cases(opts: Options, split: str):
 
 def _run_gam(cell: Cell, cases, opts: Options, progress) -> None:
     from lookplangraph.lm.cache import CachedBackend
-    from vlm.evaluate import evaluate as evaluate_gam
+    from lookplangraph.evaluation.gam_eval import evaluate as evaluate_gam
     from vlm.gam import GraphAugmentation
 
     images = opts.vlm and opts.bank and cell.split == "behavior"

@@ -3,7 +3,7 @@ top), its columns (GraSIF splits) and the paper's own figures, to print beside o
 
 A row whose ``config`` is None is the paper's only (a model we do not run, e.g. GPT-4o in Table
 V): it is listed with the paper's figures and a dash for ours. Table III rows are graph
-augmentation evaluations (:mod:`vlm.evaluate`), not planner runs.
+augmentation evaluations (:mod:`lookplangraph.evaluation.gam_eval`), not planner runs.
 
 The paper's figures are copied from ``lookplangraph.txt`` (Tables II–V) and keyed
 ``split`` or ``split/model`` (Table II reports two models per environment; Table III two models).

@@ -1,4 +1,4 @@
-"""Table III on GraSIF: the graph augmentation scored against true subgraphs.
+"""The graph augmentation (vlm/) scored on GraSIF (paper Table III): the GAM against true subgraphs.
 
 GraSIF has graphs, not images, so what can be measured here is the **parser stage**: each
 sampled observation's true subgraph is written as text by the deterministic
