@@ -48,6 +48,8 @@ from sgs.graph import GraphError
 from sgs.io import graph_from_dict, load_graph
 from sgs.render import render_tree
 
+from lookplangraph.planners.config import CORRECTION_MODES
+
 
 # -- conventions of every command ----------------------------------------------------------------
 EXIT_OK = 0
@@ -281,20 +283,16 @@ def run_main(parser: argparse.ArgumentParser | Callable[[], argparse.ArgumentPar
 
 
 SPLITS = ["virtualhome", "behavior", "office"]
-CORRECTIONS = ["rules", "feedback", "none"]
 DATA_DIR_HELP = "GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)"
-
-#: bad command-line input: the message is printed and the command exits with 2
-InputError = UsageError
 
 
 def _read_json(path: str):
     try:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise UsageError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
+        raise UsageError(f"{path}: not valid JSON ({exc})") from None
 
 
 def _read_goal(path: str, initial, by_class: bool) -> GoalSpec:
@@ -304,15 +302,15 @@ def _read_goal(path: str, initial, by_class: bool) -> GoalSpec:
         try:
             spec = GoalSpec.model_validate(data)
         except ValueError as exc:
-            raise InputError(f"{path}: {exc}") from None
+            raise UsageError(f"{path}: {exc}") from None
     else:
         try:
             spec = goal_from_graphs(initial, graph_from_dict(data), by_class=by_class)
         except (GraphError, ValueError) as exc:
-            raise InputError(f"{path}: {exc}") from None
+            raise UsageError(f"{path}: {exc}") from None
     problems = spec.check_names(initial)
     if problems:
-        raise InputError(f"{path}: " + "; ".join(problems))
+        raise UsageError(f"{path}: " + "; ".join(problems))
     return spec
 
 
@@ -355,19 +353,19 @@ def cmd_validate(args) -> int:
         try:
             task = load_task(args.task_file)
         except TaskError as exc:
-            raise InputError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         initial, goal, plan = task.graph, task.goal, task.ground_truth_plan
         if args.initial or args.goal:
-            raise InputError("give either --task-file or --initial/--goal")
+            raise UsageError("give either --task-file or --initial/--goal")
     else:
         if not (args.initial and args.goal and args.plan):
-            raise InputError("validate needs --initial, --goal and --plan (or --task-file)")
+            raise UsageError("validate needs --initial, --goal and --plan (or --task-file)")
         try:
             initial = load_graph(args.initial)
         except (GraphError, ValueError) as exc:
-            raise InputError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         except FileNotFoundError:
-            raise InputError(f"{args.initial}: no such file") from None
+            raise UsageError(f"{args.initial}: no such file") from None
         goal = _read_goal(args.goal, initial, args.by_class)
         plan = None
     if args.plan:
@@ -375,11 +373,11 @@ def cmd_validate(args) -> int:
         if isinstance(plan, dict) and "plan" in plan:
             plan = plan["plan"]
         if not isinstance(plan, list):
-            raise InputError(f"{args.plan}: a plan is a JSON list of actions")
+            raise UsageError(f"{args.plan}: a plan is a JSON list of actions")
     try:
         report = validate_plan(initial, plan, goal, correct=args.correction != "none")
     except ActionSyntaxError as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps(report.summary(), indent=1))
     else:
@@ -391,9 +389,9 @@ def cmd_show(args) -> int:
     try:
         graph = load_graph(args.graph)
     except (GraphError, ValueError) as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     except FileNotFoundError:
-        raise InputError(f"{args.graph}: no such file") from None
+        raise UsageError(f"{args.graph}: no such file") from None
     print(render_tree(graph))
     return EXIT_OK
 
@@ -406,7 +404,7 @@ def _source_error(exc: Exception) -> Exception:
     text = str(exc).strip("'\"")
     if isinstance(exc, SourceError) and ("not installed" in text or "cannot be imported" in text):
         return Unavailable(text)
-    return InputError(text)
+    return UsageError(text)
 
 
 def cmd_grasif(args) -> int:
@@ -482,7 +480,7 @@ def _settings(args):
     try:
         s = load_settings(args.config, overrides)
     except SettingsError as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     _check_specs(s)
     return s
 
@@ -502,7 +500,7 @@ def _check_spec_flags(lm: str | None, vlm: str | None, parser_lm: str | None) ->
             try:
                 parse_spec(spec)
             except LMError as exc:
-                raise InputError(f"{flag}: {exc}") from None
+                raise UsageError(f"{flag}: {exc}") from None
 
 
 def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
@@ -513,9 +511,9 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
         try:
             return [load_task(task_file)]
         except TaskError as exc:
-            raise InputError(str(exc)) from None
+            raise UsageError(str(exc)) from None
     if not s.split:
-        raise InputError("give --split (virtualhome, behavior or office) or --task-file")
+        raise UsageError("give --split (virtualhome, behavior or office) or --task-file")
     root = Path(data_dir) if data_dir else dataset.default_data_dir()
     try:
         built = dataset.read_index(root)["splits"] if (root / "index.json").exists() else {}
@@ -528,12 +526,12 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
     if s.selection:
         tasks = [t for t in tasks if s.selection in t.provenance.get("selections", [])]
         if not tasks:
-            raise InputError(f"no task of split {s.split} is in selection {s.selection!r} (virtualhome has 'strict' and 'paper')")
+            raise UsageError(f"no task of split {s.split} is in selection {s.selection!r} (virtualhome has 'strict' and 'paper')")
     if s.tasks:
         by_id = {t.id: t for t in tasks}
         missing = [t for t in s.tasks if t not in by_id]
         if missing:
-            raise InputError(f"no task {', '.join(missing)} in split {s.split}; see `lookplangraph grasif list --split {s.split}`")
+            raise UsageError(f"no task {', '.join(missing)} in split {s.split}; see `lookplangraph grasif list --split {s.split}`")
         tasks = [by_id[t] for t in s.tasks]
     if s.limit:
         tasks = tasks[: s.limit]
@@ -553,7 +551,7 @@ def _lm_factory(s, out: Path, args=None):
                           concurrency=getattr(args, "endpoint_concurrency", None),
                           rate=getattr(args, "endpoint_rate", None), cache=cache)
     except (ValueError, LMError) as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
     def factory():
         try:
@@ -581,7 +579,7 @@ def _augmentation_factory(s):
         except LMError as exc:
             raise Unavailable(str(exc)) from None
         except ValueError as exc:
-            raise InputError(str(exc)) from None
+            raise UsageError(str(exc)) from None
 
     return factory
 
@@ -592,7 +590,7 @@ def _check_env(s, tasks) -> None:
     try:
         check_env(s.env, tasks, s.augmentation)
     except ValueError as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
 def _unavailable_kinds() -> tuple[type[BaseException], ...]:
@@ -627,7 +625,7 @@ def cmd_run(args) -> int:
     except _unavailable_kinds() as exc:
         raise Unavailable(str(exc)) from None
     except ValueError as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     print(format_result(result))
     print(f"trace: {out / 'trace.jsonl'}; result: {out / 'result.json'}")
     return EXIT_OK if result.success else EXIT_FAILED
@@ -669,12 +667,12 @@ def cmd_eval(args) -> int:
                  augmentation_factory=_augmentation_factory(s), planner=s.planner)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {kept}") from None
-    except (Unavailable, InputError):
+    except (Unavailable, UsageError):
         raise
     except _unavailable_kinds() as exc:
         raise Unavailable(f"{exc} ({kept})") from None
     except ValueError as exc:
-        raise InputError(f"{exc} ({kept})") from None
+        raise UsageError(f"{exc} ({kept})") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
     return EXIT_OK
@@ -698,7 +696,7 @@ def cmd_report(args) -> int:
     for d in args.dirs:
         path = Path(d) / "summary.json"
         if not path.exists():
-            raise InputError(f"{d}: no summary.json (not an evaluation directory, or nothing finished yet)")
+            raise UsageError(f"{d}: no summary.json (not an evaluation directory, or nothing finished yet)")
         summary = json.loads(path.read_text())
         for label, row in summary.items():
             if label == "all" or args.per_split:
@@ -728,31 +726,32 @@ def cmd_trial(args) -> int:
             given = [f for f in ("task_file", "graph", "instruction", "lm", "vlm", "parser_lm", "max_actions", "correction")
                      if getattr(args, f)]
             if given:
-                raise InputError(f"--resume continues a trial as it was set up (its trial.json); drop --{given[0].replace('_', '-')}")
+                raise UsageError(f"--resume continues a trial as it was set up (its trial.json); drop --{given[0].replace('_', '-')}")
             trial = Trial(args.resume)
         else:
             if args.task_file:
                 try:
                     task = load_task(args.task_file)
                 except TaskError as exc:
-                    raise InputError(str(exc)) from None
+                    raise UsageError(str(exc)) from None
             elif args.graph and args.instruction:
                 goal = None
                 if args.goal:
                     try:
                         goal = _read_goal(args.goal, load_graph(args.graph), False)
                     except (GraphError, ValueError) as exc:
-                        raise InputError(f"{args.graph}: {exc}") from None
+                        raise UsageError(f"{args.graph}: {exc}") from None
                 task = task_from_graph(args.graph, args.instruction, goal)
             else:
-                raise InputError("give --task-file T.json, or --graph G.json with --instruction TEXT, or --resume DIR")
+                raise UsageError("give --task-file T.json, or --graph G.json with --instruction TEXT, or --resume DIR")
             _check_spec_flags(args.lm, args.vlm, args.parser_lm)
-            cfg = PlannerConfig(max_actions=args.max_actions or 30, correction=args.correction or "rules")
+            given = {"max_actions": args.max_actions, "correction": args.correction}
+            cfg = PlannerConfig.from_dict({k: v for k, v in given.items() if v is not None})
             trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
                                  vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
         lm, augmentation = backends_for(trial)
     except TrialError as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     except LMError as exc:
         raise Unavailable(str(exc)) from None
     s = trial.settings
@@ -774,7 +773,7 @@ def cmd_trial(args) -> int:
             raise Interrupted(f"stopped; everything so far is in {trial.dir}; continue with: "
                               f"lookplangraph trial --resume {trial.dir}") from None
         if session.state == "error":
-            raise InputError(f"{session.error} (nothing is lost: lookplangraph trial --resume {trial.dir})")
+            raise UsageError(f"{session.error} (nothing is lost: lookplangraph trial --resume {trial.dir})")
         if session.state == "stopped":
             print(f"\nStopped; everything so far is in {trial.dir}. Continue with: lookplangraph trial --resume {trial.dir}")
             return EXIT_OK
@@ -810,7 +809,7 @@ def cmd_inject(args) -> int:
     try:
         rates = [float(r) for r in args.rates.split(",")]
     except ValueError:
-        raise InputError(f"--rates takes comma-separated numbers, not {args.rates!r}") from None
+        raise UsageError(f"--rates takes comma-separated numbers, not {args.rates!r}") from None
     tasks = []
     for split in args.split or SPLITS:
         tasks += _select_tasks(SimpleNamespace(split=split, selection=None, tasks=None, limit=None), args.data_dir)
@@ -827,16 +826,16 @@ def cmd_gam_eval(args) -> int:
     """Table III: the graph augmentation scored against true subgraphs, on GraSIF (the parser
     stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
     from grasif import dataset
-    from lookplangraph.lm import LMError, make_backend, parse_spec
+    from lookplangraph.lm import LMError, make_backend
     from lookplangraph.evaluation.gam_eval import bank_cases, evaluate, sample_cases, table
     from vlm.gam import GraphAugmentation
 
     root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
     mode, splits = args.augmentation, args.split or ["virtualhome", "behavior"]
     if mode == "vlm" and not args.bank:
-        raise InputError("--augmentation vlm needs pictures: give --bank DIR (GraSIF has graphs, not images)")
+        raise UsageError("--augmentation vlm needs pictures: give --bank DIR (GraSIF has graphs, not images)")
     if mode == "vlm" and not args.vlm:
-        raise InputError("--augmentation vlm needs --vlm SPEC: the describer, a model that sees images "
+        raise UsageError("--augmentation vlm needs --vlm SPEC: the describer, a model that sees images "
                          "(e.g. openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1)")
     parser_spec = args.parser_lm or ("llamacpp:qwen2.5-coder-1.5b" if mode == "parser" else None)
     if args.bank:
@@ -845,18 +844,18 @@ def cmd_gam_eval(args) -> int:
         try:
             cases = bank_cases(args.bank, root)
         except (BankError, dataset.SourceError, KeyError, FileNotFoundError) as exc:
-            raise InputError(str(exc).strip("'\"")) from None
+            raise UsageError(str(exc).strip("'\"")) from None
         if mode == "parser":
             missing = [c.key for c in cases if not c.description]
             if missing:
-                raise InputError(f"--augmentation parser reads the bank's descriptions, and {len(missing)} entries have none "
+                raise UsageError(f"--augmentation parser reads the bank's descriptions, and {len(missing)} entries have none "
                                  f"(first: {missing[0]}); use --augmentation vlm --vlm SPEC")
         label = f"bank {args.bank}"
     else:
         try:
             cases = sample_cases(root, splits, args.n, args.seed)
         except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
-            raise InputError(str(exc).strip("'\"")) from None
+            raise UsageError(str(exc).strip("'\"")) from None
         label = f"{', '.join(splits)}, seed {args.seed}"
     default_out = (f"gam_eval_bank_{Path(args.bank).resolve().name}_{mode}" if args.bank
                    else f"gam_eval_{mode}_n{args.n}_seed{args.seed}")
@@ -868,12 +867,8 @@ def cmd_gam_eval(args) -> int:
     if mode == "vlm":
         meta["vlm"] = args.vlm
 
-    for flag, spec in (("--parser-lm", parser_spec), ("--vlm", args.vlm)):
-        if spec and mode != "ground_truth":
-            try:
-                parse_spec(spec)
-            except LMError as exc:
-                raise InputError(f"{flag}: {exc}") from None
+    if mode != "ground_truth":
+        _check_spec_flags(None, args.vlm, parser_spec)
 
     def backend(spec: str, cache_name: str):
         try:
@@ -902,7 +897,7 @@ def cmd_gam_eval(args) -> int:
     except LMError as exc:
         raise Unavailable(f"{exc} (finished observations are kept in {out / 'results.jsonl'}; rerun to resume)") from None
     except ValueError as exc:
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     print(table(summary))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
     return EXIT_OK
@@ -1103,7 +1098,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "(without it the operator types descriptions)")
     p.add_argument("--parser-lm", metavar="SPEC", help="the parser of descriptions (default: --vlm, else --lm)")
     p.add_argument("--max-actions", type=int, metavar="N", help="action limit (default 30)")
-    p.add_argument("--correction", choices=CORRECTIONS, help="correction mode (default rules)")
+    p.add_argument("--correction", choices=CORRECTION_MODES, help="correction mode (default rules)")
     p.add_argument("--out", metavar="DIR", help="trial directory (default runs/trial_<time>_<task>)")
     p.add_argument("--host", default="127.0.0.1", help="console address (default 127.0.0.1, this machine only); "
                                                        "0.0.0.0 opens it to the network with a one-time token")
@@ -1122,7 +1117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0",
                    help="comma-separated error rates (default 0,0.1,0.2,0.3,0.5,0.7,1.0)")
     p.add_argument("--seeds", type=int, default=3, metavar="N", help="seeds per rate: 0 to N-1 (default 3)")
-    p.add_argument("--correction", choices=CORRECTIONS, help="only this correction mode (default: all three)")
+    p.add_argument("--correction", choices=CORRECTION_MODES, help="only this correction mode (default: all three)")
     deprecated(p, "--no-correction", "correction", "--correction none", nargs=0, const="none")
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/error_injection)")
     p.set_defaults(func=cmd_inject)
