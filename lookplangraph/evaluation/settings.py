@@ -21,7 +21,7 @@ note that says how to write them now.
 from __future__ import annotations
 
 import sys
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
@@ -31,7 +31,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from lookplangraph.planners.config import (
-    LEGACY_KEYS, SECTIONS, PlannerConfig, check_choices, legacy_note, setting, settings_reference,
+    PlannerConfig, check_choices, legacy_note, reference_lines, setting, settings_reference,
 )
 
 #: ``augmentation`` values (:mod:`lookplangraph.agent.perception`, :class:`vlm.gam.GraphAugmentation`)
@@ -85,20 +85,11 @@ class RunSettings:
 
 
 RUN_KEYS = tuple(f.name for f in fields(RunSettings) if f.name != "config")
-PLANNER_KEYS = tuple(f.name for f in fields(PlannerConfig) if f.name not in SECTIONS)
 
 
 def reference() -> str:
     """Every config key with its default and meaning, as TOML lines (generated from the classes)."""
-    lines = []
-    for f in fields(RunSettings):
-        if f.name == "config":
-            continue
-        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
-        shown = "# (none)" if default is None else ("true" if default is True else "false" if default is False
-                                                   else f'"{default}"' if isinstance(default, str) else str(default))
-        lines.append(f"{f.name} = {shown}".ljust(36) + f"  # {f.metadata.get('help', '')}")
-    return "\n".join(lines) + "\n" + settings_reference()
+    return "\n".join(reference_lines(RunSettings, skip=("config",))) + "\n" + settings_reference()
 
 
 def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], None] | None = None) -> RunSettings:
@@ -119,13 +110,8 @@ def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], No
         raise SettingsError(f"correction is one of rules, feedback, none (not {str(data['correction']).lower()}; "
                             "correction = false used to mean feedback, the paper's ablation is none)")
     where = path or "settings"
-    known = set(PLANNER_KEYS) | set(SECTIONS) | set(LEGACY_KEYS)
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise SettingsError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(RUN_KEYS)}, "
-                            f"{', '.join(PLANNER_KEYS)} and the tables {', '.join(f'[{s}]' for s in SECTIONS)}")
     try:
-        config, legacy = PlannerConfig.read(data, where=where)
+        config, legacy = PlannerConfig.read(data, where=where, others=RUN_KEYS)
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
     if legacy:

@@ -23,7 +23,7 @@ fields are top-level keys and each section is a table named after it::
 from __future__ import annotations
 
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Iterable
 
 #: ``PlannerConfig.correction`` values (:mod:`lookplangraph.planners.lookplangraph`)
 CORRECTION_MODES = ("rules", "feedback", "none")
@@ -164,9 +164,16 @@ class PlannerConfig:
         return config
 
     @classmethod
-    def read(cls, data: dict[str, Any], *, where: str = "config") -> "tuple[PlannerConfig, list[str]]":
-        """:meth:`from_dict`, and the legacy flat keys it met."""
+    def read(cls, data: dict[str, Any], *, where: str = "config",
+             others: Iterable[str] = ()) -> "tuple[PlannerConfig, list[str]]":
+        """:meth:`from_dict`, and the legacy flat keys it met. ``others``: the keys that may stand
+        beside the planner's where ``data`` came from (named when a key is unknown)."""
         top = {f.name for f in fields(cls)} - set(SECTIONS)
+        unknown = sorted(set(data) - top - set(SECTIONS) - set(LEGACY_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; known: "
+                             f"{', '.join([*others, *(f.name for f in fields(cls) if f.name in top)])} and the "
+                             f"tables {', '.join(f'[{s}]' for s in SECTIONS)}")
         flat: dict[str, Any] = {}
         sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
         legacy = []
@@ -186,11 +193,8 @@ class PlannerConfig:
                 section, name = LEGACY_KEYS[key]
                 sections[section].setdefault(name, value)
                 legacy.append(key)
-            elif key in top:
-                flat[key] = value
             else:
-                raise ValueError(f"{where}: unknown key {key!r}; the planner's keys: {', '.join(sorted(top))} and "
-                                 f"the tables {', '.join(f'[{s}]' for s in SECTIONS)}")
+                flat[key] = value
         try:
             built = {name: SECTIONS[name](**values) for name, values in sections.items()}
             return cls(**flat, **built), legacy
@@ -210,20 +214,24 @@ def _default(f) -> Any:
     return f.default_factory()  # type: ignore[misc]
 
 
+def reference_lines(cls: type, skip: Iterable[str] = ()) -> list[str]:
+    """One TOML line per field of the config class ``cls`` (but those in ``skip``): the key, its
+    default and its help."""
+    out = []
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        value = _default(f)
+        shown = "# (none)" if value is None else _toml(value)
+        out.append(f"{f.name} = {shown}".ljust(36) + f"  # {f.metadata.get('help', '')}")
+    return out
+
+
 def settings_reference() -> str:
     """Every planner setting as TOML lines with its default and help (generated from the classes)."""
-    def lines(cls) -> list[str]:
-        out = []
-        for f in fields(cls):
-            if f.name in SECTIONS and cls is PlannerConfig:
-                continue
-            value = _default(f)
-            shown = "# (none)" if value is None else _toml(value)
-            out.append(f"{f.name} = {shown}".ljust(36) + f"  # {f.metadata.get('help', '')}")
-        return out
-    text = lines(PlannerConfig)
+    text = reference_lines(PlannerConfig, skip=SECTIONS)
     for name, cls in SECTIONS.items():
-        text += ["", f"[{name}]  # {(cls.__doc__ or '').splitlines()[0]}"] + lines(cls)
+        text += ["", f"[{name}]  # {(cls.__doc__ or '').splitlines()[0]}"] + reference_lines(cls)
     return "\n".join(text)
 
 
