@@ -13,6 +13,8 @@ from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
 
 
 STRUCTURED_MODES = ("json_schema", "json_object", "guided_json", "structured_outputs", "none", "auto")
+#: the structured mode of an :class:`OpenAIBackend` made without one
+DEFAULT_STRUCTURED = "json_schema"
 #: Where a ``grammar`` (GBNF) of :meth:`OpenAIBackend.complete` goes in each structured mode whose
 #: servers read one: the llama.cpp server's ``grammar`` field, vLLM's ``guided_grammar`` (before
 #: 0.12) and ``structured_outputs.grammar``. OpenAI itself takes no grammar (modes
@@ -77,7 +79,7 @@ class OpenAIBackend:
     """
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                 structured: str = "json_schema", timeout: float = 120.0, max_retries: int = 4,
+                 structured: str = DEFAULT_STRUCTURED, timeout: float = 120.0, max_retries: int = 4,
                  temperature: float = 0.0, max_tokens: int = 200, seed: int | None = 0, backoff: float = 1.0,
                  extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7,
                  max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, gate: Callable[[], ContextManager[Any]] | None = None,

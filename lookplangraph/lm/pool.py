@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
 from lookplangraph.lm.base import Completion, LMError, LMUnavailable
-from lookplangraph.lm.openai_compat import OpenAIBackend, mode_constraints
+from lookplangraph.lm.openai_compat import DEFAULT_STRUCTURED, OpenAIBackend, mode_constraints
 from lookplangraph.lm.specs import make_backend, parse_spec
 
 __all__ = ["Endpoint", "EndpointPool", "EndpointDown", "AllEndpointsDown", "PooledBackend", "lm_factory",
@@ -265,7 +265,7 @@ class PooledBackend:
         the clients are made with)."""
         if self._client is not None:
             return self._client.constraints
-        return mode_constraints(self.options.get("structured", "json_schema"), False)
+        return mode_constraints(self.options.get("structured", DEFAULT_STRUCTURED), False)
 
     def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Completion:
         """:meth:`OpenAIBackend.complete` at this worker's endpoint."""
