@@ -37,6 +37,7 @@ EVAL_VIRTUALHOME = ("file120_1", "file27_2", "file331_2", "file392_1", "file432_
                     "file487_1", "file647_2", "file650_1", "file705_1", "file773_1")
 EVAL_BEHAVIOR = ("buy_a_belt", "lighting_fireplace", "packing_recreational_vehicle_for_trip", "picking_up_trash",
                  "putting_backpack_in_car_for_school", "putting_out_condiments")
+EVAL_IDS = {("virtualhome", t) for t in EVAL_VIRTUALHOME} | {("behavior", t) for t in EVAL_BEHAVIOR}
 #: every task of these splits evaluates
 EVAL_SPLITS = ("office",)
 #: splits the train pool is drawn from
@@ -66,10 +67,8 @@ def family_keys(task: Task) -> set[str]:
 
 
 def is_eval(task: Task) -> bool:
+    """Whether ``task`` evaluates (module doc)."""
     return task.split in EVAL_SPLITS or (task.split, task.id) in EVAL_IDS
-
-
-EVAL_IDS = {("virtualhome", t) for t in EVAL_VIRTUALHOME} | {("behavior", t) for t in EVAL_BEHAVIOR}
 
 
 def build_split(data_dir: Path) -> dict:
