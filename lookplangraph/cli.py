@@ -72,6 +72,8 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 )
 
 PROG = "lookplangraph"
+#: ``--lm expert``: the privileged expert (:mod:`lookplangraph.evaluation.expert`), a harness tool
+EXPERT_SPEC = "expert"
 WIDTH = 92
 
 
@@ -496,7 +498,7 @@ def _check_spec_flags(lm: str | None, vlm: str | None, parser_lm: str | None) ->
     from lookplangraph.lm import LMError, parse_spec
 
     for flag, spec in (("--lm", lm), ("--vlm", vlm), ("--parser-lm", parser_lm)):
-        if spec:
+        if spec and not (flag == "--lm" and spec == EXPERT_SPEC):
             try:
                 parse_spec(spec)
             except LMError as exc:
@@ -545,6 +547,12 @@ def _lm_factory(s, out: Path, args=None):
     from lookplangraph.lm import LMError
     from lookplangraph.lm.pool import lm_factory
 
+    if s.lm == EXPERT_SPEC:  # the privileged harness tool, never a default (evaluation.expert)
+        from lookplangraph.evaluation.expert import Expert
+
+        if s.cache or getattr(args, "endpoints", None):
+            raise UsageError("--lm expert answers from the episode itself: it takes no --cache and no --endpoints")
+        return Expert
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
         make = lm_factory(s.lm, s.lm_options, endpoints=getattr(args, "endpoints", None),
@@ -820,6 +828,55 @@ def cmd_inject(args) -> int:
     print(curve_table(rows))
     print(f"written: {out / 'curve.csv'}, {out / 'curve.png'}")
     return EXIT_OK
+
+
+def cmd_expert_proof(args) -> int:
+    """The harness proof: the privileged expert in each planner's loop (evaluation.expert_proof)."""
+    from types import SimpleNamespace
+
+    from lookplangraph.evaluation.expert import PLANNERS
+    from lookplangraph.evaluation.expert_proof import proof_table, run_proof, write_proof
+
+    pairs = []
+    for name in (args.planner or ["lookplangraph"]):
+        if name not in PLANNERS:
+            raise UsageError(f"--planner {name}: the expert answers {', '.join(PLANNERS)}")
+        modes = args.correction or (list(CORRECTION_MODES) if name == "lookplangraph" else ["rules"])
+        pairs += [(name, m) for m in modes]
+    seeds = [None if s == "static" else _int_seed(s) for s in args.seeds.split(",")]
+    rows = []
+    for split in args.split or SPLITS:
+        tasks = _select_tasks(SimpleNamespace(split=split, selection=None, tasks=None, limit=args.limit), args.data_dir)
+        for env in args.env or ["graph"]:
+            if env.startswith("virtualhome"):
+                if split != "virtualhome":
+                    continue
+                from sim_adapters.virtualhome import UNPLUGGED_TASKS
+
+                left_out = sorted(t.id for t in tasks if t.id in UNPLUGGED_TASKS)
+                if left_out:
+                    print(f"left out in {env} ([PlugIn] programs): {', '.join(left_out)}", file=sys.stderr)
+                run_tasks = [t for t in tasks if t.id not in UNPLUGGED_TASKS]
+            else:
+                run_tasks = tasks
+            rows += run_proof(run_tasks, planners=pairs, seeds=seeds, env=env, max_actions=args.max_actions,
+                              progress=_progress_bar(f"{split} {env}"))
+    out = Path(args.out) if args.out else Path("runs") / "expert_proof"
+    write_proof(rows, out)
+    print(proof_table(rows))
+    failures = [f for r in rows for f in r.failures]
+    for f in failures[:40]:
+        print(f"FAIL {f['planner']}/{f['correction']} {f['env']} seed={f['seed']} {f['task']}: "
+              f"{f['termination']}: {f['why']}")
+    print(f"written: {out / 'proof.csv'}, {out / 'failures.csv'} ({len(failures)} failures)")
+    return EXIT_OK
+
+
+def _int_seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--seeds takes 'static' and integers, comma-separated, not {text!r}") from None
 
 
 def cmd_gam_eval(args) -> int:
@@ -1121,6 +1178,30 @@ def build_parser() -> argparse.ArgumentParser:
     deprecated(p, "--no-correction", "correction", "--correction none", nargs=0, const="none")
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/error_injection)")
     p.set_defaults(func=cmd_inject)
+
+    p = add_command(sub, "expert-proof", help="harness proof: the privileged expert in each planner's loop (SR should be 1.0)",
+                    description="The harness proof of issue 23: the expert policy (privileged: it reads the true graph "
+                                "and the ground-truth plan; a harness tool, never a model) answers the planner's "
+                                "prompts through the same reply path as an LM, over whole splits, static and dynamic "
+                                "seeds, in the graph environment and the VirtualHome adapter. Every failure is listed.",
+                    examples=["lookplangraph expert-proof",
+                              "lookplangraph expert-proof --split virtualhome --env graph --env virtualhome "
+                              "--seeds static,0,1",
+                              "lookplangraph expert-proof --planner llm-as-p --seeds static,0"])
+    _split_flag(p, several=True, help="splits (default: all three)")
+    p.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.add_argument("--planner", action="append", metavar="NAME",
+                   help="lookplangraph (default) or llm-as-p; repeat for several")
+    p.add_argument("--correction", action="append", choices=CORRECTION_MODES,
+                   help="correction modes of lookplangraph (default: all three); repeat for several")
+    p.add_argument("--env", action="append", choices=["graph", "virtualhome"],
+                   help="environments (default graph); virtualhome runs the virtualhome split only, "
+                        "without the 7 [PlugIn] programs")
+    p.add_argument("--seeds", default="static,0,1", help="comma-separated: static and dynamic seeds (default static,0,1)")
+    p.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200: a search of a whole home in dynamic mode)")
+    p.add_argument("--limit", type=int, metavar="N", help="first N tasks of each split")
+    p.add_argument("--out", metavar="DIR", help="output directory (default runs/expert_proof)")
+    p.set_defaults(func=cmd_expert_proof)
 
     p = add_command(sub, "gam-eval", help="graph augmentation (Table III): parser stage on GraSIF's written "
                                           "descriptions, or an image bank's pictures (--bank)",

@@ -12,7 +12,7 @@ from sgs.actions import parse_action
 from sim_adapters.base import EditableEnvironment, Environment
 from sim_adapters.graph_env import GraphEnvironment, observe
 from sim_adapters.unity import UnityBackend
-from sim_adapters.virtualhome import (EvolvingGraphBackend, VirtualHomeEnvironment, VirtualHomeError, check_plan,
+from sim_adapters.virtualhome import (UNPLUGGED_TASKS, EvolvingGraphBackend, VirtualHomeEnvironment, VirtualHomeError, check_plan,
                                       describe)
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
 
@@ -21,9 +21,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("virtualhome_eval") is None,
                                 reason="virtualhome-eval is not installed (pip install --no-deps virtualhome-eval==0.1.1)")
 
-#: Programs that plug a device in ([PlugIn], which the GraSIF translation drops: our action set has
-#: no plug action) before switching it on; VirtualHome refuses to switch on an unplugged device.
-UNPLUGGED = {"file125_2", "file173_1", "file202_2", "file567_2", "file688_2", "file715_2", "file721_2"}
+#: Programs that plug a device in before switching it on (sim_adapters.virtualhome.UNPLUGGED_TASKS).
+UNPLUGGED = UNPLUGGED_TASKS
 #: Tasks with dataset edges that contradict the task graph (see consistent_vh_graph), the three
 #: bookmark tasks of the GraSIF cross-check, and every 20th task.
 SPECIAL = {"file650_2", "file341_1", "file23_2", "file630_1", "file896_2"}

@@ -174,6 +174,9 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
                         echo("dynamic mode moved: " + "; ".join(moves))
                 echo(format_step(rec))
 
+        begin = getattr(lm, "begin_episode", None)
+        if begin is not None:  # a policy that answers from the episode itself (the expert)
+            begin(task, env, planner, cfg)
         return plan.run(task, env, lm, cfg, on_step=on_step, augmentation=augmentation)
 
 

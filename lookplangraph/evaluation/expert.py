@@ -1,0 +1,315 @@
+"""The expert policy: a **privileged** stand-in for an LM (it is **not** a language model), for the
+harness proof and for training data. It reads what no planner may read — the environment's true
+graph and the task's ground-truth plan — and answers the planner's prompts through ``complete()``
+exactly where an LM would: its reply text is parsed, checked and executed like a model's. It is
+never a default and never a row among models (``lookplangraph eval --lm expert`` labels every
+result ``expert (privileged)``).
+
+What it does, one reply per call, from the episode's current state:
+
+* The goal is reached by the ground-truth plan's steps, in order (a step whose effect already
+  holds is passed over). ``done()`` comes when every step is behind it and the goal holds.
+* **Looking before touching.** The expert keeps what the planner's memory graph knows
+  (:meth:`Expert.seen`): an object is seen once a node holding it was inspected (true graph's
+  ``inspected``) or once the agent held it. Before a step acts on an unseen object the expert
+  searches as a robot with the map would: ``go_to`` the room of the object's remembered holder
+  and ``discover_objects`` there; when the object is not there (dynamic mode moved it), the other
+  assets of that room, then the assets of the other rooms, nearest room first in the map's order.
+  The truth is used for the *goal* (which objects, where they must end), never to shortcut the
+  search, so its trajectories are ones a planner without privilege could learn to imitate.
+* **Explicit steps where nothing corrects.** With correction ``rules`` a step is answered as the
+  plan writes it (the SGS inserts the ``go_to``/``open`` it needs). With ``feedback`` and
+  ``none`` the expert writes those steps itself: a ``rearrange`` is preceded by the destination's
+  side (``go_to`` its room, ``open`` it), then the object's side.
+* **Closing what it opened**: a container opened on the way (by the expert or by a correction)
+  that the goal does not want open and no later step needs is closed again before the next step.
+* **Recovery**: when an answer was refused (the true graph did not change), the same answer is
+  not given again in the same state; the expert writes the step's first primitive instead, and
+  failing that passes over the step.
+
+Planners it serves (:attr:`PLANNERS`): ``lookplangraph`` in every correction mode (one action as
+the decision's JSON) and ``llm-as-p`` (the whole plan, the ground truth's primitive steps on the
+map: a static plan, which fails in dynamic mode by design).
+
+Use: the runner calls :meth:`Expert.begin_episode` before each episode (the expert needs the task,
+the environment and the planner's settings); ``complete()`` without it raises.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from grasif.goals import evaluate_goal
+from grasif.task import Task
+from sgs.actions import Action, make, parse_action, parse_plan
+from sgs.graph import Layer, SceneGraph, affords
+from sgs.simulator import check, run_plan
+
+from lookplangraph.lm import Completion, Usage
+
+#: the planners the expert can answer (module doc)
+PLANNERS = ("lookplangraph", "llm-as-p")
+
+#: how LookPlanGraph's prompt says that the last answer was refused (lookplangraph.prompts)
+FEEDBACK_MARK = "Feedback on your last answer:"
+
+#: passes over the plan after the first, while the goal does not hold (dynamic mode)
+MAX_PASSES = 3
+
+#: what the expert calls itself in results: never to be mistaken for a model
+NAME = "expert (privileged)"
+
+
+class ExpertError(RuntimeError):
+    """The expert cannot answer: no episode begun, or a planner it does not serve."""
+
+
+def _key(g: SceneGraph):
+    return (frozenset((n, v.states) for n, v in g.nodes.items()), frozenset(g.parent.items()),
+            g.agent.location, g.agent.holding, g.inspected)
+
+
+def _holder(g: SceneGraph, name: str) -> str:
+    """The outermost non-object node holding ``name`` (what ``discover_objects`` must look at)."""
+    node = g.parent[name][0]
+    while node in g.nodes and g.nodes[node].layer is Layer.OBJECT and node in g.parent:
+        node = g.parent[node][0]
+    return node
+
+
+class Expert:
+    """The privileged expert (module doc). One instance serves any number of episodes in turn."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        self.task: Task | None = None
+        self.env = None
+        self.planner = "lookplangraph"
+        self.explicit = False
+
+    @property
+    def constraints(self) -> frozenset[str]:
+        return frozenset()  # it decodes nothing
+
+    # -- episode ----------------------------------------------------------------------------------
+    def begin_episode(self, task: Task, env, planner: str = "lookplangraph", config=None) -> None:
+        """Bind the expert to one episode: ``env`` is read for its true graph (privileged) at each
+        call; ``config.correction`` says whether the expert writes inserted steps itself."""
+        if planner not in PLANNERS:
+            raise ExpertError(f"the expert answers the planners {', '.join(PLANNERS)}, not {planner!r}")
+        self.task, self.env, self.planner = task, env, planner
+        self.explicit = getattr(config, "correction", "rules") != "rules"
+        self.steps = parse_plan(task.ground_truth_plan)
+        self.cursor = 0
+        self.initial: SceneGraph | None = None
+        self.held: set[str] = set()
+        self.inspected: set[str] = set()  # the discover_objects the planner accepted
+        self.refused: set[tuple[Any, str]] = set()
+        self.last: tuple[Any, str] | None = None
+        self.target, _ = run_plan(task.graph, self.steps, correct=True)  # the map after the plan
+        self.want_open = {n for n, v in self.target.nodes.items() if v.has("open")}
+        self.plan = list(self.steps)
+        self.passes = 0
+
+    # -- the LM interface ---------------------------------------------------------------------------
+    def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
+        """The next answer as the planner's reply text (the prompt itself is not read: the expert
+        works from the true state, module doc)."""
+        if self.task is None:
+            raise ExpertError("the expert answers only inside an episode: call begin_episode(task, env, planner, "
+                              "config) first (the runner does)")
+        if self.planner == "llm-as-p":
+            _, outcomes = run_plan(self.task.graph, self.steps, correct=True)
+            plan = [str(a) for out in outcomes for a in out.actions]
+            return self._reply(json.dumps({"plan": plan}))
+        refused = FEEDBACK_MARK in str(messages[-1].get("content", "")) if messages else False
+        action, reason = self.next_action(refused)
+        return self._reply(json.dumps({**action.model_dump(), "reason": reason}))
+
+    def _reply(self, text: str) -> Completion:
+        return Completion(text=text, usage=Usage(0, 0, None), seconds=0.0)
+
+    # -- the policy -----------------------------------------------------------------------------------
+    def next_action(self, refused: bool = False) -> tuple[Action, str]:
+        """The next action and a one-sentence reason, from the environment's current true graph;
+        ``refused``: the planner said the last answer was not accepted (its feedback line)."""
+        g = self.env.true_graph()
+        if self.initial is None:
+            self.initial = g
+        if self.last is not None:
+            last_key, last_action = self.last
+            if refused or (last_key == _key(g) and not last_action.startswith("discover_objects")):
+                self.refused.add(self.last)
+            elif last_action.startswith("discover_objects"):
+                self.inspected.add(parse_action(last_action).node)
+        g = g.evolve(inspected=g.inspected | self.inspected)  # what memory has inspected
+        key = _key(g)
+        if g.agent.holding:
+            self.held.add(g.agent.holding)
+        action, reason = self._choose(g, key)
+        self.last = (key, str(action))
+        return action, reason
+
+    def seen(self, g: SceneGraph, name: str) -> bool:
+        """Whether the planner's memory has seen object ``name`` where it truly is now."""
+        if name in self.held or g.agent.holding == name:
+            return True
+        if self.initial is not None and g.parent.get(name) != self.initial.parent.get(name):
+            return True  # the agent moved it (nothing else moves during an episode)
+        node = name
+        while node in g.parent:
+            node = g.parent[node][0]
+            if node in g.inspected:
+                return True
+            if node not in g.nodes or g.nodes[node].layer is not Layer.OBJECT:
+                return False
+        return False
+
+    def _ok(self, g: SceneGraph, key, action: Action) -> bool:
+        """``action`` is feasible as written, changes the graph and was not refused here."""
+        if (key, str(action)) in self.refused:
+            return False
+        out = check(g, action, correct=False)
+        return out.ok and out.graph != g
+
+    def _choose(self, g: SceneGraph, key) -> tuple[Action, str]:
+        for _ in range(len(self.steps) + 2):
+            closing = self._cleanup(g, key)
+            if closing is not None:
+                return closing
+            if self.cursor >= len(self.steps):
+                if self.passes < MAX_PASSES and not evaluate_goal(self.task.goal, g, self.initial).success:
+                    self.passes += 1  # another pass: repairs, then what was passed over
+                    self.steps += self._repairs(g) + self.plan
+                    continue
+                return make("done"), self._done_reason(g)
+            step = self.steps[self.cursor]
+            corrected = check(g, step, correct=True)
+            if step.function_name != "done" and corrected.ok and corrected.graph == g:
+                self.cursor += 1  # its effect already holds
+                continue
+            if step.function_name == "done":
+                self.cursor += 1
+                continue
+            for obj in self._objects(g, step):
+                if not self.seen(g, obj):
+                    found = self._search(g, key, obj)
+                    if found is not None:
+                        return found
+            answer = self._write(g, key, step, corrected)
+            if answer is not None:
+                return answer
+            self.cursor += 1  # nothing about this step can be done: pass it over
+        return make("done"), self._done_reason(g)
+
+    def _repairs(self, g: SceneGraph) -> list[Action]:
+        """For a pass after the plan did not reach the goal (dynamic mode moved what the plan took
+        as in place, or stacked one object on another): a ``rearrange`` of each moved object to
+        where the plan leaves it on the map, holders before what they hold."""
+        prior, target = self.task.graph, self.target
+        moved = [n for n in target.names(Layer.OBJECT)
+                 if n in g.parent and g.parent[n] != target.parent.get(n)
+                 and (target.parent.get(n) != prior.parent.get(n) or self.initial.parent.get(n) != prior.parent.get(n))]
+        moved.sort(key=lambda n: sum(1 for m in moved if target.is_ancestor(n, m)), reverse=True)
+        return [make("rearrange", n, target.parent[n][1].value, target.parent[n][0]) for n in moved
+                if target.parent[n][1].value in ("ontop", "inside")]
+
+    def _objects(self, g: SceneGraph, step: Action) -> list[str]:
+        names = [step.node, step.destination]
+        return [n for n in names if n in g.nodes and g.nodes[n].layer is Layer.OBJECT]
+
+    def _write(self, g: SceneGraph, key, step: Action, corrected) -> tuple[Action, str] | None:
+        """The step itself, or (explicit modes, or after a refusal) the first step it needs."""
+        plain = not self.explicit and (key, str(step)) not in self.refused and corrected.ok
+        if plain or self._ok(g, key, step):
+            return step, self._reason(g, step)
+        if not corrected.ok:
+            return None
+        for pre in self._prerequisites(g, step, corrected.actions):
+            if self._ok(g, key, pre):
+                return pre, self._reason(g, pre, step)
+        for prim in corrected.actions:  # last resort: the corrected expansion, one primitive at a time
+            if self._ok(g, key, prim):
+                return prim, self._reason(g, prim, step)
+        return None
+
+    def _prerequisites(self, g: SceneGraph, step: Action, prims) -> list[Action]:
+        """``go_to``/``open`` steps before ``step``; for ``rearrange`` the destination's side first."""
+        if step.function_name == "rearrange" and any(a.function_name == "pick_up" for a in prims):
+            k = next(i for i, a in enumerate(prims) if a.function_name == "pick_up")
+            first = [a for a in prims[:k] if a.function_name == "open"]
+            second = [a for a in prims[k + 1:] if a.function_name == "open"]
+            out: list[Action] = []
+            if second:
+                out += [make("go_to", g.place_of(step.destination))] + second
+            out += [make("go_to", g.place_of(step.node))] + first
+            return out
+        return [a for a in prims if a.function_name in ("go_to", "open")]
+
+    def _search(self, g: SceneGraph, key, obj: str) -> tuple[Action, str] | None:
+        """The next step of the search for ``obj`` (module doc), or None when nothing is left."""
+        prior = self.task.graph
+        start = _holder(prior, obj) if obj in prior.parent else None
+        places = g.places
+        first_room = prior.place_of(start) if start is not None else g.agent.location
+        rooms = [first_room] + [p for p in places if p != first_room]
+        candidates = [start] if start is not None else []
+        for room in rooms:
+            candidates += [n for n in g.children(room) if g.nodes[n].layer is Layer.ASSET
+                           and (affords(g.nodes[n], "put_on") or affords(g.nodes[n], "put_inside"))]
+        for c in candidates:
+            if c is None or c in g.inspected or c not in g.nodes:
+                continue
+            look = make("discover_objects", c)
+            where = g.place_of(c)
+            if where != g.agent.location:
+                go = make("go_to", where)
+                if self._ok(g, key, go):
+                    why = (f"{obj} is remembered at {c}" if c == start else f"{obj} is not where it was remembered")
+                    return go, f"{why}; go to {where} to look at {c}"
+                continue
+            if self._ok(g, key, look):
+                why = (f"{obj} is remembered at {c} but not seen yet" if c == start
+                       else f"{obj} was not found where it was remembered; look at {c}")
+                return look, why
+            opened = check(g, look, correct=True)
+            if opened.ok:
+                for pre in opened.actions:
+                    if pre.function_name == "open" and self._ok(g, key, pre):
+                        return pre, f"open {pre.node} to look for {obj} inside"
+        return None
+
+    def _cleanup(self, g: SceneGraph, key) -> tuple[Action, str] | None:
+        """Close a container opened on the way that the goal does not want open and that neither
+        the current step nor a later one needs."""
+        remaining = self.steps[self.cursor:]
+        named = {n for a in remaining for n in (a.node, a.destination) if n}
+        current = self.steps[self.cursor] if self.cursor < len(self.steps) else None
+        involved = set(self._objects(g, current)) | {current.node, current.destination} if current else set()
+        for n, v in g.nodes.items():
+            if not v.has("open") or n in self.want_open or n in named or self.initial.nodes.get(n) is None:
+                continue
+            if self.initial.nodes[n].has("open"):
+                continue
+            if any(m in g.nodes and g.is_ancestor(n, m) for m in involved if m):
+                continue
+            close = make("close", n)
+            if self._ok(g, key, close):
+                return close, f"{n} was opened on the way and should be left closed"
+            go = make("go_to", g.place_of(n))
+            if g.place_of(n) != g.agent.location and self._ok(g, key, go):
+                return go, f"go back to {g.place_of(n)} to close {n}"
+        return None
+
+    def _reason(self, g: SceneGraph, action: Action, step: Action | None = None) -> str:
+        if step is None or step == action:
+            return f"next step of the task: {action}"
+        return f"{action} is needed before {step}"
+
+    def _done_reason(self, g: SceneGraph) -> str:
+        result = evaluate_goal(self.task.goal, g, self.initial)
+        if result.success:
+            return "the instruction is carried out"
+        return "nothing more can be done: " + "; ".join(result.not_met()[:3])
