@@ -175,7 +175,7 @@ class Expert:
         return out.ok and out.graph != g
 
     def _choose(self, g: SceneGraph, key) -> tuple[Action, str]:
-        for _ in range(len(self.steps) + 2):
+        for _ in range((len(self.plan) + 2) * (MAX_PASSES + 2) + len(self.task.graph.nodes)):
             closing = self._cleanup(g, key)
             if closing is not None:
                 return closing
