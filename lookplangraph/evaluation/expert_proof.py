@@ -51,7 +51,7 @@ class ProofRow:
 
 
 def run_proof(tasks: list[Task], *, planners: list[tuple[str, str]], seeds: list[int | None], env: str = "graph",
-              max_actions: int = 60, progress: Callable[[int, int, dict], None] | None = None) -> list[ProofRow]:
+              max_actions: int = 200, progress: Callable[[int, int, dict], None] | None = None) -> list[ProofRow]:
     """One :class:`ProofRow` per (planner, correction) × seed over ``tasks`` (all of one split)
     in ``env``. ``planners``: ``(planner, correction)`` pairs."""
     check_env(env, tasks)

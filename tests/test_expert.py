@@ -1,0 +1,97 @@
+"""The privileged expert (a harness tool, not a language model): a sample of the harness proof —
+strict success for LookPlanGraph in every correction mode, static and dynamic, in the graph
+environment and in the VirtualHome adapter, and for LLM-as-P's static plan — and its contract."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from grasif import dataset
+from lookplangraph.agent.replies import parse_reply
+from lookplangraph.cli import main
+from lookplangraph.evaluation.expert import NAME, Expert, ExpertError
+from lookplangraph.evaluation.expert_proof import run_proof
+from lookplangraph.evaluation.runner import make_env
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.lookplangraph import run_episode
+
+#: every 25th task of the two large splits, every 5th office task: the sample the suite runs
+#: (``lookplangraph expert-proof`` runs them all)
+STRIDE = {"virtualhome": 25, "behavior": 15, "office": 5}
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return {split: dataset.split_module(split).build_tasks()[::stride] for split, stride in STRIDE.items()}
+
+
+@pytest.mark.parametrize("correction", ["rules", "feedback", "none"])
+def test_lookplangraph_with_the_expert_succeeds_on_every_split_static_and_dynamic(sample, correction):
+    for split, tasks in sample.items():
+        rows = run_proof(tasks, planners=[("lookplangraph", correction)], seeds=[None, 0, 1])
+        failures = [f for r in rows for f in r.failures]
+        assert failures == [], failures
+        assert all(r.episodes == len(tasks) and min(r.calls) >= 1 for r in rows)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("virtualhome_eval") is None, reason="virtualhome-eval is not installed")
+def test_the_expert_succeeds_in_the_virtualhome_adapter(sample):
+    from sim_adapters.virtualhome import UNPLUGGED_TASKS
+
+    tasks = [t for t in sample["virtualhome"] if t.id not in UNPLUGGED_TASKS][:6]
+    rows = run_proof(tasks, planners=[("lookplangraph", "rules")], seeds=[None, 0], env="virtualhome")
+    assert [f for r in rows for f in r.failures] == []
+
+
+def test_llm_as_p_with_the_expert_plan_succeeds_static(sample):
+    rows = run_proof(sample["office"] + sample["virtualhome"], planners=[("llm-as-p", "rules")], seeds=[None])
+    assert [f for r in rows for f in r.failures] == []
+
+
+def test_the_expert_reply_is_read_by_the_lm_reply_parser(sample):
+    task = sample["office"][0]
+    env = make_env(task)
+    expert = Expert()
+    cfg = PlannerConfig()
+    expert.begin_episode(task, env, "lookplangraph", cfg)
+    env.reset()
+    c = expert.complete([{"role": "system", "content": "x"}, {"role": "user", "content": "y"}])
+    action, reason, error = parse_reply(c.text)
+    assert error is None and action is not None and reason
+    assert c.usage.prompt_tokens == 0  # it decodes nothing and says so
+
+
+def test_the_expert_searches_when_a_prior_moved_and_closes_what_it_opened(sample):
+    """Dynamic mode: the expert looks at the remembered holder first and then elsewhere; the
+    episode still ends with nothing left open that the goal does not want open."""
+    searched = 0
+    for task in sample["office"]:
+        env = make_env(task, 0)
+        expert = Expert()
+        cfg = PlannerConfig(max_actions=200)
+        expert.begin_episode(task, env, "lookplangraph", cfg)
+        records = []
+        r = run_episode(task, env, expert, cfg, on_step=records.append)
+        assert r.success, (task.id, r.goal_not_met)
+        searched += any(o.startswith("not found") for rec in records for o in (rec.observed or []))
+    assert searched >= 1
+
+
+def test_the_expert_refuses_what_it_cannot_serve(sample):
+    with pytest.raises(ExpertError, match="begin_episode"):
+        Expert().complete([{"role": "user", "content": "x"}])
+    with pytest.raises(ExpertError, match="react"):
+        Expert().begin_episode(sample["office"][0], None, "react")
+
+
+def test_lookplangraph_run_with_lm_expert_labels_the_result(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["run", "--split", "office", "--task", "office-01", "--lm", "expert", "--out", str(out)])
+    assert code == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["success"] is True and result["lm"] == NAME
+    assert main(["run", "--split", "office", "--task", "office-01", "--lm", "expert", "--cache",
+                 "--out", str(tmp_path / "x")]) == 2
