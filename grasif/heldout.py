@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from grasif import dataset
@@ -69,6 +70,17 @@ def family_keys(task: Task) -> set[str]:
 def is_eval(task: Task) -> bool:
     """Whether ``task`` evaluates (module doc)."""
     return task.split in EVAL_SPLITS or (task.split, task.id) in EVAL_IDS
+
+
+def in_train_pool(split: str, task_id: str, manifest: dict | None = None) -> bool:
+    """Whether ``split/task_id`` is in the manifest's train pool: what alone may become training
+    data or a demonstration."""
+    return f"{split}/{task_id}" in (manifest if manifest is not None else _pinned())["train"]
+
+
+@lru_cache(maxsize=1)
+def _pinned() -> dict:
+    return load_manifest()
 
 
 def build_split(data_dir: Path) -> dict:

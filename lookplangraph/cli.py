@@ -879,6 +879,48 @@ def _int_seed(text: str) -> int:
         raise UsageError(f"--seeds takes 'static' and integers, comma-separated, not {text!r}") from None
 
 
+def cmd_distill(args) -> int:
+    """Training data from the expert (evaluation.trajectories): ``distill data`` and ``distill validate``."""
+    from grasif import dataset
+    from grasif.heldout import in_train_pool
+
+    from lookplangraph.evaluation import trajectories
+
+    root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+    try:
+        tasks = [t for split in ("virtualhome", "behavior") for t in dataset.load_split(root, split)]
+    except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
+        raise _source_error(exc) from None
+    out = Path(args.out)
+    if args.distill_command == "validate":
+        if not (out / "episodes.jsonl").exists() or not (out / "sft.jsonl").exists():
+            raise UsageError(f"{out} holds no training data (episodes.jsonl, sft.jsonl); write it with "
+                             f"`lookplangraph distill data --out {out}`")
+        report = trajectories.validate_data(out, {(t.split, t.id): t for t in tasks}, progress=_progress_bar("replay"))
+        print(f"replayed {report.episodes} successful episodes and read {report.examples} examples: "
+              f"{len(report.problems)} problem(s)")
+        for line in report.problems[:30]:
+            print("  " + line)
+        return EXIT_OK if report.ok else EXIT_FAILED
+    pool = [t for t in tasks if in_train_pool(t.split, t.id)]
+    if args.limit:
+        pool = pool[: args.limit]
+    seeds = [None if x == "static" else _int_seed(x) for x in args.seeds.split(",")]
+    kinds = tuple(k for k in args.augment.split(",") if k) if args.augment != "none" else ()
+    bad = sorted(set(kinds) - set(trajectories.AUGMENTATIONS))
+    if bad:
+        raise UsageError(f"--augment: unknown kind(s) {', '.join(bad)}; use {', '.join(trajectories.AUGMENTATIONS)} or none")
+    counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
+                                     max_actions=args.max_actions, progress=_progress_bar("expert episodes"))
+    print(f"{len(pool)} train-pool tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
+          f"by augmentation {counts.by_kind}; {counts.augmentations_left_out} augmented copies left out as unsolvable)")
+    print(f"{counts.examples} examples; prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} "
+          f"({counts.tokenizer})")
+    print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "
+          f"{out / 'counts.json'}")
+    return EXIT_OK
+
+
 def cmd_gam_eval(args) -> int:
     """Table III: the graph augmentation scored against true subgraphs, on GraSIF (the parser
     stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
@@ -1202,6 +1244,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, metavar="N", help="first N tasks of each split")
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/expert_proof)")
     p.set_defaults(func=cmd_expert_proof)
+
+    p = add_command(sub, "distill", help="training data from the privileged expert (train pool only)",
+                    description="Supervised fine-tuning data: the expert's episodes on the train pool of the pinned "
+                                "held-out split (grasif/data/heldout_v1.json), with label-preserving augmentation; "
+                                "every example is exactly what LookPlanGraph sends at a step and the expert's answer.",
+                    examples=["lookplangraph distill data --out runs/distill",
+                              "lookplangraph distill data --out runs/distill_small --limit 20 --augment none",
+                              "lookplangraph distill validate --out runs/distill"])
+    dsub = p.add_subparsers(dest="distill_command", required=True, metavar="COMMAND", title="commands")
+    d = add_command(dsub, "data", help="write sft.jsonl, episodes.jsonl, demonstrations.jsonl.gz and counts.json",
+                    description="Run the expert in LookPlanGraph's loop on every train-pool task, static and dynamic "
+                                "seeds, as it is and augmented (renamed instances, shuffled listing order, "
+                                "distractors), and write chat-format examples of the accepted answers.",
+                    examples=["lookplangraph distill data --out runs/distill --seeds static,0,1,2,3"])
+    d.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    d.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    d.add_argument("--seeds", default="static,0,1,2,3", help="static and dynamic seeds (default: the manifest's "
+                                                           "train seeds static,0,1,2,3)")
+    d.add_argument("--augment", default="rename,shuffle,distract",
+                   help="augmentation kinds, comma-separated, or none (default rename,shuffle,distract)")
+    d.add_argument("--correction", choices=CORRECTION_MODES, default="rules", help="correction mode (default rules)")
+    d.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200)")
+    d.add_argument("--limit", type=int, metavar="N", help="only the first N train-pool tasks")
+    v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
+                    description="Replay each successful episode from its true initial graph through the SGS (every "
+                                "action feasible, the goal holds at the end) and read every example's answer back "
+                                "as an action whose names stand in its prompt. Exit 1 on any problem.",
+                    examples=["lookplangraph distill validate --out runs/distill"])
+    v.add_argument("--out", required=True, metavar="DIR", help="the directory distill data wrote")
+    v.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.set_defaults(func=cmd_distill)
 
     p = add_command(sub, "gam-eval", help="graph augmentation (Table III): parser stage on GraSIF's written "
                                           "descriptions, or an image bank's pictures (--bank)",

@@ -143,6 +143,11 @@ class PlannerConfig:
     reason_first: bool = setting(False, "the decision's reply gives its reason before the action")
     reason_max_length: int | None = setting(None, "cap of the reason in characters (default: 300 in process, none "
                                                   "at servers)")
+    demonstrations: int = setting(0, "LookPlanGraph: the k train-pool expert trajectories most like the task "
+                                     "(BM25), written before it in the system message (0: none)")
+    demonstration_file: str | None = setting(None, "demonstrations to retrieve from (default: the shipped "
+                                                   "demonstrations_v1.jsonl.gz; build others with distill data)")
+    demonstration_chars: int = setting(2400, "the demonstrations' text is cut to this many characters")
     plan_max_tokens: int = setting(1536, "static baselines and SayPlan: the reply budget of a whole-plan call")
     llm_plus_p: LLMPlusPConfig = field(default_factory=LLMPlusPConfig)
     react: ReActConfig = field(default_factory=ReActConfig)

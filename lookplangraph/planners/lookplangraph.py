@@ -55,13 +55,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import asdict
+from functools import lru_cache
 from typing import Callable, Sequence
 
 from grasif.task import Task
-from sgs.graph import SceneGraph
+from sgs.graph import SceneGraph, node_class
 from sgs.simulator import TARGET_STATE, Infeasible
 
 from lookplangraph.agent.decide import LMReply, decide
+from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
@@ -89,6 +91,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     initial_true = env.true_graph()
     memory = MemoryGraph(task.graph, priors=cfg.priors)
     static = static_prompt()
+    if cfg.demonstrations > 0:
+        static += "\n\n" + task_demonstrations(task, cfg.demonstrations, cfg.demonstration_file,
+                                                 cfg.demonstration_chars)
     history: list[tuple[str, str, str]] = []
     log = EpisodeLog(on_step)
     feedback: str | None = None
@@ -145,6 +150,21 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     return episode_result(task, env, lm, cfg, records, initial=initial_true, t0=t0, termination=termination,
                           augmentation=perceive.mode, actions=[r.proposed for r in records if r.accepted],
                           executed=[step for r in records for step in r.executed], infeasible=infeasible)
+
+
+@lru_cache(maxsize=2)
+def _index(path: str | None) -> DemonstrationIndex:
+    from grasif.heldout import in_train_pool
+
+    return DemonstrationIndex(read_demonstrations(path), is_held_out=lambda split, tid: not in_train_pool(split, tid))
+
+
+def task_demonstrations(task: Task, k: int, path: str | None = None, max_chars: int = 2400) -> str:
+    """The ``k`` demonstrations most like ``task`` as prompt text (:mod:`lookplangraph.agent.demonstrations`):
+    retrieved by its instruction and the classes of its rooms, never the task itself."""
+    rooms = sorted({node_class(p) for p in task.graph.places})
+    chosen = [d for d in _index(path).top(task.instruction, rooms, k + 1) if d.task_id != task.id][:k]
+    return demonstration_block(chosen, max_chars)
 
 
 #: Appended to the feedback on an action whose effect is already in place: a small model repeats

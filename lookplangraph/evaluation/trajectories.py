@@ -1,0 +1,266 @@
+"""Expert trajectories of the train pool: supervised fine-tuning data and demonstrations
+(issue 23, item 3). Built with the privileged expert (:mod:`lookplangraph.evaluation.expert`)
+in LookPlanGraph's own loop, so every example is *exactly* what the planner sends at a step and
+what the expert answered there.
+
+``lookplangraph distill data`` writes into ``OUT/``:
+
+* ``sft.jsonl``: one chat example per expert answer the loop accepted:
+  ``{"messages": [system, user, assistant], "meta": {split, task_id, seed, augmentation, step,
+  correction}}`` — the system message is the planner's static prompt, the user message the step's
+  dynamic prompt (instruction, memory view, previous steps, feedback), the assistant message the
+  expert's reply text (action first, reason last, as the decision's schema orders them).
+* ``episodes.jsonl``: one line per episode (the same meta, the accepted actions, success); the
+  validator replays them.
+* ``demonstrations.jsonl.gz``: the successful static and dynamic episodes of unaugmented tasks,
+  compact, for retrieval (:mod:`lookplangraph.agent.demonstrations`): the accepted actions, and
+  after each ``discover_objects`` what it saw that a later action uses (or "nothing needed").
+* ``counts.json``: episodes, successful episodes, examples, and prompt/answer tokens (the
+  embedded model's tokenizer when llama.cpp is installed, else characters / 4, said so).
+
+Only train-pool tasks of the pinned split (:func:`grasif.heldout.in_train_pool`) are accepted:
+an evaluation task or a sibling raises :class:`grasif.heldout.LeakError`.
+
+**Augmentation that keeps labels true** (:mod:`grasif.augment`): renamed instances, shuffled
+listing order and distractor objects each give a copy of a task whose ground-truth plan still
+solves it; *moved objects* are dynamic mode's seeds. A copy that would not stay solvable is left
+out (and counted).
+
+:func:`validate_data` replays every episode through the SGS: from the episode's true initial
+graph (task, augmentation and dynamic seed rebuilt), each accepted action must be feasible
+(checked with the episode's correction mode) and the goal must hold at the end; and every
+example's answer must parse as an action whose names stand in its prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from grasif.goals import evaluate_goal
+from grasif.heldout import LeakError, in_train_pool
+from grasif.task import Task
+from sgs.actions import parse_action
+from sgs.graph import node_class
+from sgs.simulator import check
+
+from lookplangraph.agent.demonstrations import Demonstration, write_demonstrations
+from lookplangraph.agent.replies import parse_reply
+from lookplangraph.evaluation.expert import Expert
+from lookplangraph.evaluation.runner import make_env
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.lookplangraph import run_episode
+
+#: augmentation kinds besides the task as it is (None)
+AUGMENTATIONS = ("rename", "shuffle", "distract")
+
+
+class RecordingLM:
+    """Wraps a policy's ``complete()`` and keeps each call's messages and reply text."""
+
+    def __init__(self, lm):
+        self.lm = lm
+        self.name = getattr(lm, "name", type(lm).__name__)
+        self.calls: list[tuple[list[dict], str]] = []
+
+    @property
+    def constraints(self) -> frozenset[str]:
+        return self.lm.constraints
+
+    def begin_episode(self, *args, **kwargs) -> None:
+        self.calls = []
+        self.lm.begin_episode(*args, **kwargs)
+
+    def complete(self, messages: list[dict[str, Any]], **request: Any):
+        c = self.lm.complete(messages, **request)
+        self.calls.append(([dict(m) for m in messages], c.text))
+        return c
+
+
+@dataclass
+class Counts:
+    episodes: int = 0
+    successful: int = 0
+    examples: int = 0
+    prompt_tokens: int = 0
+    answer_tokens: int = 0
+    augmentations_left_out: int = 0
+    tokenizer: str = ""
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+
+def augmented(task: Task, kind: str | None, seed: int = 0) -> Task | None:
+    """``task`` itself (kind None) or its augmented copy; None when the copy cannot keep the label."""
+    if kind is None:
+        return task
+    from grasif.augment import AugmentError, augment
+
+    try:
+        return augment(task, kind, seed)
+    except AugmentError:
+        return None
+
+
+def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: Expert | None = None):
+    """One expert episode of LookPlanGraph: ``(result, [(messages, answer, accepted)], demonstration)``."""
+    lm = RecordingLM(expert or Expert())
+    env = make_env(task, seed)
+    lm.begin_episode(task, env, "lookplangraph", cfg)
+    records = []
+    result = run_episode(task, env, lm, cfg, on_step=records.append)
+    steps = list(zip(lm.calls, records))
+    examples = [(messages, answer, rec.accepted) for (messages, answer), rec in steps]
+    accepted = [rec for _, rec in steps if rec.accepted]
+    lines = []
+    for i, rec in enumerate(accepted):
+        line = rec.proposed
+        if rec.observed is not None and rec.proposed.startswith("discover_objects"):
+            later = " ".join(r.proposed for r in accepted[i + 1:])
+            useful = [o for o in rec.observed if not o.startswith("not found") and o.split()[0] in later]
+            gone = [o for o in rec.observed if o.startswith("not found")]
+            line += " -> saw " + (", ".join(useful) if useful else "nothing needed")
+            if gone:
+                line += "; " + gone[0]
+        lines.append(line)
+    rooms = tuple(sorted({node_class(p) for p in task.graph.places}))
+    demo = Demonstration(task.id, task.split, seed, task.instruction, rooms, tuple(lines))
+    return result, examples, demo
+
+
+def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augmentations: tuple[str, ...] = AUGMENTATIONS,
+               correction: str = "rules", max_actions: int = 60, progress: Callable[[int, int, dict], None] | None = None,
+               manifest: dict | None = None) -> Counts:
+    """Write ``sft.jsonl``, ``episodes.jsonl``, ``demonstrations.jsonl.gz`` and ``counts.json``
+    into ``out`` (module doc); each file appears whole or not at all."""
+    leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
+    if leaked:
+        raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
+    cfg = PlannerConfig(max_actions=max_actions, correction=correction)
+    out.mkdir(parents=True, exist_ok=True)
+    counts = Counts()
+    tokens = _token_counter()
+    counts.tokenizer = tokens.__doc__ or ""
+    demos: list[Demonstration] = []
+    expert = Expert()
+    kinds: list[str | None] = [None, *augmentations]
+    total, done = len(tasks) * len(seeds) * len(kinds), 0
+    sft_tmp, ep_tmp = out / "sft.jsonl.part", out / "episodes.jsonl.part"
+    with open(sft_tmp, "w") as sft, open(ep_tmp, "w") as eps:
+        for task in tasks:
+            for kind in kinds:
+                for seed in seeds:
+                    done += 1
+                    copy = augmented(task, kind, seed or 0)
+                    if copy is None:
+                        counts.augmentations_left_out += 1
+                        continue
+                    result, examples, demo = expert_episode(copy, seed, cfg, expert)
+                    meta = {"split": task.split, "task_id": task.id, "seed": seed,
+                            "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
+                            "correction": correction}
+                    counts.episodes += 1
+                    counts.by_kind[kind or "none"] = counts.by_kind.get(kind or "none", 0) + 1
+                    eps.write(json.dumps({**meta, "success": result.success, "actions": result.actions,
+                                          "termination": result.termination}) + "\n")
+                    if progress:
+                        progress(done, total, {"task_id": task.id, "success": result.success})
+                    if not result.success:
+                        continue  # only what reached the goal teaches
+                    counts.successful += 1
+                    if kind is None:
+                        demos.append(demo)
+                    for step, (messages, answer, accepted) in enumerate(examples, 1):
+                        if not accepted:
+                            continue
+                        chat = [{"role": m["role"], "content": m["content"]} for m in messages]
+                        chat.append({"role": "assistant", "content": answer})
+                        sft.write(json.dumps({"messages": chat, "meta": {**meta, "step": step}}) + "\n")
+                        counts.examples += 1
+                        counts.prompt_tokens += sum(tokens(m["content"]) for m in messages)
+                        counts.answer_tokens += tokens(answer)
+    sft_tmp.replace(out / "sft.jsonl")
+    ep_tmp.replace(out / "episodes.jsonl")
+    write_demonstrations(demos, out / "demonstrations.jsonl.gz")
+    (out / "counts.json").write_text(json.dumps(counts.__dict__, indent=1) + "\n")
+    return counts
+
+
+def _token_counter() -> Callable[[str], int]:
+    try:
+        from llama_cpp import Llama
+
+        from lookplangraph.lm.embedded import DEFAULT_MODEL, is_available, model_path
+
+        if not is_available(DEFAULT_MODEL):
+            raise ImportError
+        vocab = Llama(str(model_path(DEFAULT_MODEL)), vocab_only=True, verbose=False)
+    except Exception:  # no llama.cpp or no model: an estimate, and it says so
+        def estimate(text: str) -> int:
+            """characters / 4 (estimate: llama.cpp or the embedded model is missing)"""
+            return len(text) // 4
+        return estimate
+
+    def count(text: str) -> int:
+        """the embedded model's tokenizer (qwen2.5-coder-1.5b GGUF vocabulary)"""
+        return len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+    return count
+
+
+@dataclass
+class ValidationReport:
+    episodes: int = 0
+    examples: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
+                  progress: Callable[[int, int, dict], None] | None = None) -> ValidationReport:
+    """Replay ``out``'s episodes through the SGS and read back every example (module doc)."""
+    report = ValidationReport()
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line.strip()]
+    for n, ep in enumerate(episodes, 1):
+        if not ep["success"]:
+            continue
+        report.episodes += 1
+        where = f"{ep['split']}/{ep['task_id']} seed={ep['seed']} aug={ep['augmentation']}"
+        task = tasks_by_key.get((ep["split"], ep["task_id"]))
+        if task is None:
+            report.problems.append(f"{where}: no such task in the build")
+            continue
+        aug = ep["augmentation"]
+        task = augmented(task, aug["kind"], aug["seed"]) if aug else task
+        env = make_env(task, ep["seed"])
+        env.reset()
+        g = initial = env.true_graph()
+        for action in ep["actions"]:
+            a = parse_action(action)
+            if a.function_name == "done":
+                continue
+            outcome = check(g, a, correct=ep["correction"] == "rules")
+            if not outcome.ok:
+                report.problems.append(f"{where}: {action} is infeasible on replay: {outcome.feedback}")
+                break
+            g = outcome.graph
+        else:
+            if not evaluate_goal(task.goal, g, initial).success:
+                report.problems.append(f"{where}: the goal does not hold after the replay")
+        if progress:
+            progress(n, len(episodes), {"task_id": ep["task_id"], "success": True})
+    for n, line in enumerate((out / "sft.jsonl").read_text().splitlines(), 1):
+        ex = json.loads(line)
+        report.examples += 1
+        action, _, error = parse_reply(ex["messages"][-1]["content"])
+        if action is None:
+            report.problems.append(f"sft.jsonl line {n}: the answer is not an action ({error})")
+            continue
+        prompt = ex["messages"][-2]["content"]
+        for name in (action.node, action.destination):
+            if name and name not in prompt:
+                report.problems.append(f"sft.jsonl line {n}: {action} names {name}, which its prompt does not show")
+    return report
