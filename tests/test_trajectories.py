@@ -1,0 +1,65 @@
+"""Training data from the privileged expert (a harness tool, not an LM): what the planner sends
+and what the expert answered, train-pool tasks only, replayed through the SGS by the validator."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grasif import dataset, heldout
+from lookplangraph.evaluation.trajectories import build_data, validate_data
+from lookplangraph.prompts import static_prompt
+
+
+@pytest.fixture(scope="module")
+def pool():
+    tasks = dataset.split_module("virtualhome").build_tasks()
+    return [t for t in tasks if heldout.in_train_pool(t.split, t.id)][:4], tasks
+
+
+@pytest.fixture(scope="module")
+def data(pool, tmp_path_factory):
+    out = tmp_path_factory.mktemp("distill")
+    counts = build_data(pool[0], out, seeds=[None, 0], augmentations=())
+    return out, counts
+
+
+def test_examples_are_the_planners_messages_and_the_experts_answers(data):
+    out, counts = data
+    lines = [json.loads(x) for x in (out / "sft.jsonl").read_text().splitlines()]
+    assert counts.episodes == 8 and counts.successful == 8 and counts.examples == len(lines) > 8
+    for ex in lines:
+        roles = [m["role"] for m in ex["messages"]]
+        assert roles == ["system", "user", "assistant"]
+        assert ex["messages"][0]["content"] == static_prompt()
+        assert "Instruction:" in ex["messages"][1]["content"]
+        answer = json.loads(ex["messages"][2]["content"])
+        assert list(answer)[0] == "function_name" and list(answer)[-1] == "reason"
+        assert ex["meta"]["split"] == "virtualhome" and ex["meta"]["seed"] in (None, 0)
+    assert counts.prompt_tokens > counts.answer_tokens > 0
+    assert json.loads((out / "counts.json").read_text())["examples"] == counts.examples
+
+
+def test_the_validator_replays_every_episode_and_finds_a_broken_one(data, pool, tmp_path):
+    out, _ = data
+    by_key = {(t.split, t.id): t for t in pool[1]}
+    report = validate_data(out, by_key)
+    assert report.ok and report.episodes == 8 and report.examples > 8
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "sft.jsonl").write_text((out / "sft.jsonl").read_text())
+    episodes = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    episodes[0]["actions"] = ["pick_up(no_such_thing-1)"] + episodes[0]["actions"]
+    episodes[1]["actions"] = [a for a in episodes[1]["actions"] if not a.startswith(("rearrange", "turn_on", "pick_up", "open"))]
+    (broken / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    problems = validate_data(broken, by_key).problems
+    assert any("no_such_thing-1" in p and "infeasible" in p for p in problems)
+    assert any("goal does not hold" in p for p in problems)
+
+
+def test_an_evaluation_task_is_refused_before_anything_is_written(pool, tmp_path):
+    evaluation = [t for t in pool[1] if t.id == "file120_1"]
+    with pytest.raises(heldout.LeakError, match="file120_1"):
+        build_data(evaluation, tmp_path / "out", seeds=[None])
+    assert not (tmp_path / "out").exists()
