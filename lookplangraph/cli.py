@@ -842,6 +842,8 @@ def cmd_expert_proof(args) -> int:
         if name not in PLANNERS:
             raise UsageError(f"--planner {name}: the expert answers {', '.join(PLANNERS)}")
         modes = args.correction or (list(CORRECTION_MODES) if name == "lookplangraph" else ["rules"])
+        if name != "lookplangraph":
+            modes = ["rules"]  # the correction modes are LookPlanGraph's
         pairs += [(name, m) for m in modes]
     seeds = [None if s == "static" else _int_seed(s) for s in args.seeds.split(",")]
     rows = []
@@ -1233,7 +1235,7 @@ def build_parser() -> argparse.ArgumentParser:
     _split_flag(p, several=True, help="splits (default: all three)")
     p.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     p.add_argument("--planner", action="append", metavar="NAME",
-                   help="lookplangraph (default) or llm-as-p; repeat for several")
+                   help="lookplangraph (default), react, sayplan, sayplan-lite or llm-as-p; repeat for several")
     p.add_argument("--correction", action="append", choices=CORRECTION_MODES,
                    help="correction modes of lookplangraph (default: all three); repeat for several")
     p.add_argument("--env", action="append", choices=["graph", "virtualhome"],

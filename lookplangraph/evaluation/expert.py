@@ -27,9 +27,14 @@ What it does, one reply per call, from the episode's current state:
   not given again in the same state; the expert writes the step's first primitive instead, and
   failing that passes over the step.
 
-Planners it serves (:attr:`PLANNERS`): ``lookplangraph`` in every correction mode (one action as
-the decision's JSON) and ``llm-as-p`` (the whole plan, the ground truth's primitive steps on the
-map: a static plan, which fails in dynamic mode by design).
+Planners it serves (:data:`PLANNERS`): ``lookplangraph`` in every correction mode (one action as
+the decision's JSON); ``react`` (the same policy in primitives, written as ReAct's text commands:
+``go to X``, ``take o from h``, ``put o in/on d``, ``open X`` ...; "Nothing happens." is a refusal);
+``sayplan`` and ``sayplan-lite`` (``expand_node`` of each room the plan names, then the plan:
+SayPlan's ``goto``/``access``/``pickup``/``release`` words, or primitives for the Lite planning
+call); ``llm-as-p`` (the ground truth's primitive steps on the map). The last three write static
+plans, which fail in dynamic mode by design. LLM+P needs no expert: its oracle PDDL problems
+through Fast Downward are ``benchmarks/pddl_oracle.py``.
 
 Use: the runner calls :meth:`Expert.begin_episode` before each episode (the expert needs the task,
 the environment and the planner's settings); ``complete()`` without it raises.
@@ -49,7 +54,10 @@ from sgs.simulator import check, run_plan
 from lookplangraph.lm import Completion, Usage
 
 #: the planners the expert can answer (module doc)
-PLANNERS = ("lookplangraph", "llm-as-p")
+PLANNERS = ("lookplangraph", "react", "sayplan", "sayplan-lite", "llm-as-p")
+
+#: how ReAct's text world answers a command it did not carry out (lookplangraph.planners.react)
+REACT_REFUSED = "Nothing happens."
 
 #: how LookPlanGraph's prompt says that the last answer was refused (lookplangraph.prompts)
 FEEDBACK_MARK = "Feedback on your last answer:"
@@ -100,8 +108,9 @@ class Expert:
         if planner not in PLANNERS:
             raise ExpertError(f"the expert answers the planners {', '.join(PLANNERS)}, not {planner!r}")
         self.task, self.env, self.planner = task, env, planner
-        self.explicit = getattr(config, "correction", "rules") != "rules"
+        self.explicit = getattr(config, "correction", "rules") != "rules" or planner == "react"
         self.steps = parse_plan(task.ground_truth_plan)
+        self.expanded: list[str] = []  # SayPlan: the rooms the expert expanded
         self.cursor = 0
         self.initial: SceneGraph | None = None
         self.held: set[str] = set()
@@ -110,6 +119,8 @@ class Expert:
         self.last: tuple[Any, str] | None = None
         self.target, _ = run_plan(task.graph, self.steps, correct=True)  # the map after the plan
         self.want_open = {n for n, v in self.target.nodes.items() if v.has("open")}
+        if planner == "react":  # ReAct's commands have no rearrange: take, then put
+            self.steps = [a for step in self.steps for a in _lowered(step)]
         self.plan = list(self.steps)
         self.passes = 0
 
@@ -120,13 +131,59 @@ class Expert:
         if self.task is None:
             raise ExpertError("the expert answers only inside an episode: call begin_episode(task, env, planner, "
                               "config) first (the runner does)")
+        last = str(messages[-1].get("content", "")) if messages else ""
         if self.planner == "llm-as-p":
-            _, outcomes = run_plan(self.task.graph, self.steps, correct=True)
-            plan = [str(a) for out in outcomes for a in out.actions]
-            return self._reply(json.dumps({"plan": plan}))
-        refused = FEEDBACK_MARK in str(messages[-1].get("content", "")) if messages else False
-        action, reason = self.next_action(refused)
+            return self._reply(json.dumps({"plan": [str(a) for a in self._static_plan()]}))
+        if self.planner in ("sayplan", "sayplan-lite"):
+            return self._reply(json.dumps(self._sayplan_reply(request.get("schema") or {})))
+        if self.planner == "react":
+            action, _ = self.next_action(last.startswith(REACT_REFUSED))
+            return self._reply(self._react_command(action))
+        action, reason = self.next_action(FEEDBACK_MARK in last)
         return self._reply(json.dumps({**action.model_dump(), "reason": reason}))
+
+    # -- static plans -----------------------------------------------------------------------------
+    def _static_plan(self) -> list[Action]:
+        """The ground-truth plan's primitive steps on the map (what a static planner can write)."""
+        _, outcomes = run_plan(self.task.graph, parse_plan(self.task.ground_truth_plan), correct=True)
+        return [a for out in outcomes for a in out.actions if a.function_name not in ("discover_objects", "done")]
+
+    def _sayplan_reply(self, schema: dict) -> dict:
+        """SayPlan's and SayPlan Lite's JSON: expand each room the plan needs, then the plan
+        (SayPlan's access/release language for ``sayplan``, primitives for the Lite planning call)."""
+        props = schema.get("properties", {})
+        plan = self._static_plan()
+        if "command" in props:
+            g = self.task.graph
+            needed = []
+            for a in plan:
+                for n in (a.node, a.destination):
+                    room = g.place_of(n) if n in g.nodes else None
+                    if room is not None and room not in needed and n != room:
+                        needed.append(room)
+            todo = [r for r in needed if r not in self.expanded]
+            if todo:
+                self.expanded.append(todo[0])
+                return {"reasoning": f"the plan needs what is in {todo[0]}", "command": "expand_node",
+                        "node": todo[0], **({"plan": []} if "plan" in props else {})}
+            if self.planner == "sayplan":
+                return {"reasoning": "every room the plan needs is expanded", "command": "verify_plan", "node": "",
+                        "plan": _sayplan_words(self.task.graph, plan)}
+            return {"reasoning": "every room the plan needs is expanded", "command": "verify_plan", "node": ""}
+        return {"reasoning": "the ground-truth plan's steps", "plan": [str(a) for a in plan]}
+
+    def _react_command(self, action: Action) -> str:
+        """``action`` (a primitive) as ReAct's text command."""
+        fn, node, g = action.function_name, action.node, self.env.true_graph()
+        if fn == "done":
+            return "done"
+        if fn in ("go_to", "discover_objects"):
+            return f"go to {node}"
+        if fn == "pick_up":
+            return f"take {node} from {g.parent[node][0]}"
+        if fn in ("put_on", "put_inside"):
+            return f"put {g.agent.holding} {'on' if fn == 'put_on' else 'in'} {action.destination}"
+        return f"{fn.replace('_', ' ')} {node}"
 
     def _reply(self, text: str) -> Completion:
         return Completion(text=text, usage=Usage(0, 0, None), seconds=0.0)
@@ -142,8 +199,8 @@ class Expert:
             last_key, last_action = self.last
             if refused or (last_key == _key(g) and not last_action.startswith("discover_objects")):
                 self.refused.add(self.last)
-            elif last_action.startswith("discover_objects"):
-                self.inspected.add(parse_action(last_action).node)
+            elif last_action.startswith("discover_objects") or (self.planner == "react" and last_action.startswith("open")):
+                self.inspected.add(parse_action(last_action).node)  # ReAct looks inside what it opens
         g = g.evolve(inspected=g.inspected | self.inspected)  # what memory has inspected
         key = _key(g)
         if g.agent.holding:
@@ -213,8 +270,9 @@ class Expert:
                  if n in g.parent and g.parent[n] != target.parent.get(n)
                  and (target.parent.get(n) != prior.parent.get(n) or self.initial.parent.get(n) != prior.parent.get(n))]
         moved.sort(key=lambda n: sum(1 for m in moved if target.is_ancestor(n, m)), reverse=True)
-        return [make("rearrange", n, target.parent[n][1].value, target.parent[n][0]) for n in moved
-                if target.parent[n][1].value in ("ontop", "inside")]
+        repairs = [make("rearrange", n, target.parent[n][1].value, target.parent[n][0]) for n in moved
+                   if target.parent[n][1].value in ("ontop", "inside")]
+        return [a for r in repairs for a in _lowered(r)] if self.planner == "react" else repairs
 
     def _objects(self, g: SceneGraph, step: Action) -> list[str]:
         names = [step.node, step.destination]
@@ -313,3 +371,28 @@ class Expert:
         if result.success:
             return "the instruction is carried out"
         return "nothing more can be done: " + "; ".join(result.not_met()[:3])
+
+
+def _lowered(step: Action) -> list[Action]:
+    """``rearrange(o, r, d)`` as ``pick_up(o)`` and ``put_on``/``put_inside(d)``; other steps as they are."""
+    if step.function_name != "rearrange":
+        return [step]
+    put = "put_on" if step.relation == "ontop" else "put_inside"
+    return [make("pick_up", step.node), make(put, None, None, step.destination)]
+
+
+def _sayplan_words(graph: SceneGraph, plan: list[Action]) -> list[str]:
+    """Primitive steps in SayPlan's plan language (:mod:`lookplangraph.planners.sayplan`):
+    ``goto``, and ``access(n)`` before what acts on ``n`` (``pickup``, ``release``, toggles)."""
+    out: list[str] = []
+    for a in plan:
+        fn = a.function_name
+        if fn == "go_to":
+            out.append(f"goto({a.node})")
+        elif fn == "pick_up":
+            out += [f"access({a.node})", f"pickup({a.node})"]
+        elif fn in ("put_on", "put_inside"):
+            out += [f"access({a.destination})", f"release({a.destination})"]
+        else:
+            out += [f"access({a.node})", f"{fn}({a.node})"]
+    return out
