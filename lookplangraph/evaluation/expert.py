@@ -346,7 +346,14 @@ class Expert:
         named = {n for a in remaining for n in (a.node, a.destination) if n}
         current = self.steps[self.cursor] if self.cursor < len(self.steps) else None
         involved = set(self._objects(g, current)) | {current.node, current.destination} if current else set()
-        for n, v in g.nodes.items():
+        def depth(n: str) -> int:
+            d = 0
+            while n in g.parent:
+                n, d = g.parent[n][0], d + 1
+            return d
+
+        for n in sorted(g.nodes, key=depth, reverse=True):  # the innermost first: closing an outer one hides it
+            v = g.nodes[n]
             if not v.has("open") or n in self.want_open or n in named or self.initial.nodes.get(n) is None:
                 continue
             if self.initial.nodes[n].has("open"):
@@ -356,6 +363,9 @@ class Expert:
             close = make("close", n)
             if self._ok(g, key, close):
                 return close, f"{n} was opened on the way and should be left closed"
+            way = check(g, close, correct=True)
+            if not way.ok or any(a.function_name == "open" for a in way.actions):
+                continue  # out of reach (inside something closed): nothing to do about it now
             go = make("go_to", g.place_of(n))
             if g.place_of(n) != g.agent.location and self._ok(g, key, go):
                 return go, f"go back to {g.place_of(n)} to close {n}"
