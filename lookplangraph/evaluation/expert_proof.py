@@ -22,7 +22,7 @@ from grasif.task import Task
 from lookplangraph.evaluation.expert import Expert
 from lookplangraph.evaluation.runner import check_env, make_env
 from lookplangraph.planners import get_planner
-from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.config import PlannerConfig, ReActConfig
 
 
 
@@ -60,7 +60,8 @@ def run_proof(tasks: list[Task], *, planners: list[tuple[str, str]], seeds: list
     expert = Expert()
     for planner, correction in planners:
         plan = get_planner(planner)
-        cfg = PlannerConfig(max_actions=max_actions, correction=correction)
+        cfg = PlannerConfig(max_actions=max_actions, correction=correction,
+                            react=ReActConfig(max_steps=2 * max_actions))  # ReAct's call limit beside the action limit
         for seed in seeds:
             row = ProofRow(planner, correction, env, seed, tasks[0].split if tasks else "")
             for task in tasks:
