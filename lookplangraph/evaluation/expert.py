@@ -52,6 +52,7 @@ from sgs.graph import Layer, SceneGraph, affords
 from sgs.simulator import check, run_plan
 
 from lookplangraph.lm import Completion, Usage
+from lookplangraph.planners.lookplangraph import state_key
 
 #: the planners the expert can answer (module doc)
 PLANNERS = ("lookplangraph", "react", "sayplan", "sayplan-lite", "llm-as-p")
@@ -71,11 +72,6 @@ NAME = "expert (privileged)"
 
 class ExpertError(RuntimeError):
     """The expert cannot answer: no episode begun, or a planner it does not serve."""
-
-
-def _key(g: SceneGraph):
-    return (frozenset((n, v.states) for n, v in g.nodes.items()), frozenset(g.parent.items()),
-            g.agent.location, g.agent.holding, g.inspected)
 
 
 def _holder(g: SceneGraph, name: str) -> str:
@@ -126,8 +122,9 @@ class Expert:
 
     # -- the LM interface ---------------------------------------------------------------------------
     def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
-        """The next answer as the planner's reply text (the prompt itself is not read: the expert
-        works from the true state, module doc)."""
+        """The next answer as the planner's reply text. The expert works from the true state (module
+        doc); of the prompt it reads only whether its last answer was refused (the planner's
+        feedback line, ReAct's "Nothing happens."), and of the request only SayPlan's schema."""
         if self.task is None:
             raise ExpertError("the expert answers only inside an episode: call begin_episode(task, env, planner, "
                               "config) first (the runner does)")
@@ -197,12 +194,12 @@ class Expert:
             self.initial = g
         if self.last is not None:
             last_key, last_action = self.last
-            if refused or (last_key == _key(g) and not last_action.startswith("discover_objects")):
+            if refused or (last_key == state_key(g) and not last_action.startswith("discover_objects")):
                 self.refused.add(self.last)
             elif last_action.startswith("discover_objects") or (self.planner == "react" and last_action.startswith("open")):
                 self.inspected.add(parse_action(last_action).node)  # ReAct looks inside what it opens
         g = g.evolve(inspected=g.inspected | self.inspected)  # what memory has inspected
-        key = _key(g)
+        key = state_key(g)
         if g.agent.holding:
             self.held.add(g.agent.holding)
         action, reason = self._choose(g, key)
