@@ -369,9 +369,24 @@ class Expert:
         return None
 
     def _reason(self, g: SceneGraph, action: Action, step: Action | None = None) -> str:
-        if step is None or step == action:
-            return f"next step of the task: {action}"
-        return f"{action} is needed before {step}"
+        """One short sentence a planner could have written: why this action now."""
+        fn, node, dest = action.function_name, action.node, action.destination
+        if step is not None and step != action:  # a step the plan's next step needs first
+            target = step.node or step.destination
+            if fn == "go_to":
+                return f"{target} is in {node}; go there first"
+            if fn == "open":
+                return f"{node} is closed; open it for {step.function_name}({target})"
+            return f"{action} comes before {step}"
+        if fn == "go_to":
+            return f"the next part of the task is in {node}"
+        if fn == "rearrange":
+            return f"{node} is seen; put it {'on' if action.relation == 'ontop' else 'in'} {dest}"
+        if fn in ("put_on", "put_inside"):
+            return f"put what I hold {'on' if fn == 'put_on' else 'in'} {dest}"
+        if fn == "pick_up":
+            return f"{node} is seen; take it"
+        return f"{fn.replace('_', ' ')} {node}, as the instruction asks"
 
     def _done_reason(self, g: SceneGraph) -> str:
         result = evaluate_goal(self.task.goal, g, self.initial)
