@@ -118,3 +118,16 @@ def test_lookplangraph_run_with_lm_expert_labels_the_result(tmp_path, capsys):
     assert result["success"] is True and result["lm"] == NAME
     assert main(["run", "--split", "office", "--task", "office-01", "--lm", "expert", "--cache",
                  "--out", str(tmp_path / "x")]) == 2
+
+
+def test_after_a_refusal_the_expert_answers_something_else(sample):
+    """The planner's feedback line says the last answer was refused: the same answer is not
+    given again in the same state."""
+    task = sample["office"][0]
+    env = make_env(task)
+    expert = Expert()
+    expert.begin_episode(task, env, "lookplangraph", PlannerConfig(correction="feedback"))
+    env.reset()
+    first = expert.complete([{"role": "user", "content": "Instruction: ..."}]).text
+    again = expert.complete([{"role": "user", "content": "Feedback on your last answer: refused"}]).text
+    assert parse_reply(again)[0] != parse_reply(first)[0]
