@@ -111,6 +111,7 @@ class Expert:
         self.initial: SceneGraph | None = None
         self.held: set[str] = set()
         self.inspected: set[str] = set()  # the discover_objects the planner accepted
+        self.known: set[str] = set()  # nodes named by accepted answers: the planner's view keeps them
         self.refused: set[tuple[Any, str]] = set()
         self.last: tuple[Any, str] | None = None
         self.target, _ = run_plan(task.graph, self.steps, correct=True)  # the map after the plan
@@ -196,8 +197,11 @@ class Expert:
             last_key, last_action = self.last
             if refused or (last_key == state_key(g) and not last_action.startswith("discover_objects")):
                 self.refused.add(self.last)
-            elif last_action.startswith("discover_objects") or (self.planner == "react" and last_action.startswith("open")):
-                self.inspected.add(parse_action(last_action).node)  # ReAct looks inside what it opens
+            else:
+                done = parse_action(last_action)
+                self.known.update(n for n in (done.node, done.destination) if n)  # memory keeps them in view
+                if done.function_name == "discover_objects" or (self.planner == "react" and done.function_name == "open"):
+                    self.inspected.add(done.node)  # ReAct looks inside what it opens
         g = g.evolve(inspected=g.inspected | self.inspected)  # what memory has inspected
         key = state_key(g)
         if g.agent.holding:
@@ -220,6 +224,12 @@ class Expert:
             if node not in g.nodes or g.nodes[node].layer is not Layer.OBJECT:
                 return False
         return False
+
+    def _visible(self, g: SceneGraph, name: str) -> bool:
+        """Whether the planner's view shows ``name`` (:mod:`lookplangraph.agent.view`): a room,
+        what is in the agent's room, an object it has seen, a node an accepted answer named."""
+        return (name not in g.nodes or g.nodes[name].layer is Layer.PLACE or g.place_of(name) == g.agent.location
+                or name in self.known or (g.nodes[name].layer is Layer.OBJECT and self.seen(g, name)))
 
     def _ok(self, g: SceneGraph, key, action: Action) -> bool:
         """``action`` is feasible as written, changes the graph and was not refused here."""
@@ -252,6 +262,10 @@ class Expert:
                     found = self._search(g, key, obj)
                     if found is not None:
                         return found
+            if step.function_name == "rearrange" and not self._visible(g, step.destination):
+                # the destination is not in the view from here: take the object, then go and put it
+                self.steps[self.cursor:self.cursor + 1] = _lowered(step)
+                continue
             answer = self._write(g, key, step, corrected)
             if answer is not None:
                 return answer
@@ -277,6 +291,11 @@ class Expert:
 
     def _write(self, g: SceneGraph, key, step: Action, corrected) -> tuple[Action, str] | None:
         """The step itself, or (explicit modes, or after a refusal) the first step it needs."""
+        hidden = [n for n in (step.node, step.destination) if n and not self._visible(g, n)]
+        if hidden:  # a name the prompt does not show (an asset of another room): go and see it first
+            go = make("go_to", g.place_of(hidden[0]))
+            if self._ok(g, key, go):
+                return go, self._reason(g, go, step)
         plain = not self.explicit and (key, str(step)) not in self.refused and corrected.ok
         if plain or self._ok(g, key, step):
             return step, self._reason(g, step)
