@@ -90,6 +90,8 @@ def proof_table(rows: list[ProofRow]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         d = r.as_dict()
+        if not r.episodes:
+            continue  # nothing ran (every task of the split left out)
         lines.append(f"{d['planner']:<14}{d['correction']:<11}{d['env']:<13}{str(d['seed']):<8}{d['split']:<12}"
                      f"{d['episodes']:>9}{d['sr']:>7.3f}{d['sr_changed_only']:>8.3f}{d['app']:>7.3f}{d['calls_per_task']:>7.1f}")
     return "\n".join(lines)
