@@ -156,6 +156,9 @@ class PlannerConfig:
 
     def __post_init__(self):
         check_choices(self)
+        if self.demonstrations < 0 or self.demonstration_chars < 200:
+            raise ValueError(f"demonstrations must be >= 0 and demonstration_chars >= 200, not "
+                             f"{self.demonstrations} and {self.demonstration_chars}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -39,6 +39,10 @@ on the environment's true final graph: success when every goal unit holds, nothi
 (for goals with ``unchanged_elsewhere``) and no action of the plan was infeasible;
 ``success_changed_only`` leaves out the side effects; precision M^C/M.
 
+**Demonstrations** (``demonstrations = k``, off by default): the k train-pool expert episodes most
+like the task (:func:`task_demonstrations`, :mod:`lookplangraph.agent.demonstrations`) are
+appended to the static prompt, which then stays the same for the whole episode.
+
 Ablations (paper Table V) are :class:`PlannerConfig` fields: ``graph_style`` (text/json/full),
 ``priors`` (False: no priors), ``correction`` (above). ``vocabulary``
 says what constrained decoding may name: ``flat`` (default; every name in the view) or ``typed``
