@@ -845,7 +845,7 @@ def cmd_expert_proof(args) -> int:
         if name != "lookplangraph":
             modes = ["rules"]  # the correction modes are LookPlanGraph's
         pairs += [(name, m) for m in modes]
-    seeds = [None if s == "static" else _int_seed(s) for s in args.seeds.split(",")]
+    seeds = _seed_list(args.seeds)
     rows = []
     for split in args.split or SPLITS:
         tasks = _select_tasks(SimpleNamespace(split=split, selection=None, tasks=None, limit=args.limit), args.data_dir)
@@ -874,9 +874,10 @@ def cmd_expert_proof(args) -> int:
     return EXIT_OK
 
 
-def _int_seed(text: str) -> int:
+def _seed_list(text: str) -> list[int | None]:
+    """``static,0,1`` as ``[None, 0, 1]`` (None: the static episode)."""
     try:
-        return int(text)
+        return [None if x == "static" else int(x) for x in text.split(",")]
     except ValueError:
         raise UsageError(f"--seeds takes 'static' and integers, comma-separated, not {text!r}") from None
 
@@ -907,7 +908,7 @@ def cmd_distill(args) -> int:
     pool = [t for t in tasks if in_train_pool(t.split, t.id)]
     if args.limit:
         pool = pool[: args.limit]
-    seeds = [None if x == "static" else _int_seed(x) for x in args.seeds.split(",")]
+    seeds = _seed_list(args.seeds)
     kinds = tuple(k for k in args.augment.split(",") if k) if args.augment != "none" else ()
     bad = sorted(set(kinds) - set(trajectories.AUGMENTATIONS))
     if bad:

@@ -51,6 +51,7 @@ from sgs.actions import Action, make, parse_action, parse_plan
 from sgs.graph import Layer, SceneGraph, affords
 from sgs.simulator import check, run_plan
 
+from lookplangraph.evaluation.injection import rearrange_opens
 from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.lookplangraph import state_key
 
@@ -312,9 +313,7 @@ class Expert:
     def _prerequisites(self, g: SceneGraph, step: Action, prims) -> list[Action]:
         """``go_to``/``open`` steps before ``step``; for ``rearrange`` the destination's side first."""
         if step.function_name == "rearrange" and any(a.function_name == "pick_up" for a in prims):
-            k = next(i for i, a in enumerate(prims) if a.function_name == "pick_up")
-            first = [a for a in prims[:k] if a.function_name == "open"]
-            second = [a for a in prims[k + 1:] if a.function_name == "open"]
+            first, second = rearrange_opens(prims)
             out: list[Action] = []
             if second:
                 out += [make("go_to", g.place_of(step.destination))] + second

@@ -87,9 +87,7 @@ def script_for(task: Task) -> list[Action]:
             raise ValueError(f"task {task.id}: ground-truth step {step} is infeasible: {full.feedback}")
         prims = list(full.actions)
         if step.function_name == "rearrange" and any(a.function_name == "pick_up" for a in prims):
-            k = next(i for i, a in enumerate(prims) if a.function_name == "pick_up")
-            first = [a for a in prims[:k] if a.function_name == "open"]
-            second = [a for a in prims[k + 1:-1] if a.function_name == "open"]
+            first, second = rearrange_opens(prims)
             pre: list[Action] = []
             if second:
                 pre += [make("go_to", g.place_of(step.destination))] + second
@@ -101,6 +99,14 @@ def script_for(task: Task) -> list[Action]:
             raise ValueError(f"task {task.id}: cannot write {step} out without correction")
     out.append(make("done"))
     return out
+
+
+def rearrange_opens(prims) -> tuple[list[Action], list[Action]]:
+    """The ``open`` steps of a corrected ``rearrange`` expansion that contains a ``pick_up``: those
+    before it (the object's side) and those after it (the destination's side)."""
+    k = next(i for i, a in enumerate(prims) if a.function_name == "pick_up")
+    return ([a for a in prims[:k] if a.function_name == "open"],
+            [a for a in prims[k + 1:] if a.function_name == "open"])
 
 
 class ErrorInjectionPolicy:
