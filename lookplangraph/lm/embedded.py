@@ -87,6 +87,32 @@ MODELS: dict[str, ModelSpec] = {
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 
 
+@dataclass(frozen=True)
+class AdapterSpec:
+    """A GGUF LoRA adapter shipped inside this package (``lookplangraph/lm/adapters/FILENAME``)
+    for one embedded model, selected as ``llamacpp:MODEL+NAME``; its model card lies beside it
+    (``FILENAME`` with ``.md``)."""
+
+    name: str
+    model: str
+    filename: str
+    sha256: str
+
+    def path(self) -> Path:
+        """The adapter file; :class:`ModelError` if it is missing or not the file the registry names."""
+        path = Path(__file__).parent / "adapters" / self.filename
+        if not path.is_file():
+            raise ModelError(f"the adapter {self.model}+{self.name} is not installed ({path} is missing)")
+        if sha256_file(path) != self.sha256:
+            raise ModelError(f"{path} is not the adapter {self.model}+{self.name} (SHA-256 differs)")
+        return path
+
+
+#: Adapters shipped for the embedded models, ``{model: {name: spec}}`` (``lookplangraph distill
+#: train`` makes them; none has been trained and measured yet).
+ADAPTERS: dict[str, dict[str, AdapterSpec]] = {}
+
+
 def models_dir() -> Path:
     """The model cache: ``$LOOKPLANGRAPH_MODELS`` or ``~/.cache/lookplangraph/models``."""
     env = os.environ.get("LOOKPLANGRAPH_MODELS")

@@ -66,6 +66,13 @@ class LlamaCppBackend:
     asking for more threads than idle CPUs is several times slower, not faster.
     ``n_gpu_layers`` defaults to :func:`default_gpu_layers` (0 unless ``$LOOKPLANGRAPH_GPU_LAYERS``).
 
+    A LoRA adapter goes on top of the unchanged base file with ``MODEL+ADAPTER``
+    (``qwen2.5-coder-1.5b+lpg``, ``/models/base.gguf+/runs/d/adapter.gguf``): ADAPTER is a GGUF
+    LoRA file (``lookplangraph distill train`` writes one) or the name of an adapter shipped for
+    that model (:data:`lookplangraph.lm.embedded.ADAPTERS`); see :func:`resolve_adapter`. Grammars,
+    refusal exclusion and the prompt cache work with it unchanged; ``lora_scale`` in ``lm_options``
+    scales it (default 1).
+
     Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
     and the llama-cpp-python chat handler of that family as ``chat_handler`` (a key of
     :data:`VISION_HANDLERS`: ``qwen2.5-vl``, ``llava-1-5``, ``llava-1-6``, ``moondream``,
@@ -86,6 +93,9 @@ class LlamaCppBackend:
 
         self._llama_cpp = llama_cpp
         model = str(model)
+        adapter = None
+        if "+" in model and not Path(model).expanduser().is_file():
+            model, _, adapter = model.rpartition("+")
         if model in models.MODELS:
             try:
                 path = models.ensure_model(model)
@@ -98,6 +108,11 @@ class LlamaCppBackend:
                 raise LMError(f"no model file {path} and no model named {model!r} "
                               f"(known: {', '.join(models.MODELS)})")
             label = str(path)
+        if adapter is not None:
+            if "lora_path" in llama_kwargs:
+                raise LMError(f"{model}+{adapter}: the adapter is given twice (in the spec and as lora_path)")
+            llama_kwargs["lora_path"] = str(resolve_adapter(model, adapter))
+            label = f"{label}+{adapter}"
         if n_threads is None:
             n_threads = default_threads()
         llama_kwargs.setdefault("n_threads_batch", n_threads)
@@ -185,6 +200,26 @@ class LlamaCppBackend:
         usage = Usage(prompt_tokens=n_prompt, completion_tokens=int(u.get("completion_tokens", 0)), cached_tokens=cached)
         text = out["choices"][0]["message"].get("content") or ""
         return checked_completion(text, schema, usage, seconds)
+
+
+def resolve_adapter(model: str, adapter: str) -> Path:
+    """The GGUF LoRA file of ``MODEL+ADAPTER``: ADAPTER as a path to an existing file, else as the
+    name of an adapter shipped for the embedded model ``model``; raises :class:`LMError` naming
+    the adapters that exist."""
+    from lookplangraph.lm import embedded as models
+
+    path = Path(adapter).expanduser()
+    if path.is_file():
+        return path
+    shipped = models.ADAPTERS.get(model, {})
+    if adapter in shipped:
+        try:
+            return shipped[adapter].path()
+        except models.ModelError as exc:
+            raise LMError(str(exc)) from None
+    known = ", ".join(f"{m}+{a}" for m, names in models.ADAPTERS.items() for a in names) or "none yet"
+    raise LMError(f"no adapter file {path} and no adapter {adapter!r} shipped for {model!r} (shipped: {known}); "
+                  "train one with `lookplangraph distill train` and give its adapter.gguf path")
 
 
 #: ``chat_handler`` names of :class:`LlamaCppBackend` (as ``llama_cpp.server --chat_format``) and

@@ -1,0 +1,11 @@
+"""Distillation: LoRA fine-tuning of an embedded model on the expert's trajectories.
+
+* :mod:`.sft`: ``train()`` reads the base model from its GGUF file, fine-tunes a LoRA on
+  ``lookplangraph distill data``'s chat examples (loss on the answers only) and writes the adapter;
+* :mod:`.gguf_lora`: the PEFT adapter as a GGUF LoRA that llama.cpp applies to the unchanged
+  base (``--lm llamacpp:BASE+ADAPTER``);
+* :mod:`.chunks`: large files cut into checked chunks, for carrying to a GPU machine.
+
+The training stack (torch, transformers, peft, gguf, accelerate) is the ``distill`` extra;
+nothing here imports it at module level.
+"""

@@ -1,0 +1,369 @@
+"""LoRA supervised fine-tuning of a GGUF chat model on ``distill data``'s examples.
+
+:func:`train` reads the base model and its tokenizer straight from the project's GGUF file
+(``transformers`` dequantizes it through the ``gguf`` package: no model hub), renders every
+example with the model's own chat template (the one llama.cpp applies at inference), computes
+the loss on the answer tokens only (the assistant's reply and its end-of-turn token; the system
+and user prompt are masked with -100), and trains a PEFT LoRA with the Hugging Face ``Trainer``:
+seeded, with a progress bar, checkpoints every ``save_steps`` and ``resume`` from the last one
+(so a run cut by a time limit, ``max_minutes``, goes on where it stopped). At the end it writes
+into ``OUT/``:
+
+* ``adapter/``: the PEFT adapter (``adapter_config.json``, ``adapter_model.safetensors``);
+* ``adapter.gguf``: the same adapter as a GGUF LoRA for llama.cpp (:mod:`.gguf_lora`);
+* ``loss.csv`` and ``loss.png``: the training loss by step;
+* ``train.json``: the configuration, the base and data SHA-256, example and token counts, the
+  final loss, the torch/transformers/peft versions and the device.
+
+The heavy dependencies (``torch``, ``transformers``, ``peft``, ``gguf``, ``accelerate``) are the
+``distill`` extra; importing this module does not need them, calling :func:`train` does.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+#: Every linear layer of a Qwen2/Llama block: attention and MLP projections.
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+#: Settings a resumed run may change: how long it trains and how often it saves or logs.
+RUN_LENGTH = ("epochs", "max_steps", "max_minutes", "save_steps", "logging_steps")
+
+
+class TrainError(ValueError):
+    """Training cannot start: missing extra, bad data, bad settings."""
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one LoRA fine-tuning run (all recorded in ``train.json``).
+
+    ``examples``: use at most this many examples (after the seeded shuffle; None: all).
+    ``max_length``: examples longer than this many tokens are left out (and counted).
+    ``batch_size`` x ``grad_accum`` examples make one optimizer step. ``max_steps`` (if set) wins
+    over ``epochs``. ``max_minutes`` stops training after that much wall time, with a checkpoint
+    (resume with the same command). ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else
+    float32. ``gradient_checkpointing``: ``auto`` is on with CUDA.
+    """
+
+    rank: int = 16
+    alpha: float = 32.0
+    dropout: float = 0.05
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    learning_rate: float = 2e-4
+    epochs: float = 1.0
+    max_steps: int | None = None
+    batch_size: int = 4
+    grad_accum: int = 4
+    warmup_ratio: float = 0.03
+    max_length: int = 4096
+    examples: int | None = None
+    seed: int = 0
+    save_steps: int = 100
+    logging_steps: int = 5
+    max_minutes: float | None = None
+    dtype: str = "auto"
+    gradient_checkpointing: str = "auto"
+
+    def check(self) -> None:
+        """Raise :class:`TrainError` for a setting that cannot work."""
+        if self.rank < 1 or self.alpha <= 0:
+            raise TrainError(f"rank must be >= 1 and alpha > 0 (got rank {self.rank}, alpha {self.alpha})")
+        if not 0 <= self.dropout < 1:
+            raise TrainError(f"dropout must be in [0, 1), not {self.dropout}")
+        if self.learning_rate <= 0 or self.batch_size < 1 or self.grad_accum < 1:
+            raise TrainError("learning_rate must be > 0, batch_size and grad_accum >= 1")
+        if self.max_steps is None and self.epochs <= 0:
+            raise TrainError(f"epochs must be > 0 (or set max_steps), not {self.epochs}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise TrainError(f"max_steps must be >= 1, not {self.max_steps}")
+        if self.max_length < 16 or self.save_steps < 1 or self.logging_steps < 1:
+            raise TrainError("max_length must be >= 16, save_steps and logging_steps >= 1")
+        if self.examples is not None and self.examples < 1:
+            raise TrainError(f"examples must be >= 1, not {self.examples}")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise TrainError(f"max_minutes must be > 0, not {self.max_minutes}")
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise TrainError(f"dtype must be auto, float32, bfloat16 or float16, not {self.dtype!r}")
+        if self.gradient_checkpointing not in ("auto", "on", "off"):
+            raise TrainError(f"gradient_checkpointing must be auto, on or off, not {self.gradient_checkpointing!r}")
+        if not self.targets:
+            raise TrainError("targets: at least one module name")
+
+
+@dataclass
+class TrainReport:
+    """What :func:`train` did (also in ``train.json``)."""
+
+    out: Path
+    steps: int
+    examples: int
+    left_out_too_long: int
+    answer_tokens: int
+    prompt_tokens: int
+    final_loss: float | None
+    seconds: float
+    stopped_by_time: bool
+    adapter_gguf: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _need_extra():
+    try:
+        import peft  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        import gguf  # noqa: F401
+    except ImportError as exc:
+        raise TrainError(f"training needs the distill extra ({exc.name} is missing): "
+                         "pip install 'lookplangraph[distill]'") from None
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(8 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_examples(path: str | os.PathLike) -> list[list[dict[str, str]]]:
+    """The chat examples of an ``sft.jsonl`` (or of ``DIR/sft.jsonl``): each a list of messages
+    ending with the assistant's answer. Raises :class:`TrainError` with the line number for a
+    line that is not such an example."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "sft.jsonl"
+    if not path.is_file():
+        raise TrainError(f"no training data at {path}: write it with `lookplangraph distill data --out DIR`")
+    examples = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                messages = json.loads(line)["messages"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise TrainError(f"{path}:{n}: not a JSON object with 'messages'") from None
+            if (not isinstance(messages, list) or len(messages) < 2
+                    or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)
+                    or messages[-1].get("role") != "assistant"):
+                raise TrainError(f"{path}:{n}: 'messages' must be chat messages ending with the assistant's answer")
+            examples.append([{"role": m["role"], "content": m["content"]} for m in messages])
+    if not examples:
+        raise TrainError(f"{path} holds no examples")
+    return examples
+
+
+def tokenize_example(tokenizer, messages: list[dict[str, str]]) -> tuple[list[int], list[int]]:
+    """``(input_ids, labels)`` of one chat example: the whole conversation rendered with the
+    model's chat template; labels are -100 over the prompt (everything up to and including the
+    assistant header) and the token ids over the answer and its end-of-turn."""
+    prompt = tokenizer.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True)
+    full = tokenizer.apply_chat_template(messages, tokenize=False)
+    if not full.startswith(prompt):
+        raise TrainError("the chat template does not render the prompt as a prefix of the whole conversation; "
+                         "answer-only loss needs that")
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    answer_ids = tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
+    return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
+
+
+def load_base(base_gguf: str | os.PathLike, dtype: Any):
+    """``(model, tokenizer)`` read from a GGUF file by ``transformers`` (dequantized to ``dtype``)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base_gguf = Path(base_gguf)
+    if not base_gguf.is_file():
+        raise TrainError(f"no base model file {base_gguf}")
+    tokenizer = AutoTokenizer.from_pretrained(str(base_gguf.parent), gguf_file=base_gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(base_gguf.parent), gguf_file=base_gguf.name, dtype=dtype)
+    # transformers marks a model read from GGUF as quantized (its loader is a "quantizer"), but the
+    # weights are dequantized into plain tensors; unmarked, the Trainer takes it as the plain model it is.
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:
+        quantizer.remove_quantization_config(model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def _plot_loss(rows: list[tuple[int, float]], path: Path, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
+    ax.plot([r[0] for r in rows], [r[1] for r in rows], lw=1.5)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("loss (answer tokens)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _version_arguments(training_arguments: type, config: TrainConfig, checkpointing: bool) -> dict[str, Any]:
+    """Warm-up ratio, length-grouped batches and activation checkpointing, spelled as this
+    ``transformers`` spells them (4.x: ``warmup_ratio``, ``group_by_length``,
+    ``gradient_checkpointing``; 5.x: a float ``warmup_steps`` < 1,
+    ``train_sampling_strategy="group_by_length"``, and ``activation_checkpointing`` in the
+    releases that renamed it)."""
+    import inspect
+
+    params = inspect.signature(training_arguments.__init__).parameters
+    out: dict[str, Any] = {}
+    out["activation_checkpointing" if "activation_checkpointing" in params else "gradient_checkpointing"] = checkpointing
+    out["warmup_ratio" if "warmup_ratio" in params else "warmup_steps"] = config.warmup_ratio
+    if "train_sampling_strategy" in params:
+        out["train_sampling_strategy"] = "group_by_length"
+    elif "group_by_length" in params:
+        out["group_by_length"] = True
+    return out
+
+
+def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.PathLike,
+          config: TrainConfig | None = None, resume: bool = True,
+          log: Callable[[str], None] = print) -> TrainReport:
+    """Fine-tune a LoRA on ``data`` (an ``sft.jsonl`` or its directory) over ``base_gguf``; see the
+    module doc for what is written into ``out``. With ``resume`` (default) a run that finds a
+    checkpoint in ``OUT/checkpoints`` goes on from it: the base, the data and the settings must be
+    those recorded in ``OUT/settings.json`` (else :class:`TrainError`), except :data:`RUN_LENGTH`
+    (so a longer run can go on from a shorter one's last checkpoint)."""
+    config = config or TrainConfig()
+    config.check()
+    _need_extra()
+    import torch
+    import transformers
+    import peft
+    from transformers import DataCollatorForSeq2Seq, Trainer, TrainerCallback, TrainingArguments
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    base_gguf = Path(base_gguf)
+    settings_path = out / "settings.json"
+    settings = {"config": asdict(config), "base": str(base_gguf), "base_sha256": sha256_file(base_gguf)}
+    data_path = Path(data) / "sft.jsonl" if Path(data).is_dir() else Path(data)
+    settings["data_sha256"] = sha256_file(data_path) if data_path.is_file() else None
+    settings["config"]["targets"] = list(config.targets)
+    checkpoints = out / "checkpoints"
+    has_checkpoint = checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
+    if has_checkpoint and resume:
+        if settings_path.is_file():
+            before = json.loads(settings_path.read_text())
+            changed = [k for k in ("base_sha256", "data_sha256") if before.get(k) != settings.get(k)]
+            changed += [f"config.{k}" for k in settings["config"] if k not in RUN_LENGTH
+                        and before.get("config", {}).get(k) != settings["config"][k]]
+            if changed:
+                raise TrainError(f"{out} holds checkpoints of a run with other {', '.join(changed)}: "
+                                 "use another --out, or the same settings to resume")
+    settings_path.write_text(json.dumps(settings, indent=1))
+
+    examples = read_examples(data)
+    random.Random(config.seed).shuffle(examples)
+    if config.examples is not None:
+        examples = examples[: config.examples]
+
+    cuda = torch.cuda.is_available()
+    if config.dtype == "auto":
+        dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
+    else:
+        dtype = getattr(torch, config.dtype)
+    log(f"loading {base_gguf.name} (dequantizing to {str(dtype).removeprefix('torch.')}) ...")
+    model, tokenizer = load_base(base_gguf, dtype)
+
+    rows, too_long, prompt_tokens, answer_tokens = [], 0, 0, 0
+    from tqdm.auto import tqdm
+
+    for messages in tqdm(examples, desc="tokenize", unit="ex", mininterval=2):
+        ids, labels = tokenize_example(tokenizer, messages)
+        if len(ids) > config.max_length:
+            too_long += 1
+            continue
+        n_answer = sum(1 for x in labels if x != -100)
+        prompt_tokens += len(ids) - n_answer
+        answer_tokens += n_answer
+        rows.append({"input_ids": ids, "labels": labels, "attention_mask": [1] * len(ids)})
+    if not rows:
+        raise TrainError(f"every example is longer than max_length={config.max_length} tokens")
+    log(f"{len(rows)} examples ({too_long} longer than {config.max_length} tokens left out); "
+        f"{prompt_tokens} prompt and {answer_tokens} answer tokens")
+
+    checkpointing = config.gradient_checkpointing == "on" or (config.gradient_checkpointing == "auto" and cuda)
+    lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=config.dropout,
+                           target_modules=list(config.targets), bias="none", task_type="CAUSAL_LM")
+    model = peft.get_peft_model(model, lora)
+    if checkpointing:
+        model.enable_input_require_grads()
+
+    class Rows(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(rows)
+
+        def __getitem__(self, i):
+            return rows[i]
+
+    started = time.monotonic()
+    stopped = {"by_time": False}
+
+    class TimeLimit(TrainerCallback):
+        """Stops (and saves) after ``max_minutes`` of wall time."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if config.max_minutes is not None and time.monotonic() - started > config.max_minutes * 60:
+                stopped["by_time"] = True
+                control.should_save = True
+                control.should_training_stop = True
+            return control
+
+    args = TrainingArguments(
+        output_dir=str(checkpoints), per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum, learning_rate=config.learning_rate,
+        num_train_epochs=config.epochs, max_steps=config.max_steps if config.max_steps is not None else -1,
+        lr_scheduler_type="cosine", logging_steps=config.logging_steps,
+        save_steps=config.save_steps, save_total_limit=2, seed=config.seed, data_seed=config.seed,
+        bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, report_to="none",
+        remove_unused_columns=False, dataloader_num_workers=0, dataloader_pin_memory=cuda, disable_tqdm=False,
+        **_version_arguments(TrainingArguments, config, checkpointing))
+    collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
+    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[TimeLimit()])
+    trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
+    seconds = time.monotonic() - started
+
+    adapter_dir = out / "adapter"
+    model.save_pretrained(str(adapter_dir))
+    from lookplangraph.lm.training.gguf_lora import export_lora
+
+    exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
+    losses = [(int(h["step"]), float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
+    with open(out / "loss.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "loss"])
+        w.writerows(losses)
+    _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {len(rows)} examples")
+    report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=len(rows),
+                         left_out_too_long=too_long, answer_tokens=answer_tokens, prompt_tokens=prompt_tokens,
+                         final_loss=losses[-1][1] if losses else None, seconds=seconds,
+                         stopped_by_time=stopped["by_time"], adapter_gguf=exported.path)
+    record = {**settings, "steps": report.steps, "max_steps": int(trainer.state.max_steps),
+              "examples": report.examples, "left_out_too_long": too_long,
+              "prompt_tokens": prompt_tokens, "answer_tokens": answer_tokens, "final_loss": report.final_loss,
+              "seconds_this_call": round(seconds, 1), "stopped_by_time": report.stopped_by_time,
+              "adapter_gguf_sha256": sha256_file(exported.path), "lora_pairs": exported.pairs,
+              "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
+              "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
+    (out / "train.json").write_text(json.dumps(record, indent=1))
+    return report

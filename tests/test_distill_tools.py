@@ -1,0 +1,61 @@
+"""The distillation tools that need no training stack: checked chunks (for carrying a base model
+to a GPU machine) and the ``MODEL+ADAPTER`` spec's adapter lookup."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from lookplangraph.cli import main
+from lookplangraph.lm import LMError
+from lookplangraph.lm.llamacpp import resolve_adapter
+from lookplangraph.lm.training import chunks
+
+
+@pytest.fixture
+def blob(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(os.urandom(10_000) + bytes(range(256)) * 7)
+    return path
+
+
+def test_split_and_join_give_back_the_same_bytes(blob, tmp_path):
+    manifest = chunks.split_file(blob, tmp_path / "carry", chunk_bytes=4096)
+    m = json.loads(manifest.read_text())
+    assert len(m["chunks"]) == -(-blob.stat().st_size // 4096) and all(c["bytes"] <= 4096 for c in m["chunks"])
+    out = chunks.join_file(manifest, tmp_path / "back.gguf")
+    assert out.read_bytes() == blob.read_bytes()
+
+
+def test_a_damaged_or_missing_chunk_is_named_and_nothing_is_written(blob, tmp_path):
+    manifest = chunks.split_file(blob, tmp_path / "carry", chunk_bytes=4096)
+    part = tmp_path / "carry" / "model.gguf.part001"
+    data = bytearray(part.read_bytes())
+    data[5] ^= 0xFF
+    part.write_bytes(bytes(data))
+    with pytest.raises(chunks.ChunkError, match="model.gguf.part001 is damaged"):
+        chunks.join_file(manifest, tmp_path / "back.gguf")
+    part.unlink()
+    with pytest.raises(chunks.ChunkError, match="model.gguf.part001 is missing"):
+        chunks.join_file(manifest, tmp_path / "back.gguf")
+    assert not (tmp_path / "back.gguf").exists() and not (tmp_path / "back.gguf.part").exists()
+
+
+def test_the_cli_splits_and_joins(blob, tmp_path, capsys):
+    assert main(["distill", "split", str(blob), "--out", str(tmp_path / "c"), "--chunk-mib", "0.005"]) == 0
+    manifest = tmp_path / "c" / "model.gguf.manifest.json"
+    assert main(["distill", "join", str(manifest), "--out", str(tmp_path / "j.gguf")]) == 0
+    assert (tmp_path / "j.gguf").read_bytes() == blob.read_bytes()
+    (tmp_path / "c" / "model.gguf.part000").write_bytes(b"x")
+    assert main(["distill", "join", str(manifest), "--out", str(tmp_path / "k.gguf")]) == 1
+    assert "part000 is damaged" in capsys.readouterr().err
+
+
+def test_an_adapter_is_a_file_or_a_shipped_name(tmp_path):
+    f = tmp_path / "adapter.gguf"
+    f.write_bytes(b"GGUF")
+    assert resolve_adapter("qwen2.5-coder-1.5b", str(f)) == f
+    with pytest.raises(LMError, match="no adapter 'lpg' shipped for 'qwen2.5-coder-1.5b'.*distill train"):
+        resolve_adapter("qwen2.5-coder-1.5b", "lpg")
