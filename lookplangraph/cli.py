@@ -963,6 +963,7 @@ def _distill_training(args) -> int:
         print(f"joined and checked: {path}")
         return EXIT_OK
     from lookplangraph.lm.training import gguf_lora, sft
+    from lookplangraph.prompts import compact_prompt
 
     base = _base_model_file(args.base)
     if args.distill_command == "export":
@@ -976,7 +977,8 @@ def _distill_training(args) -> int:
     config = sft.TrainConfig(rank=args.rank, alpha=args.alpha, learning_rate=args.lr, epochs=args.epochs,
                              max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
                              max_length=args.max_length, examples=args.examples, seed=args.seed,
-                             save_steps=args.save_steps, max_minutes=args.max_minutes, dtype=args.dtype)
+                             save_steps=args.save_steps, max_minutes=args.max_minutes, dtype=args.dtype,
+                             system=compact_prompt() if args.system_prompt == "compact" else None)
     try:
         r = sft.train(args.data, base, args.out, config, resume=not args.restart)
     except sft.TrainError as exc:
@@ -1352,7 +1354,7 @@ def build_parser() -> argparse.ArgumentParser:
                     examples=["lookplangraph distill train --data runs/distill --base qwen2.5-coder-1.5b --out runs/lora15",
                               "lookplangraph distill train --data runs/distill --base qwen2.5-coder-0.5b --out runs/lora05 "
                               "--examples 4000 --max-minutes 8"])
-    t.add_argument("--data", required=True, metavar="PATH", help="sft.jsonl, or the directory distill data wrote")
+    t.add_argument("--data", required=True, metavar="PATH", help="sft.jsonl (or .jsonl.gz), or the directory distill data wrote")
     t.add_argument("--base", default="qwen2.5-coder-1.5b", metavar="MODEL",
                    help="an embedded model's name or a GGUF path (default qwen2.5-coder-1.5b)")
     t.add_argument("--out", required=True, metavar="DIR", help="output directory (checkpoints, adapter, loss)")
@@ -1370,6 +1372,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-minutes", type=float, metavar="M", help="stop with a checkpoint after M minutes of training")
     t.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
                    help="weights and compute (default auto: bfloat16 on a GPU that has it, else float32)")
+    t.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
+                   help="the examples' system message: as built (the planner's full prompt) or compact (then run the "
+                        "adapter with --system-prompt compact; a fifth of the prompt tokens)")
     t.add_argument("--restart", action=YesNo, default=False,
                    help="ignore the checkpoints in OUT and start over (off: go on from the last one)")
     e = add_command(dsub, "export", help="a PEFT adapter directory as a GGUF LoRA for llama.cpp",

@@ -59,3 +59,32 @@ def test_an_adapter_is_a_file_or_a_shipped_name(tmp_path):
     assert resolve_adapter("qwen2.5-coder-1.5b", str(f)) == f
     with pytest.raises(LMError, match="no adapter 'lpg' shipped for 'qwen2.5-coder-1.5b'.*distill train"):
         resolve_adapter("qwen2.5-coder-1.5b", "lpg")
+
+
+def test_the_compact_system_prompt_is_what_the_planner_sends_and_what_training_puts_in():
+    from grasif import office
+    from lookplangraph.evaluation.expert import Expert
+    from lookplangraph.evaluation.runner import make_env
+    from lookplangraph.evaluation.trajectories import RecordingLM
+    from lookplangraph.lm.training.sft import with_system
+    from lookplangraph.planners.config import PlannerConfig
+    from lookplangraph.planners.lookplangraph import run_episode
+    from lookplangraph.prompts import compact_prompt, static_prompt
+
+    task = office.build_tasks()[0]
+    sent = {}
+    for style in ("full", "compact"):
+        lm, env, cfg = RecordingLM(Expert()), make_env(task), PlannerConfig(system_prompt=style)
+        lm.begin_episode(task, env, "lookplangraph", cfg)
+        assert run_episode(task, env, lm, cfg).success
+        sent[style] = lm.calls
+    assert {m[0]["content"] for m, _ in sent["full"]} == {static_prompt()}
+    assert {m[0]["content"] for m, _ in sent["compact"]} == {compact_prompt()}
+    assert len(compact_prompt()) * 5 < len(static_prompt())
+    # the user turns are the same bytes: an example built with the full prompt, trained with the
+    # compact one, is exactly what the planner sends with system_prompt = "compact"
+    assert [m[1] for m, _ in sent["full"]] == [m[1] for m, _ in sent["compact"]]
+    built = [*sent["full"][0][0], {"role": "assistant", "content": sent["full"][0][1]}]
+    assert with_system(built, compact_prompt())[:2] == sent["compact"][0][0]
+    with pytest.raises(ValueError, match="system_prompt"):
+        PlannerConfig(system_prompt="short")

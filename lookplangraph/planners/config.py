@@ -143,6 +143,9 @@ class PlannerConfig:
     reason_first: bool = setting(False, "the decision's reply gives its reason before the action")
     reason_max_length: int | None = setting(None, "cap of the reason in characters (default: 300 in process, none "
                                                   "at servers)")
+    system_prompt: str = setting("full", "LookPlanGraph's system message: full (role, action contracts, answer format, "
+                                         "examples) or compact (two sentences, for a model fine-tuned with distill "
+                                         "train --system-prompt compact)", choices=("full", "compact"))
     demonstrations: int = setting(0, "LookPlanGraph: the k train-pool expert trajectories most like the task "
                                      "(BM25), written before it in the system message (0: none)")
     demonstration_file: str | None = setting(None, "demonstrations to retrieve from (default: the shipped "

@@ -74,7 +74,7 @@ from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.view import inapplicable, render, visible_names, vocabulary
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
-from lookplangraph.prompts import dynamic_prompt, static_prompt
+from lookplangraph.prompts import compact_prompt, dynamic_prompt, static_prompt
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
@@ -94,7 +94,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     env.reset()
     initial_true = env.true_graph()
     memory = MemoryGraph(task.graph, priors=cfg.priors)
-    static = static_prompt()
+    static = static_prompt() if cfg.system_prompt == "full" else compact_prompt()
     if cfg.demonstrations > 0:
         static += "\n\n" + task_demonstrations(task, cfg.demonstrations, cfg.demonstration_file,
                                                  cfg.demonstration_chars)

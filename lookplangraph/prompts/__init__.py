@@ -22,6 +22,14 @@ def static_prompt() -> str:
     return template("static")
 
 
+def compact_prompt() -> str:
+    """The two-sentence system message of a model fine-tuned on the expert's trajectories
+    (``system_prompt = "compact"``; ``distill train --system-prompt compact`` trains with it): no
+    action contracts and no examples, which such a model has learned; a fifth of the static
+    prompt's tokens."""
+    return template("compact").strip()
+
+
 def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, str]], feedback: str | None) -> str:
     """``history``: (reason, action, result) per accepted action, oldest first."""
     if history:

@@ -22,6 +22,7 @@ The heavy dependencies (``torch``, ``transformers``, ``peft``, ``gguf``, ``accel
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import json
 import os
@@ -52,7 +53,9 @@ class TrainConfig:
     ``batch_size`` x ``grad_accum`` examples make one optimizer step. ``max_steps`` (if set) wins
     over ``epochs``. ``max_minutes`` stops training after that much wall time, with a checkpoint
     (resume with the same command). ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else
-    float32. ``gradient_checkpointing``: ``auto`` is on with CUDA.
+    float32. ``gradient_checkpointing``: ``auto`` is on with CUDA. ``system``: the system message
+    every example is trained with instead of the one it was built with (None: as built), e.g. the
+    planner's compact prompt, which the trained model is then run with.
     """
 
     rank: int = 16
@@ -73,6 +76,7 @@ class TrainConfig:
     max_minutes: float | None = None
     dtype: str = "auto"
     gradient_checkpointing: str = "auto"
+    system: str | None = None
 
     def check(self) -> None:
         """Raise :class:`TrainError` for a setting that cannot work."""
@@ -136,17 +140,32 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def read_examples(path: str | os.PathLike) -> list[list[dict[str, str]]]:
-    """The chat examples of an ``sft.jsonl`` (or of ``DIR/sft.jsonl``): each a list of messages
-    ending with the assistant's answer. Raises :class:`TrainError` with the line number for a
-    line that is not such an example."""
+def data_file(path: str | os.PathLike) -> Path:
+    """``path`` itself, or in a directory its ``sft.jsonl`` (else ``sft.jsonl.gz``)."""
     path = Path(path)
     if path.is_dir():
-        path = path / "sft.jsonl"
+        path = next((path / n for n in ("sft.jsonl", "sft.jsonl.gz") if (path / n).is_file()), path / "sft.jsonl")
     if not path.is_file():
         raise TrainError(f"no training data at {path}: write it with `lookplangraph distill data --out DIR`")
+    return path
+
+
+def with_system(messages: list[dict[str, str]], system: str | None) -> list[dict[str, str]]:
+    """``messages`` with their system message replaced by ``system`` (put first if there is none;
+    None: unchanged)."""
+    if system is None:
+        return messages
+    return [{"role": "system", "content": system}, *(m for m in messages if m["role"] != "system")]
+
+
+def read_examples(path: str | os.PathLike) -> list[list[dict[str, str]]]:
+    """The chat examples of an ``sft.jsonl`` or ``sft.jsonl.gz`` (or of the one in a directory): each a list of messages
+    ending with the assistant's answer. Raises :class:`TrainError` with the line number for a
+    line that is not such an example."""
+    path = data_file(path)
     examples = []
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -256,8 +275,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     base_gguf = Path(base_gguf)
     settings_path = out / "settings.json"
     settings = {"config": asdict(config), "base": str(base_gguf), "base_sha256": sha256_file(base_gguf)}
-    data_path = Path(data) / "sft.jsonl" if Path(data).is_dir() else Path(data)
-    settings["data_sha256"] = sha256_file(data_path) if data_path.is_file() else None
+    settings["data_sha256"] = sha256_file(data_file(data))
     settings["config"]["targets"] = list(config.targets)
     checkpoints = out / "checkpoints"
     has_checkpoint = checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
@@ -272,7 +290,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                                  "use another --out, or the same settings to resume")
     settings_path.write_text(json.dumps(settings, indent=1))
 
-    examples = read_examples(data)
+    examples = [with_system(m, config.system) for m in read_examples(data)]
     random.Random(config.seed).shuffle(examples)
     if config.examples is not None:
         examples = examples[: config.examples]
@@ -340,7 +358,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         **_version_arguments(TrainingArguments, config, checkpointing))
     collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
     trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[TimeLimit()])
-    trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
+    result = trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
     seconds = time.monotonic() - started
 
     adapter_dir = out / "adapter"
@@ -356,7 +374,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {len(rows)} examples")
     report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=len(rows),
                          left_out_too_long=too_long, answer_tokens=answer_tokens, prompt_tokens=prompt_tokens,
-                         final_loss=losses[-1][1] if losses else None, seconds=seconds,
+                         final_loss=losses[-1][1] if losses else getattr(result, "training_loss", None), seconds=seconds,
                          stopped_by_time=stopped["by_time"], adapter_gguf=exported.path)
     record = {**settings, "steps": report.steps, "max_steps": int(trainer.state.max_steps),
               "examples": report.examples, "left_out_too_long": too_long,
