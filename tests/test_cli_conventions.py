@@ -25,8 +25,8 @@ from lookplangraph import cli
 from lookplangraph.cli import EXIT_CODES, DeprecatedAlias, build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
-COMMAND_LINE = README[README.index("## Command line"):]
+# The conventions page of the documentation (it was README's "Command line" section).
+COMMAND_LINE = (ROOT / "docs" / "reference" / "conventions.md").read_text()
 EXE = [sys.executable, "-m", "lookplangraph.cli"]
 
 
@@ -75,7 +75,7 @@ def test_top_level_help_lists_the_exit_codes(capsys):
     for code, _ in EXIT_CODES:
         assert re.search(rf"^\s+{code}\s+\S", table, re.M), code
     assert {code for code, _ in EXIT_CODES} >= {0, 1, 2, 3, 130}
-    for code, _ in EXIT_CODES:  # and README's table is the same
+    for code, _ in EXIT_CODES:  # and the conventions page's table is the same
         assert f"| {code} |" in COMMAND_LINE
 
 
@@ -163,7 +163,7 @@ def test_every_deprecated_alias_is_tested_documented_and_hidden(capsys):
              for o in a.option_strings}
     assert found == {(c, f) for c, f, _, _ in ALIASES}
     for _, old in found:
-        assert f"| `{old}" in COMMAND_LINE, f"{old} is not in the table of README's Command line section"
+        assert f"| `{old}" in COMMAND_LINE, f"{old} is not in the table of docs/reference/conventions.md"
     for path, old in found:
         assert main([*path.split(), "--help"]) == 0
         shown = capsys.readouterr().out

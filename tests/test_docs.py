@@ -1,0 +1,126 @@
+"""The documentation: the site builds with ``mkdocs build --strict`` (broken links and anchors are
+errors), its generated references cover every command of ``lookplangraph.cli.build_parser()`` and
+every config key of the run and planner settings, and README stays a short page whose set-up
+commands are the ones CI runs. Nothing in README or docs/ points outside the repository or names
+tracker issues."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+MAIN_JOB = ("python3 -m venv .venv && .venv/bin/pip install -e '.[llm]' && .venv/bin/lookplangraph run "
+            "--split office --task office-01 --max-actions 12")
+TESTS = ("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pip install --no-deps "
+         "virtualhome-eval==0.1.1 bddl==3.6.0 && .venv/bin/python -m pytest")
+
+
+def _command_paths():
+    sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+    try:
+        from reference import commands
+    finally:
+        sys.path.pop(0)
+    from lookplangraph.cli import build_parser
+
+    return [" ".join(path) for path, _ in commands(build_parser()) if path]
+
+
+def _config_keys():
+    from lookplangraph.evaluation.settings import RunSettings
+    from lookplangraph.planners.config import SECTIONS, PlannerConfig
+
+    keys = [f.name for f in fields(RunSettings) if f.name != "config"]
+    keys += [f.name for f in fields(PlannerConfig) if f.name not in SECTIONS]
+    for name, cls in SECTIONS.items():
+        keys += [f"{name}.{f.name}" for f in fields(cls)]
+    return keys
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
+    pytest.importorskip("mkdocstrings", reason="mkdocstrings is not installed (pip install -e '.[docs]')")
+    out = tmp_path_factory.mktemp("site")
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "WARNING" not in r.stderr, r.stderr
+    return out
+
+
+def _text(page: Path) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+
+
+def test_site_builds_strict_and_the_cli_reference_has_every_command_and_flag(site):
+    from lookplangraph.cli import build_parser
+    import argparse
+
+    text = _text(site / "reference" / "cli" / "index.html")
+    paths = _command_paths()
+    assert {"eval", "grasif build", "distill train", "cypher-eval"} <= set(paths)
+    for path in paths:
+        assert f"lookplangraph {path}" in text, f"command {path!r} is not in the CLI reference"
+    # every flag of every command (the hidden deprecated spellings aside)
+    sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+    try:
+        from reference import commands
+    finally:
+        sys.path.pop(0)
+    for path, parser in commands(build_parser()):
+        for a in parser._actions:
+            if a.help != argparse.SUPPRESS and not isinstance(a, argparse._SubParsersAction):
+                for flag in a.option_strings:
+                    assert flag in text, f"{' '.join(path)} {flag} is not in the CLI reference"
+
+
+def test_the_config_reference_has_every_key(site):
+    text = _text(site / "reference" / "config" / "index.html")
+    for key in _config_keys():
+        assert re.search(rf"(?<![\w.]){re.escape(key)}(?![\w])", text), f"config key {key!r} is not in the config reference"
+
+
+def test_results_pages_and_the_pages_a_person_reads_first_are_built(site):
+    for page in ("index.html", "results/log/index.html", "results/table4/index.html", "guides/evaluation/index.html",
+                 "reference/api/index.html"):
+        assert (site / page).exists(), page
+    log = _text(site / "results" / "log" / "index.html")
+    assert log.count("commit") >= 10 and "machine" in log and "command" in log
+
+
+def test_readme_is_short_and_keeps_the_two_set_up_commands():
+    lines = README.splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines (at most 250)"
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    assert any(b.strip() == MAIN_JOB for b in blocks), "the main-job command is not README's own ```bash block"
+    assert any(b.strip() == TESTS for b in blocks), "the tests command is not README's own ```bash block"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert TESTS in ci, ".ci/run no longer runs README's tests command"
+
+
+def _doc_files():
+    yield ROOT / "README.md"
+    for p in sorted((ROOT / "docs").rglob("*")):
+        if p.is_file() and p.suffix in {".md", ".py", ".svg", ".yml", ".html", ".txt"}:
+            yield p
+
+
+def test_nothing_points_outside_the_repository_or_names_tracker_issues():
+    issue = re.compile(r"\bissues? #?\d+|\(#\d+\)|\bthe issue's\b", re.I)
+    for p in _doc_files():
+        text = p.read_text()
+        rel = p.relative_to(ROOT)
+        assert "../shared" not in text, f"{rel} points outside the repository"
+        if p.name != "reference.py":  # the hook removes tracker references from help texts
+            assert not issue.search(text), f"{rel}: {issue.search(text).group(0)!r}"
