@@ -1292,7 +1292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_inject)
 
     p = add_command(sub, "expert-proof", help="harness proof: the privileged expert in each planner's loop (SR should be 1.0)",
-                    description="The harness proof of issue 23: the expert policy (privileged: it reads the true graph "
+                    description="The harness proof: the expert policy (privileged: it reads the true graph "
                                 "and the ground-truth plan; a harness tool, never a model) answers the planner's "
                                 "prompts through the same reply path as an LM, over whole splits, static and dynamic "
                                 "seeds, in the graph environment and the VirtualHome adapter. Every failure is listed.",

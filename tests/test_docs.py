@@ -122,5 +122,12 @@ def test_nothing_points_outside_the_repository_or_names_tracker_issues():
         text = p.read_text()
         rel = p.relative_to(ROOT)
         assert "../shared" not in text, f"{rel} points outside the repository"
-        if p.name != "reference.py":  # the hook removes tracker references from help texts
-            assert not issue.search(text), f"{rel}: {issue.search(text).group(0)!r}"
+        assert not issue.search(text), f"{rel}: {issue.search(text).group(0)!r}"
+
+
+def test_the_generated_pages_name_no_tracker_issues_either(site):
+    """The CLI and config references come from help texts in the code: those are checked too."""
+    issue = re.compile(r"\bissues? #?\d+|\(#\d+\)", re.I)
+    for page in ("reference/cli/index.html", "reference/config/index.html"):
+        found = issue.search(_text(site / page))
+        assert not found, f"{page}: {found.group(0)!r}"

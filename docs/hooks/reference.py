@@ -23,18 +23,9 @@ CLI_MARKER = "<!-- cli-reference -->"
 CONFIG_MARKER = "<!-- config-reference -->"
 PAPER_MARKER = re.compile(r"<!-- paper-figures:(table\d) -->")
 
-# Help texts written in the tracker's terms: the documentation names no tracker issue.
-_ISSUE = re.compile(r"\s*\((?:see )?issues? \d+(?:(?:,| and) \d+)*\)|\s+of issues? \d+(?:(?:,| and) \d+)*|"
-                    r"\s*\bissues? \d+(?:(?:,| and) \d+)*")
-
-
-def _clean(text: str) -> str:
-    return _ISSUE.sub("", text)
-
 
 def _escape(text: str) -> str:
     """Plain text for a Markdown paragraph or table cell."""
-    text = _clean(text)
     for ch in "\\`*_[]<>|#":
         text = text.replace(ch, "\\" + ch)
     return " ".join(text.split())
@@ -69,7 +60,7 @@ def _text_block(text: str) -> list[str]:
     import textwrap
 
     out: list[str] = []
-    for para in textwrap.dedent(_clean(text)).strip("\n").split("\n\n"):
+    for para in textwrap.dedent(text).strip("\n").split("\n\n"):
         lines = para.splitlines()
         if not lines:
             continue

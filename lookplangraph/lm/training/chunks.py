@@ -15,17 +15,11 @@ import json
 import os
 from pathlib import Path
 
+from lookplangraph.lm.embedded import sha256_file
+
 
 class ChunkError(ValueError):
     """A chunk is missing or damaged, or the manifest does not describe the chunks."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(8 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def split_file(path: str | os.PathLike, out_dir: str | os.PathLike, chunk_bytes: int = 60 << 20) -> Path:
@@ -63,7 +57,7 @@ def join_file(manifest: str | os.PathLike, out: str | os.PathLike | None = None)
     for path, n, sha in chunks:
         if not path.is_file():
             raise ChunkError(f"chunk {path.name} is missing")
-        if path.stat().st_size != n or _sha256(path) != sha:
+        if path.stat().st_size != n or sha256_file(path) != sha:
             raise ChunkError(f"chunk {path.name} is damaged (size or SHA-256 differs from the manifest)")
     out = Path(out) if out is not None else manifest.parent / name
     part = out.with_name(out.name + ".part")

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
 import json
 import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
+
+from lookplangraph.lm.embedded import sha256_file
 
 #: Every linear layer of a Qwen2/Llama block: attention and MLP projections.
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -130,14 +131,6 @@ def _need_extra():
     except ImportError as exc:
         raise TrainError(f"training needs the distill extra ({exc.name} is missing): "
                          "pip install 'lookplangraph[distill]'") from None
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(8 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def data_file(path: str | os.PathLike) -> Path:
