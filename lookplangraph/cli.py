@@ -932,15 +932,10 @@ def _base_model_file(spec: str) -> Path:
     """A ``--base``: the name of an embedded model (assembled on first use) or a GGUF path."""
     from lookplangraph.lm import embedded
 
-    if spec in embedded.MODELS:
-        try:
-            return embedded.ensure_model(spec)
-        except embedded.ModelError as exc:
-            raise UsageError(str(exc)) from None
-    path = Path(spec).expanduser()
-    if not path.is_file():
-        raise UsageError(f"--base: no model named {spec!r} (known: {', '.join(embedded.MODELS)}) and no file {path}")
-    return path
+    try:
+        return embedded.model_file(spec)
+    except embedded.ModelError as exc:
+        raise UsageError(f"--base: {exc}") from None
 
 
 def _distill_training(args) -> int:

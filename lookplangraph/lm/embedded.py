@@ -192,6 +192,17 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def model_file(model: str) -> Path:
+    """The GGUF file of ``model``: an embedded model's name (assembled on first use, see
+    :func:`ensure_model`) or a path to a file; :class:`ModelError` for neither."""
+    if model in MODELS:
+        return ensure_model(model)
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise ModelError(f"no model file {path} and no model named {model!r} (known: {', '.join(MODELS)})")
+    return path
+
+
 def model_path(name: str, cache_dir: str | Path | None = None) -> Path:
     """Where ``name`` is (or will be) assembled; the file may not exist yet."""
     spec = get_spec(name)

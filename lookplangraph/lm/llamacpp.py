@@ -96,18 +96,11 @@ class LlamaCppBackend:
         adapter = None
         if "+" in model and not Path(model).expanduser().is_file():
             model, _, adapter = model.rpartition("+")
-        if model in models.MODELS:
-            try:
-                path = models.ensure_model(model)
-            except models.ModelError as exc:
-                raise LMError(str(exc)) from None
-            label = model
-        else:
-            path = Path(model).expanduser()
-            if not path.is_file():
-                raise LMError(f"no model file {path} and no model named {model!r} "
-                              f"(known: {', '.join(models.MODELS)})")
-            label = str(path)
+        try:
+            path = models.model_file(model)
+        except models.ModelError as exc:
+            raise LMError(str(exc)) from None
+        label = model if model in models.MODELS else str(path)
         if adapter is not None:
             if "lora_path" in llama_kwargs:
                 raise LMError(f"{model}+{adapter}: the adapter is given twice (in the spec and as lora_path)")

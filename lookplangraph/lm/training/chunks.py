@@ -3,9 +3,10 @@
 For carrying a large file (a base GGUF, a training set) through a channel that takes only small
 files, such as a lent GPU machine that receives at most 64 MiB per call and returns files of at
 most 16 MiB. ``split_file`` writes ``DIR/NAME.partNNN`` and ``DIR/NAME.manifest.json`` (the
-whole file's size and SHA-256 and each chunk's); ``join_file`` checks every chunk before it
-writes anything, then writes ``OUT.part`` and renames it, so a missing or damaged chunk is an
-error that names it and never a half-written file.
+whole file's size and SHA-256 and each chunk's); ``join_file`` checks that every chunk is there
+with its size, then reads each once (its SHA-256 checked, the whole file's hashed) into
+``OUT.part``, renamed only when all agree: a missing or damaged chunk is an error that names it
+and never leaves a file, whole or half-written.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import hashlib
 import json
 import os
 from pathlib import Path
-
-from lookplangraph.lm.embedded import sha256_file
 
 
 class ChunkError(ValueError):
@@ -54,21 +53,26 @@ def join_file(manifest: str | os.PathLike, out: str | os.PathLike | None = None)
         name, size, digest = m["file"], int(m["bytes"]), m["sha256"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ChunkError(f"{manifest} is not a chunk manifest: {exc}") from None
-    for path, n, sha in chunks:
+    for path, n, _ in chunks:
         if not path.is_file():
             raise ChunkError(f"chunk {path.name} is missing")
-        if path.stat().st_size != n or sha256_file(path) != sha:
-            raise ChunkError(f"chunk {path.name} is damaged (size or SHA-256 differs from the manifest)")
+        if path.stat().st_size != n:
+            raise ChunkError(f"chunk {path.name} is damaged (its size differs from the manifest)")
     out = Path(out) if out is not None else manifest.parent / name
     part = out.with_name(out.name + ".part")
     whole = hashlib.sha256()
-    with open(part, "wb") as f:
-        for path, _, _ in chunks:
-            block = path.read_bytes()
-            whole.update(block)
-            f.write(block)
-    if part.stat().st_size != size or whole.hexdigest() != digest:
-        part.unlink()
-        raise ChunkError(f"the joined file differs from the manifest's {name} (size or SHA-256)")
+    try:
+        with open(part, "wb") as f:  # each chunk is read once: checked, hashed into the whole, written
+            for path, _, sha in chunks:
+                block = path.read_bytes()
+                if hashlib.sha256(block).hexdigest() != sha:
+                    raise ChunkError(f"chunk {path.name} is damaged (its SHA-256 differs from the manifest)")
+                whole.update(block)
+                f.write(block)
+        if part.stat().st_size != size or whole.hexdigest() != digest:
+            raise ChunkError(f"the joined file differs from the manifest's {name} (size or SHA-256)")
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
     os.replace(part, out)
     return out

@@ -27,7 +27,7 @@ import json
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -119,7 +119,6 @@ class TrainReport:
     seconds: float
     stopped_by_time: bool
     adapter_gguf: Path
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _need_extra():
