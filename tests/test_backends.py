@@ -185,6 +185,41 @@ def test_default_gpu_layers_reads_the_environment(monkeypatch):
             default_gpu_layers()
 
 
+def test_extra_buffers_are_off_on_amx_cpus_unless_the_environment_says(monkeypatch):
+    from lookplangraph.lm import llamacpp
+
+    monkeypatch.delenv("LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS", raising=False)
+    for amx in (True, False):
+        monkeypatch.setattr(llamacpp, "cpu_has_amx", lambda amx=amx: amx)
+        assert llamacpp.default_extra_buffers() is (not amx)
+    for value, on in (("1", True), ("0", False), (" 1 ", True)):
+        monkeypatch.setenv("LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS", value)
+        assert llamacpp.default_extra_buffers() is on
+    monkeypatch.setenv("LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS", "yes")
+    with pytest.raises(LMError, match="must be 1 or 0"):
+        llamacpp.default_extra_buffers()
+
+
+def test_load_llama_sets_use_extra_bufts_only_while_loading(monkeypatch, small_model_path):
+    """The setting reaches the model parameters llama.cpp loads with, and the library's own
+    default is back afterwards."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from lookplangraph.lm.llamacpp import load_llama
+
+    seen = []
+    real = llama_cpp.Llama.__init__
+
+    def spy(self, *a, **kw):
+        seen.append(llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(llama_cpp.Llama, "__init__", spy)
+    for on in (False, True):
+        load_llama(small_model_path, extra_buffers=on, vocab_only=True, verbose=False)
+    assert seen == [False, True]
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
 def test_reply_cache_records_and_replays(tmp_path):
     path = tmp_path / "replies.jsonl"
     inner = ScriptedBackend(['{"function_name": "pick_up", "node": "apple-1", "reason": "r"}', "garbage"], name="scripted:x")

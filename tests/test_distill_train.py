@@ -25,6 +25,7 @@ from grasif import dataset, heldout  # noqa: E402
 from lookplangraph.agent.decoding import action_schema  # noqa: E402
 from lookplangraph.evaluation.trajectories import build_data  # noqa: E402
 from lookplangraph.lm import LMError, make_backend  # noqa: E402
+from lookplangraph.lm.llamacpp import load_llama  # noqa: E402
 from lookplangraph.lm.training import gguf_lora, sft  # noqa: E402
 
 LAYERS, HIDDEN = 2, 64
@@ -148,7 +149,6 @@ def test_a_resumed_run_refuses_other_settings(trained, tiny_base, data):
 
 
 def test_llama_cpp_applies_the_exported_adapter_as_peft_does(trained, tiny_base):
-    import llama_cpp
     from peft import PeftModel
 
     out, _, _ = trained
@@ -170,7 +170,7 @@ def test_llama_cpp_applies_the_exported_adapter_as_peft_does(trained, tiny_base)
         hf_lora = peft_model(torch.tensor([ids])).logits[0].numpy()
 
     def llama_logits(**kw):
-        llm = llama_cpp.Llama(str(tiny_base), logits_all=True, n_ctx=512, n_threads=1, verbose=False, **kw)
+        llm = load_llama(tiny_base, logits_all=True, n_ctx=512, n_threads=1, verbose=False, **kw)
         assert llm.tokenize(text.encode(), add_bos=False, special=True) == ids  # one tokenizer on both sides
         llm.eval(ids)
         return np.array(llm.scores[: len(ids)])

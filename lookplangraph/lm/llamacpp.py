@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -49,6 +51,73 @@ def default_gpu_layers() -> int:
     return layers
 
 
+def cpu_has_amx() -> bool:
+    """Whether this CPU has Intel AMX (``amx_int8`` in ``/proc/cpuinfo``; False where that file
+    does not exist)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(line.startswith("flags") and " amx_int8" in line for line in text.splitlines())
+
+
+def default_extra_buffers() -> bool:
+    """Whether llama.cpp may put weights in its *extra buffer types* (the CPU backend's repacked
+    layouts, the AMX buffer among them). ``$LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS`` (``1``/``0``)
+    decides when set; otherwise off on a CPU with AMX, on elsewhere. A llama.cpp built on an AMX
+    machine (Sapphire Rapids and later Xeons) moves Q4_K weights into the AMX buffer and its
+    matrix product there segfaults on the first decode (llama.cpp issue #20824, open; seen here
+    with llama-cpp-python 0.3.36 and both embedded models). Without extra buffers the plain CPU
+    kernels run: 630 prompt + 9 completion tokens of the 1.5B model in 4.8 s on 2 threads."""
+    env = os.environ.get("LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS", "").strip()
+    if env:
+        if env not in ("0", "1"):
+            raise LMError(f"LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS must be 1 or 0, not {env!r}")
+        return env == "1"
+    return not cpu_has_amx()
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+@contextmanager
+def _model_params(extra_buffers: bool):
+    """While a ``Llama`` is made: its model parameters with ``use_extra_bufts`` set. The
+    ``Llama`` constructor takes no such argument and loads the model at once from
+    ``llama_model_default_params()``, so that function is wrapped for the duration (under a lock:
+    two loads at a time would see each other's setting)."""
+    import llama_cpp.llama as llama_module
+
+    lib = llama_module.llama_cpp
+    with _LOAD_LOCK:
+        original = lib.llama_model_default_params
+
+        def params():
+            p = original()
+            p.use_extra_bufts = extra_buffers
+            return p
+
+        lib.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            lib.llama_model_default_params = original
+
+
+def load_llama(model_path: str | os.PathLike, *, extra_buffers: bool | None = None, **kwargs: Any):
+    """``llama_cpp.Llama(model_path, **kwargs)`` with llama.cpp's extra buffer types on or off
+    (``extra_buffers``; None: :func:`default_extra_buffers`). Everything in this project that runs
+    a model through llama-cpp-python loads it here."""
+    import llama_cpp
+
+    if extra_buffers is None:
+        extra_buffers = default_extra_buffers()
+    if extra_buffers:
+        return llama_cpp.Llama(model_path=str(model_path), **kwargs)
+    with _model_params(False):
+        return llama_cpp.Llama(model_path=str(model_path), **kwargs)
+
+
 class LlamaCppBackend:
     """A GGUF model run in process through ``llama-cpp-python``.
 
@@ -65,6 +134,8 @@ class LlamaCppBackend:
     not already busy. llama.cpp threads spin at barriers, so on an oversubscribed machine
     asking for more threads than idle CPUs is several times slower, not faster.
     ``n_gpu_layers`` defaults to :func:`default_gpu_layers` (0 unless ``$LOOKPLANGRAPH_GPU_LAYERS``).
+    ``extra_buffers`` (llama.cpp's repacked weight layouts) defaults to
+    :func:`default_extra_buffers`: off on CPUs with AMX, where llama.cpp's AMX kernels crash.
 
     A LoRA adapter goes on top of the unchanged base file with ``MODEL+ADAPTER``
     (``qwen2.5-coder-1.5b+lpg``, ``/models/base.gguf+/runs/d/adapter.gguf``): ADAPTER is a GGUF
@@ -83,7 +154,8 @@ class LlamaCppBackend:
 
     def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None,
                  seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, verbose: bool = False, mmproj: str | os.PathLike | None = None,
-                 chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, **llama_kwargs: Any):
+                 chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
+                 extra_buffers: bool | None = None, **llama_kwargs: Any):
         try:
             import llama_cpp
         except ImportError:
@@ -117,8 +189,8 @@ class LlamaCppBackend:
         if mmproj is not None or chat_handler is not None:
             llama_kwargs["chat_handler"] = self.vision = _vision_handler(llama_cpp, mmproj, chat_handler, verbose)
         try:
-            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
-                                       verbose=verbose, **llama_kwargs)
+            self.llm = load_llama(path, extra_buffers=extra_buffers, n_ctx=n_ctx, n_threads=n_threads, seed=seed,
+                                  verbose=verbose, **llama_kwargs)
         except Exception as exc:
             raise LMError(f"llama.cpp could not load {path}: {exc}") from None
         self._grammars: dict[str | None, Any] = {}
