@@ -69,7 +69,8 @@ def small_model_path():
 
 @pytest.fixture(scope="session")
 def llama_server(small_model_path, tmp_path_factory):
-    """A llama.cpp OpenAI-compatible server on 127.0.0.1 serving the 0.5B model as ``qwen-0.5b``;
+    """A llama.cpp OpenAI-compatible server (``python -m lookplangraph.lm.serve``) on 127.0.0.1
+    serving the 0.5B model as ``qwen-0.5b``;
     yields its base URL and stops it at the end of the session."""
     import importlib.util
     import socket
@@ -89,7 +90,7 @@ def llama_server(small_model_path, tmp_path_factory):
 
     threads = str(default_threads())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(small_model_path), "--model_alias", "qwen-0.5b",
+        [sys.executable, "-m", "lookplangraph.lm.serve", "--model", str(small_model_path), "--model_alias", "qwen-0.5b",
          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
          "--n_threads_batch", threads],
         stdout=log, stderr=subprocess.STDOUT)
@@ -98,7 +99,7 @@ def llama_server(small_model_path, tmp_path_factory):
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+                pytest.fail(f"the llama.cpp server (lookplangraph.lm.serve) exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
             try:
                 with urllib.request.urlopen(url + "/models", timeout=2) as resp:
                     if resp.status == 200:
@@ -106,7 +107,7 @@ def llama_server(small_model_path, tmp_path_factory):
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not answer /v1/models within 120 s")
+                pytest.fail("the llama.cpp server (lookplangraph.lm.serve) did not answer /v1/models within 120 s")
             time.sleep(0.5)
         yield url
     finally:

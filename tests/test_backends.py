@@ -611,3 +611,12 @@ def test_typed_schema_groups_functions_by_their_names():
     assert list(variants[0]["properties"]) == ["function_name", "node", "relation", "destination", "reason"]
     assert flat_names(vocab) == ["kitchen-1", "fridge-1", "apple-1", "table-1"]
     assert action_schema(vocab)["properties"]["node"]["anyOf"][0]["enum"] == flat_names(vocab)
+
+
+def test_the_server_launcher_resolves_embedded_model_names(small_model_path):
+    from lookplangraph.lm.serve import server_argv
+
+    path = str(small_model_path)
+    assert server_argv(["--model", "qwen2.5-coder-0.5b", "--port", "1"]) == ["--model", path, "--port", "1"]
+    assert server_argv(["--model=qwen2.5-coder-0.5b"]) == [f"--model={path}"]
+    assert server_argv(["--model", "/models/other.gguf"]) == ["--model", "/models/other.gguf"]  # a path stays

@@ -79,7 +79,12 @@ def view(memory: MemoryGraph, style: str = "text") -> dict:
 
 def visible_names(memory: MemoryGraph, style: str = "text") -> list[str]:
     """Names the LM may use this step: places, the held object and every node in the view."""
-    v = view(memory, style)
+    return names_in(view(memory, style))
+
+
+def names_in(v: dict) -> list[str]:
+    """:func:`visible_names` of a view already computed (:func:`view`): a planner that also
+    renders it computes the view once per step."""
     names = list(v["places"])
     if v["agent"]["holding"]:
         names.append(v["agent"]["holding"])
@@ -103,7 +108,13 @@ def render(memory: MemoryGraph, style: str = "text") -> str:
     """The view as prompt text in ``style`` (``text``, ``json`` or ``full``)."""
     if style not in STYLES:
         raise ValueError(f"unknown graph style {style!r}; styles: {', '.join(STYLES)}")
-    v = view(memory, style)
+    return render_view(view(memory, style), style)
+
+
+def render_view(v: dict, style: str = "text") -> str:
+    """:func:`render` of a view already computed by :func:`view` in the same ``style``."""
+    if style not in STYLES:
+        raise ValueError(f"unknown graph style {style!r}; styles: {', '.join(STYLES)}")
     if style == "json":
         return json.dumps(v, separators=(",", ":"))
     agent = v["agent"]
@@ -126,17 +137,18 @@ def render(memory: MemoryGraph, style: str = "text") -> str:
     return "\n".join(lines)
 
 
-def vocabulary(memory: MemoryGraph, style: str = "text") -> dict[str, dict[str, list[str]]]:
+def vocabulary(memory: MemoryGraph, style: str = "text", v: dict | None = None) -> dict[str, dict[str, list[str]]]:
     """Per-function names for constrained decoding (:data:`lookplangraph.lm.Vocabulary`),
     drawn from the view: ``go_to`` other places; ``discover_objects`` nodes not yet inspected;
     ``pick_up`` objects in view, seen or remembered (not held); ``rearrange`` those or the held
     object onto or into the seen non-place nodes of the view; ``put_on``/``put_inside`` (when
     holding) those nodes; ``open``/``close``/``turn_on``/``turn_off`` nodes that afford it and are
     not already so; ``done`` always. A remembered prior may be named for moving so that the
-    planner can answer "discover its holder first"; it is never a destination or toggled."""
+    planner can answer "discover its holder first"; it is never a destination or toggled.
+    ``v``: the memory's view in ``style`` when already computed."""
 
     g = memory.graph
-    v = view(memory, style)
+    v = view(memory, style) if v is None else v
     here, held = v["agent"]["room"], v["agent"]["holding"]
     entries = [e["name"] for key in ("assets", "objects", "remembered", "elsewhere") for e in v[key]]
     seen = [e["name"] for key in ("objects", "elsewhere") for e in v[key] if g.nodes[e["name"]].layer is Layer.OBJECT]

@@ -8,7 +8,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from lookplangraph.lm import structured
 from lookplangraph.lm.base import Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion
@@ -80,28 +80,39 @@ def default_extra_buffers() -> bool:
 _LOAD_LOCK = threading.Lock()
 
 
-@contextmanager
-def _model_params(extra_buffers: bool):
-    """While a ``Llama`` is made: its model parameters with ``use_extra_bufts`` set. The
-    ``Llama`` constructor takes no such argument and loads the model at once from
-    ``llama_model_default_params()``, so that function is wrapped for the duration (under a lock:
-    two loads at a time would see each other's setting)."""
+def set_extra_buffers(extra_buffers: bool) -> Callable[[], Any]:
+    """Make every ``llama_cpp.Llama`` made from now on in this process load its model with
+    ``use_extra_bufts = extra_buffers``; returns the function it replaced. The ``Llama``
+    constructor takes no such argument and loads the model at once from
+    ``llama_model_default_params()``, so that function is wrapped. :func:`load_llama` does it for
+    one load; ``python -m lookplangraph.lm.serve`` for a whole server process."""
     import llama_cpp.llama as llama_module
 
     lib = llama_module.llama_cpp
+    original = lib.llama_model_default_params
+
+    def params():
+        p = original()
+        p.use_extra_bufts = extra_buffers
+        return p
+
+    lib.llama_model_default_params = params
+    return original
+
+
+@contextmanager
+def _model_params(extra_buffers: bool):
+    """While a ``Llama`` is made: its model parameters with ``use_extra_bufts`` set
+    (:func:`set_extra_buffers`), under a lock (two loads at a time would see each other's
+    setting), then the library's own function back."""
+    import llama_cpp.llama as llama_module
+
     with _LOAD_LOCK:
-        original = lib.llama_model_default_params
-
-        def params():
-            p = original()
-            p.use_extra_bufts = extra_buffers
-            return p
-
-        lib.llama_model_default_params = params
+        original = set_extra_buffers(extra_buffers)
         try:
             yield
         finally:
-            lib.llama_model_default_params = original
+            llama_module.llama_cpp.llama_model_default_params = original
 
 
 def load_llama(model_path: str | os.PathLike, *, extra_buffers: bool | None = None, **kwargs: Any):

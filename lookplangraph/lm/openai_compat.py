@@ -156,10 +156,13 @@ class OpenAIBackend:
         """``POST /chat/completions`` with ``request`` (as :meth:`_request` builds it) as the JSON
         body. The same request as ``client.chat.completions.create(**request)`` and the same
         errors, without the package's recursive walk over the typed parameters (``post`` is its
-        documented way to send a body as it is), which costs a third of a request's CPU."""
+        documented way to send a body as it is), which costs a third of a request's CPU. The reply
+        comes back as the JSON object itself: building the package's typed ``ChatCompletion`` out
+        of it costs another sixth."""
         body = {k: v for k, v in request.items() if k != "extra_body"}
         body.update(request.get("extra_body") or {})
-        return self.client.post("/chat/completions", body=body, cast_to=self._openai.types.chat.ChatCompletion)
+        # cast_to=object: the package hands back the decoded JSON as it is
+        return self.client.post("/chat/completions", body=body, cast_to=object)
 
     def _wait_to_retry(self, delay: float) -> bool:
         """Sleep ``delay`` seconds before a retry; True (at once) when ``give_up`` says to stop."""
@@ -260,15 +263,30 @@ class OpenAIBackend:
                                         f"{' (given up: the endpoint was taken out)' if given_up else ''}: {_short(exc)}",
                                         refused=refused, status=status) from None
                 attempt += 1
-        text = (resp.choices[0].message.content or "") if resp.choices else ""
-        u = resp.usage
-        cached = None
-        if u is not None:
-            details = getattr(u, "prompt_tokens_details", None)
-            cached = getattr(details, "cached_tokens", None) if details is not None else None
-        usage = Usage(prompt_tokens=getattr(u, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(u, "completion_tokens", 0) or 0, cached_tokens=cached)
+        text, usage = _reply_text(resp), _usage(resp)
         return checked_completion(text, schema, usage, time.perf_counter() - t0)
+
+
+def _reply_text(reply: Any) -> str:
+    """The message text of a chat completion (its JSON object); "" when it has no choice or no
+    content."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        return ""
+    message = choices[0].get("message") or {}
+    return (message.get("content") if isinstance(message, dict) else None) or ""
+
+
+def _usage(reply: Any) -> Usage:
+    """The token counts of a chat completion (its JSON object); zeros where the server sent none,
+    ``cached_tokens`` only where it sent ``prompt_tokens_details``."""
+    u = reply.get("usage") if isinstance(reply, dict) else None
+    if not isinstance(u, dict):
+        return Usage(prompt_tokens=0, completion_tokens=0, cached_tokens=None)
+    details = u.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(prompt_tokens=u.get("prompt_tokens") or 0, completion_tokens=u.get("completion_tokens") or 0,
+                 cached_tokens=cached)
 
 
 def _short(exc: Exception) -> str:

@@ -71,7 +71,7 @@ from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
-from lookplangraph.agent.view import inapplicable, render, visible_names, vocabulary
+from lookplangraph.agent.view import inapplicable, names_in, render_view, view, vocabulary
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
 from lookplangraph.prompts import compact_prompt, dynamic_prompt, static_prompt
@@ -109,14 +109,15 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     termination = "max_actions"
 
     while sum(r.accepted for r in log.records) < cfg.max_actions:
+        shown = view(memory, cfg.graph_style)  # once per step: the prompt text and the names come from it
         if cfg.vocabulary == "typed":
-            names = vocabulary(memory, cfg.graph_style)
+            names = vocabulary(memory, cfg.graph_style, shown)
         else:
-            names = visible_names(memory, cfg.graph_style)
+            names = names_in(shown)
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_inapplicable:
             excluded += [k for k in inapplicable(memory, flat_names(names)) if k not in refused]
-        dynamic = dynamic_prompt(task.instruction, render(memory, cfg.graph_style), history, feedback)
+        dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback)
         reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
                        reason_max_length=cfg.reason_max_length)
         if on_reply is not None:
