@@ -477,6 +477,7 @@ def _settings(args):
         "out": args.out, "cache": getattr(args, "cache", None),
         "tasks": [task] if isinstance(task, str) else (task or None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
+        "processes": getattr(args, "processes", None),
         "selection": getattr(args, "selection", None), **_planner_overrides(args),
     }
     try:
@@ -542,8 +543,9 @@ def _select_tasks(s, data_dir: str | None, task_file: str | None = None):
 
 def _lm_factory(s, out: Path, args=None):
     """One LM per call (per worker); with ``--endpoints`` (or ``lm_options.endpoints``) each is a
-    client of one shared endpoint pool (:func:`lookplangraph.lm.pool.lm_factory`). A bad endpoint
-    list is bad input (2); an LM that cannot be made is unavailable (3)."""
+    client of one shared endpoint pool (:func:`lookplangraph.lm.pool.lm_factory`). Picklable, for
+    worker processes. A bad endpoint list is bad input (2); an LM that cannot be made raises
+    :class:`~lookplangraph.lm.LMError` when it is made (unavailable, 3)."""
     from lookplangraph.lm import LMError
     from lookplangraph.lm.pool import lm_factory
 
@@ -555,41 +557,35 @@ def _lm_factory(s, out: Path, args=None):
         return Expert
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
-        make = lm_factory(s.lm, s.lm_options, endpoints=getattr(args, "endpoints", None),
+        return lm_factory(s.lm, s.lm_options, endpoints=getattr(args, "endpoints", None),
                           concurrency=getattr(args, "endpoint_concurrency", None),
                           rate=getattr(args, "endpoint_rate", None), cache=cache)
     except (ValueError, LMError) as exc:
         raise UsageError(str(exc)) from None
 
-    def factory():
-        try:
-            return make()
-        except LMError as exc:
-            raise Unavailable(str(exc)) from None
-
-    return factory
-
 
 def _augmentation_factory(s):
-    """``None`` for ground-truth augmentation, else ``factory(planner_lm) -> GraphAugmentation``:
-    the describer is ``s.vlm``; the parser ``s.parser_lm``, else the describer (vlm mode), else the
-    planner's LM (parser mode)."""
+    """``None`` for ground-truth augmentation, else a :class:`vlm.gam.AugmentationFactory`
+    (``factory(planner_lm) -> GraphAugmentation``): the describer is ``s.vlm``; the parser
+    ``s.parser_lm``, else the describer (vlm mode), else the planner's LM (parser mode)."""
     if s.augmentation == "ground_truth":
         return None
-    from lookplangraph.lm import LMError, make_backend
-    from vlm.gam import GraphAugmentation
+    from vlm.gam import AugmentationFactory
 
-    def factory(lm):
-        try:
-            describer = make_backend(s.vlm, **s.vlm_options) if s.vlm else None
-            parser = make_backend(s.parser_lm) if s.parser_lm else (describer if describer is not None else lm)
-            return GraphAugmentation(s.augmentation, describer=describer, parser=parser)
-        except LMError as exc:
-            raise Unavailable(str(exc)) from None
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+    return AugmentationFactory(s.augmentation, s.vlm, s.vlm_options, s.parser_lm)
 
-    return factory
+
+def _made(factory, *args):
+    """``factory(*args)`` for a single episode: an LM (or augmentation) that cannot be made is
+    unavailable (3), a mode without its backend is bad input (2)."""
+    from lookplangraph.lm import LMError
+
+    try:
+        return factory(*args)
+    except LMError as exc:
+        raise Unavailable(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _check_env(s, tasks) -> None:
@@ -617,9 +613,9 @@ def cmd_run(args) -> int:
     task = _select_tasks(s, args.data_dir, args.task_file)[0]
     _check_env(s, [task])
     out = Path(s.out) if s.out else Path("runs") / f"{now_stamp()}_{task.split}_{task.id}"
-    lm = _lm_factory(s, out)()
+    lm = _made(_lm_factory(s, out))
     make_augmentation = _augmentation_factory(s)
-    augmentation = make_augmentation(lm) if make_augmentation else None
+    augmentation = _made(make_augmentation, lm) if make_augmentation else None
     print(f"Task {task.split}/{task.id}: {task.instruction}")
     c = s.config
     loop = (f"graph {c.graph_style}; priors {'on' if c.priors else 'off'}; correction {c.correction}; "
@@ -669,7 +665,7 @@ def cmd_eval(args) -> int:
     kept = f"finished episodes are kept in {out / 'results.jsonl'}; rerun the same command to resume"
     try:
         evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
-                 dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
+                 dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, processes=s.processes,
                  progress=_progress_bar(), meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
                  env=s.env,
                  augmentation_factory=_augmentation_factory(s), planner=s.planner)
@@ -1218,6 +1214,9 @@ def build_parser() -> argparse.ArgumentParser:
     _episode_flags(p, command="eval")
     w = p.add_argument_group("workers and LM servers")
     w.add_argument("--concurrency", type=int, metavar="K", help="episodes in parallel (default 1)")
+    w.add_argument("--processes", type=int, metavar="P", help="worker processes the K episodes are spread over "
+                                                             "(default 1: threads of this process; for many "
+                                                             "episodes in flight against LM servers)")
     w.add_argument("--endpoints", metavar="URL,URL", help="with --lm openai:MODEL: servers of that model used "
                                                           "round-robin by the workers (a failed one is taken out, its "
                                                           "episodes rerun elsewhere)")

@@ -198,3 +198,24 @@ class GraphAugmentation:
         if image is not None:
             observation = Observation(observation.node, observation.objects, str(image))
         return Augmentation(observation, notes + dropped, description, parsed.text, stages, time.perf_counter() - t0)
+
+
+class AugmentationFactory:
+    """Makes one :class:`GraphAugmentation` per evaluation worker, given that worker's planner
+    LM: the describer is ``vlm`` (a backend spec, made with ``vlm_options``), the parser
+    ``parser_lm`` if given, else the describer (``vlm`` mode), else the planner's LM (``parser``
+    mode). Picklable, so worker processes can make their own. Raises what
+    :func:`lookplangraph.lm.make_backend` raises (:class:`LMError`) and ``ValueError`` for a mode
+    that lacks its backend."""
+
+    def __init__(self, mode: str, vlm: str | None = None, vlm_options: dict | None = None,
+                 parser_lm: str | None = None):
+        self.mode, self.vlm, self.vlm_options, self.parser_lm = mode, vlm, dict(vlm_options or {}), parser_lm
+
+    def __call__(self, lm: LMBackend) -> GraphAugmentation:
+        from lookplangraph.lm import make_backend
+
+        describer = make_backend(self.vlm, **self.vlm_options) if self.vlm else None
+        parser = make_backend(self.parser_lm) if self.parser_lm else (describer if describer is not None else lm)
+        return GraphAugmentation(self.mode, describer=describer, parser=parser)
+

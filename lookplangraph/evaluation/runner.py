@@ -28,7 +28,7 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -222,19 +222,98 @@ def to_record(row: dict) -> EpisodeRecord:
     )
 
 
+@dataclass(frozen=True)
+class _EpisodeJob:
+    """What every worker needs to run an episode of an evaluation, the same in threads and in
+    worker processes (picklable)."""
+
+    cfg: PlannerConfig
+    traces: Path
+    dynamic_seed: int | None
+    env: str
+    planner: str
+    attempts: int
+
+    def run(self, task: Task, lm, augmentation, log: Callable[[str], None]) -> dict:
+        """The result row of ``task`` (``evaluate``'s doc: reruns on a lost endpoint, the trace
+        renamed from ``.partial`` when the episode ends)."""
+        from lookplangraph.lm.pool import EndpointDown
+
+        key = _key(task.split, task.id)
+        partial, final = self.traces / f"{key}.jsonl.partial", self.traces / f"{key}.jsonl"
+        for attempt in range(1, self.attempts + 1):
+            try:
+                result = traced_episode(task, lm, self.cfg, partial, dynamic_seed=self.dynamic_seed, env=self.env,
+                                        augmentation=augmentation, planner=self.planner)
+            except EndpointDown as exc:
+                if attempt == self.attempts:
+                    raise EpisodeFailed(f"episode {key} lost its LM endpoint {attempt} times; the last: {exc}") from exc
+                log(f"episode {key}: {exc}; running it again from the start (attempt {attempt + 1} "
+                    f"of {self.attempts})")
+                continue
+            os.replace(partial, final)
+            row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
+            if attempt > 1:
+                row["attempts"] = attempt
+            return row
+        raise AssertionError("unreachable")
+
+
+def _work(job: _EpisodeJob, take: Callable[[], Task | None], put: Callable[[tuple], None], stop,
+          lm_factory: Callable[[], object], augmentation_factory, log: Callable[[str], None]) -> None:
+    """One worker: episodes of the tasks ``take`` gives (None: no more) until ``stop`` is set;
+    each row, or the error that stopped the worker, goes to ``put``; ``("exit", None)`` last.
+    Its LM (and augmentation) is made at its first task."""
+    lm = augmentation = None
+    try:
+        while not stop.is_set():
+            task = take()
+            if task is _NOTHING_YET:
+                continue
+            if task is None or stop.is_set():
+                return
+            if lm is None:
+                lm = lm_factory()
+                augmentation = augmentation_factory(lm) if augmentation_factory else None
+            put(("row", job.run(task, lm, augmentation, log)))
+    except BaseException as exc:  # handed to the writer, which stops the evaluation
+        stop.set()
+        put(("error", exc))
+    finally:
+        put(("exit", None))
+
+
+_NOTHING_YET = object()  # a worker's poll of the task queue timed out
+
+
+def _taker(work) -> Callable[[], object]:
+    def take():
+        try:
+            return work.get(timeout=0.2)
+        except queue.Empty:
+            return _NOTHING_YET
+    return take
+
+
 def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
-             dynamic_seed: int | None = None, concurrency: int = 1, progress=None, meta: dict | None = None,
-             env: str = "graph", augmentation_factory: Callable[[object], object] | None = None,
+             dynamic_seed: int | None = None, concurrency: int = 1, processes: int = 1, progress=None,
+             meta: dict | None = None, env: str = "graph",
+             augmentation_factory: Callable[[object], object] | None = None,
              planner: str = "lookplangraph", episode_attempts: int = 3,
              log: Callable[[str], None] | None = None) -> list[dict]:
     """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
     their result rows (module doc).
 
-    ``concurrency`` workers (threads) take tasks from a bounded queue. ``lm_factory`` is called
-    once per worker, and so is ``augmentation_factory(lm)`` (given that worker's planner LM; it
-    returns a :class:`vlm.gam.GraphAugmentation`, default ground truth); ``env`` names the
-    environment (:func:`make_env`). ``progress(done, total, row)`` is called after each episode
-    (the CLI draws a bar with it).
+    ``concurrency`` workers take tasks from a bounded queue: threads of this process, or, with
+    ``processes`` P > 1, threads spread over P worker processes (``spawn``; K workers give each
+    process K // P or one more). Either way this process is the one writer of
+    ``results.jsonl``: the workers hand it each finished row. ``lm_factory`` is called once per
+    worker, and so is ``augmentation_factory(lm)`` (given that worker's planner LM; it returns a
+    :class:`vlm.gam.GraphAugmentation`, default ground truth); with processes both must be
+    picklable (module-level functions or classes, e.g. :class:`lookplangraph.lm.pool.LMFactory`,
+    whose endpoint pool is shared across the processes). ``env`` names the environment
+    (:func:`make_env`). ``progress(done, total, row)`` is called after each episode (the CLI
+    draws a bar with it).
 
     An episode whose LM endpoint fails (:class:`lookplangraph.lm.pool.EndpointDown`) runs again
     from the start, up to ``episode_attempts`` times in all (``log`` gets a line each time;
@@ -242,14 +321,16 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     ``KEY.jsonl`` only when the episode ends, and its row is appended only then, so a failed
     attempt leaves nothing behind. Any other exception, or an episode out of attempts, stops the
     evaluation: no new episode starts, those under way finish and are written, then the exception
-    is raised. Rows already written stay; rerunning resumes."""
-    from lookplangraph.lm.pool import EndpointDown
-
+    is raised (a worker process that dies raises :class:`WorkerDied`). Rows already written stay;
+    rerunning resumes. A worker process whose parent dies (SIGKILL) exits at once, so nothing
+    runs on after the writer."""
     check_env(env, tasks)
     get_planner(planner)  # an unknown planner fails before any episode
     if episode_attempts < 1:
         raise ValueError(f"episode_attempts must be at least 1, not {episode_attempts}")
-    log = log or (lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
+    if processes < 1:
+        raise ValueError(f"processes must be at least 1, not {processes}")
+    log = log or _stderr
     out.mkdir(parents=True, exist_ok=True)
     traces = out / "traces"
     traces.mkdir(exist_ok=True)
@@ -264,81 +345,21 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     total, finished = len(tasks), len(tasks) - len(todo)
     if progress:
         progress(finished, total, None)
+    job = _EpisodeJob(cfg, traces, dynamic_seed, env, planner, episode_attempts)
     workers = max(1, min(concurrency, len(todo)))
-    work: queue.Queue = queue.Queue(maxsize=2 * workers)  # bounded: tasks are handed out as workers free up
-    finished_q: queue.Queue = queue.Queue()
-    stop = threading.Event()
-
-    def episode(task: Task, lm, augmentation) -> dict:
-        key = _key(task.split, task.id)
-        partial, final = traces / f"{key}.jsonl.partial", traces / f"{key}.jsonl"
-        for attempt in range(1, episode_attempts + 1):
-            try:
-                result = traced_episode(task, lm, cfg, partial, dynamic_seed=dynamic_seed, env=env,
-                                        augmentation=augmentation, planner=planner)
-            except EndpointDown as exc:
-                if attempt == episode_attempts:
-                    raise EpisodeFailed(f"episode {key} lost its LM endpoint {attempt} times; the last: {exc}") from exc
-                log(f"episode {key}: {exc}; running it again from the start (attempt {attempt + 1} "
-                    f"of {episode_attempts})")
-                continue
-            os.replace(partial, final)
-            row = asdict(result) | {"gt_actions": len(task.ground_truth_plan), "no_change": task.goal.is_empty()}
-            if attempt > 1:
-                row["attempts"] = attempt
-            return row
-        raise AssertionError("unreachable")
-
-    def worker() -> None:
-        lm = augmentation = None
-        try:
-            while not stop.is_set():
-                try:
-                    task = work.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                if task is None or stop.is_set():
-                    return
-                if lm is None:
-                    lm = lm_factory()
-                    augmentation = augmentation_factory(lm) if augmentation_factory else None
-                finished_q.put(("row", episode(task, lm, augmentation)))
-        except BaseException as exc:  # handed to the main thread, which stops the evaluation
-            stop.set()
-            finished_q.put(("error", exc))
-        finally:
-            finished_q.put(("exit", None))
-
-    def feed() -> None:
-        for task in todo:
-            while not stop.is_set():
-                try:
-                    work.put(task, timeout=0.2)
-                    break
-                except queue.Full:
-                    continue
-        for _ in range(workers):
-            while True:  # one end mark per worker (a stopped worker may no longer take it)
-                try:
-                    work.put(None, timeout=0.2)
-                    break
-                except queue.Full:
-                    if stop.is_set():
-                        return
-
-    threads = [threading.Thread(target=worker, name=f"eval-worker-{i}", daemon=True) for i in range(workers)]
-    threads.append(threading.Thread(target=feed, name="eval-feeder", daemon=True))
+    processes = min(processes, workers)
+    if todo and processes > 1:
+        pool = _WorkerProcesses(job, lm_factory, augmentation_factory, workers, processes)
+    else:
+        pool = _WorkerThreads(job, lm_factory, augmentation_factory, workers, log)
     error: BaseException | None = None
-    running = workers if todo else 0
     try:
         if todo:
-            for t in threads:
-                t.start()
+            pool.start(todo)
         with open(results, "a") as f:  # the one writer of results.jsonl
-            while running:
-                kind, value = finished_q.get()
-                if kind == "exit":
-                    running -= 1
+            for kind, value in pool.messages() if todo else ():
+                if kind == "log":
+                    log(value)
                 elif kind == "error":
                     error = error or value
                 else:
@@ -348,13 +369,192 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
                     if progress:
                         progress(finished, total, value)
     finally:
-        stop.set()
+        pool.close()
     if error is not None:
         raise error
     keys = {_key(t.split, t.id) for t in tasks}
     rows = [r for r in read_results(results) if _key(r["split"], r["task_id"]) in keys]
     write_summary(rows, out)
     return rows
+
+
+def _stderr(line: str) -> None:
+    print(f"\n{line}", file=sys.stderr, flush=True)
+
+
+def _feed(work, todo: list[Task], ends: int, stop) -> None:
+    """Put every task, then ``ends`` end marks (one per worker), into the bounded queue ``work``,
+    giving up when ``stop`` is set."""
+    for task in todo:
+        while not stop.is_set():
+            try:
+                work.put(task, timeout=0.2)
+                break
+            except queue.Full:
+                continue
+    for _ in range(ends):
+        while True:  # one end mark per worker (a stopped worker may no longer take it)
+            try:
+                work.put(None, timeout=0.2)
+                break
+            except queue.Full:
+                if stop.is_set():
+                    return
+
+
+class _WorkerThreads:
+    """``concurrency`` worker threads in this process (:func:`evaluate`)."""
+
+    def __init__(self, job: _EpisodeJob, lm_factory, augmentation_factory, workers: int, log):
+        self.job, self.lm_factory, self.augmentation_factory, self.workers, self.log = (
+            job, lm_factory, augmentation_factory, workers, log)
+        self.work: queue.Queue = queue.Queue(maxsize=2 * workers)  # bounded: tasks go out as workers free up
+        self.finished: queue.Queue = queue.Queue()
+        self.stop = threading.Event()
+
+    def start(self, todo: list[Task]) -> None:
+        take = _taker(self.work)
+        for i in range(self.workers):
+            threading.Thread(target=_work, args=(self.job, take, self.finished.put, self.stop, self.lm_factory,
+                                                 self.augmentation_factory, self.log),
+                             name=f"eval-worker-{i}", daemon=True).start()
+        threading.Thread(target=_feed, args=(self.work, todo, self.workers, self.stop), name="eval-feeder",
+                         daemon=True).start()
+
+    def messages(self):
+        running = self.workers
+        while running:
+            kind, value = self.finished.get()
+            if kind == "exit":
+                running -= 1
+            else:
+                yield kind, value
+
+    def close(self) -> None:
+        self.stop.set()
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of :func:`evaluate` ended without handing over its episodes (killed, out
+    of memory, a crash in native code); the episodes it was running are not written and run
+    again on resume."""
+
+
+class _WorkerProcesses:
+    """Worker threads spread over ``processes`` worker processes (:func:`evaluate`): the tasks go
+    to them through one bounded queue, rows, log lines and errors come back through another."""
+
+    def __init__(self, job: _EpisodeJob, lm_factory, augmentation_factory, workers: int, processes: int):
+        from lookplangraph.lm.pool import _MP
+
+        self.ctx = _MP
+        self.threads = [workers // processes + (i < workers % processes) for i in range(processes)]
+        self.workers = workers
+        self.work = self.ctx.Queue(maxsize=2 * workers)
+        self.finished = self.ctx.Queue()
+        self.stop = self.ctx.Event()
+        self.procs = [self.ctx.Process(target=_process_main, name=f"eval-process-{i}",
+                                       args=(n, job, self.work, self.finished, self.stop, lm_factory,
+                                             augmentation_factory))
+                      for i, n in enumerate(self.threads)]
+        self.local_stop = threading.Event()
+
+    def start(self, todo: list[Task]) -> None:
+        import pickle
+
+        for proc in self.procs:
+            try:
+                proc.start()
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                raise ValueError("with worker processes the LM factory and the augmentation factory must be "
+                                 f"picklable (module-level functions or classes, not closures or lambdas): {exc}") from None
+        threading.Thread(target=_feed, args=(self.work, todo, self.workers, self.local_stop), name="eval-feeder",
+                         daemon=True).start()
+
+    def messages(self):
+        running = self.workers
+        while running:
+            try:
+                kind, value = self.finished.get(timeout=0.5)
+            except queue.Empty:
+                dead = [p for p in self.procs if p.exitcode not in (None, 0)]
+                if dead:
+                    self.stop.set()
+                    self.local_stop.set()
+                    p = dead[0]
+                    raise WorkerDied(f"worker process {p.name} (pid {p.pid}) ended with exit code {p.exitcode} "
+                                     "while running episodes; the finished ones are written, rerun to resume")
+                continue
+            if kind == "exit":
+                running -= 1
+            else:
+                if kind == "error":
+                    self.stop.set()
+                    self.local_stop.set()
+                yield kind, value
+
+    def close(self) -> None:
+        self.stop.set()
+        self.local_stop.set()
+        started = [proc for proc in self.procs if proc.pid is not None]
+        for proc in started:
+            proc.join(timeout=5)
+        for proc in started:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+        self.work.cancel_join_thread()
+        self.finished.cancel_join_thread()
+
+
+def _process_main(threads: int, job: _EpisodeJob, work, finished, stop, lm_factory, augmentation_factory) -> None:
+    """A worker process: ``threads`` workers (:func:`_work`) on the shared queues; rows, errors
+    (made picklable) and log lines go back to the writer. Exits at once if the writer dies."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        def watch() -> None:
+            from multiprocessing.connection import wait
+
+            wait([parent.sentinel])
+            os._exit(70)  # the writer is gone: nothing this process finishes could be written
+
+        threading.Thread(target=watch, name="eval-parent-watch", daemon=True).start()
+
+    def put(message: tuple) -> None:
+        if message[0] == "error":
+            message = ("error", _picklable(message[1]))
+        finished.put(message)
+
+    def log(line: str) -> None:
+        finished.put(("log", line))
+
+    take = _taker(work)
+    pool = [threading.Thread(target=_work, args=(job, take, put, stop, lm_factory, augmentation_factory, log),
+                             name=f"eval-worker-{i}") for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling as itself, else an exception of the nearest kind the
+    writer's caller tells apart (:class:`LMError`, ``ValueError``, ``RuntimeError``) with its
+    message and type name."""
+    import pickle
+
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+        if type(back) is type(exc) and str(back) == str(exc):
+            return exc
+    except Exception:
+        pass
+    for kind in (LMError, ValueError):
+        if isinstance(exc, kind):
+            return kind(f"{type(exc).__name__}: {exc}")
+    return RuntimeError(f"{type(exc).__name__} in a worker process: {exc}")
 
 
 class EpisodeFailed(LMError):

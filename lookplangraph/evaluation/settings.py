@@ -66,6 +66,7 @@ class RunSettings:
     vlm_options: dict = field(default_factory=dict, metadata={"help": "passed to the describer backend"})
     parser_lm: str | None = setting(None, "parser backend (default: vlm in vlm mode, lm in parser mode)")
     concurrency: int = setting(1, "episodes in flight")
+    processes: int = setting(1, "worker processes the episodes in flight are spread over (1: threads of one process)")
     cache: bool | str = setting(False, "true: record/replay LM replies in OUT/lm_cache.jsonl; a path: that cache "
                                        "file (replay another run's replies)")
     out: str | None = setting(None, "output directory")

@@ -24,13 +24,20 @@ each worker has its own client (:class:`PooledBackend`) bound to one endpoint of
 All endpoints must serve the same model with the same settings: a worker may move to another one
 between episodes. The backend's ``name`` is ``openai:MODEL@pool`` whatever the URLs, so a reply
 cache recorded with one set of endpoints replays with another.
+
+**Across processes.** The pool's state (which endpoints are alive, bound workers, failures in a
+row, request slots, the next start time of a rate) lives in shared memory made with the
+``spawn`` context of :mod:`multiprocessing` (locks, semaphores, ``Value``/``Array``), so workers in
+other processes (``lookplangraph eval --processes P``) share one pool: limits hold across them
+and an endpoint taken out in one process is out for all. The pool travels to those processes with
+the factory (:class:`PoolClients`) when they start; it cannot be sent later.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +48,8 @@ from lookplangraph.lm.base import Completion, LMError, LMUnavailable
 from lookplangraph.lm.openai_compat import DEFAULT_STRUCTURED, OpenAIBackend, mode_constraints
 from lookplangraph.lm.specs import make_backend, parse_spec
 
-__all__ = ["Endpoint", "EndpointPool", "EndpointDown", "AllEndpointsDown", "PooledBackend", "lm_factory",
+__all__ = ["Endpoint", "EndpointPool", "EndpointDown", "AllEndpointsDown", "PooledBackend", "PoolClients",
+           "LMFactory", "lm_factory",
            "parse_endpoints", "pool_factory"]
 
 
@@ -58,32 +66,71 @@ class AllEndpointsDown(LMError):
     """No endpoint of the pool is left; the message lists why each was taken out."""
 
 
-@dataclass
+#: the context of the pool's shared state: ``spawn``, what ``evaluate(processes=P)`` starts workers with
+_MP = multiprocessing.get_context("spawn")
+_REASON_BYTES = 600
+
+
+class _Shared:
+    """A value in shared memory (module doc: across processes) read and written as an attribute
+    of :class:`Endpoint`; writes that must agree with others are made under the pool's lock."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.slot = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj._state[self.slot]
+        if self.slot == "dead_reason":
+            return value.value.decode("utf-8", "replace") or None
+        if self.slot == "alive":
+            return bool(value.value)
+        return value.value
+
+    def __set__(self, obj, value) -> None:
+        cell = obj._state[self.slot]
+        if self.slot == "dead_reason":
+            data = (value or "").encode("utf-8")[: _REASON_BYTES - 1]
+            cell.value = data.decode("utf-8", "ignore").encode("utf-8")
+        else:
+            cell.value = value
+
+
+@dataclass(eq=False)
 class Endpoint:
     """One server: ``url`` (its ``/v1`` base), ``concurrency`` (requests in flight, None: no
-    limit) and ``rate`` (request starts per second, None: no limit). The rest is the pool's state."""
+    limit) and ``rate`` (request starts per second, None: no limit). The rest (``alive``,
+    ``failures`` in a row, workers ``bound`` to it now, HTTP attempts started as ``requests``,
+    ``dead_reason``) is the pool's state, in shared memory (module doc)."""
 
     url: str
     concurrency: int | None = None
     rate: float | None = None
-    alive: bool = True
-    failures: int = 0  # failed requests in a row
-    bound: int = 0  # workers bound to it now
-    requests: int = 0  # HTTP attempts started
-    dead_reason: str | None = None
-    _slots: threading.BoundedSemaphore | None = field(default=None, repr=False)
-    _next_start: float = field(default=0.0, repr=False)
+    _state: dict = field(default_factory=dict, repr=False)
+    _slots: Any = field(default=None, repr=False)
+
+    alive = _Shared()
+    failures = _Shared()
+    bound = _Shared()
+    requests = _Shared()
+    dead_reason = _Shared()
+    _next_start = _Shared()
 
     def __post_init__(self) -> None:
         parsed = urlparse(self.url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"endpoint {self.url!r} is not an http(s) URL (e.g. http://host:8000/v1)")
         self.url = self.url.rstrip("/")
+        self._state = {"alive": _MP.Value("b", 1, lock=False), "failures": _MP.Value("i", 0, lock=False),
+                       "bound": _MP.Value("i", 0, lock=False), "requests": _MP.Value("q", 0, lock=False),
+                       "dead_reason": _MP.Array("c", _REASON_BYTES, lock=False),
+                       "_next_start": _MP.Value("d", 0.0, lock=False)}
         if self.concurrency is not None:
             if int(self.concurrency) < 1:
                 raise ValueError(f"endpoint {self.url}: concurrency must be at least 1, not {self.concurrency}")
             self.concurrency = int(self.concurrency)
-            self._slots = threading.BoundedSemaphore(self.concurrency)
+            self._slots = _MP.BoundedSemaphore(self.concurrency)
         if self.rate is not None:
             if not float(self.rate) > 0:
                 raise ValueError(f"endpoint {self.url}: rate must be a positive number of requests/s, not {self.rate}")
@@ -133,8 +180,16 @@ class EndpointPool:
         self.endpoints = list(endpoints)
         self.max_failures = int(max_failures)
         self.log = log or _stderr
-        self._lock = threading.Lock()
-        self._cursor = 0  # round-robin: where the next tie-break starts
+        self._lock = _MP.Lock()  # shared with the pool's copies in worker processes
+        self._cursor_value = _MP.Value("i", 0, lock=False)  # round-robin: where the next tie-break starts
+
+    @property
+    def _cursor(self) -> int:
+        return self._cursor_value.value
+
+    @_cursor.setter
+    def _cursor(self, value: int) -> None:
+        self._cursor_value.value = value
 
     def alive(self) -> list[Endpoint]:
         return [e for e in self.endpoints if e.alive]
@@ -187,7 +242,9 @@ class EndpointPool:
 
     def succeeded(self, endpoint: Endpoint) -> None:
         """A request was served: the endpoint's count of failures in a row starts again."""
-        endpoint.failures = 0
+        if endpoint.failures:
+            with self._lock:
+                endpoint.failures = 0
 
     def failed(self, endpoint: Endpoint, reason: str, refused: bool = False) -> bool:
         """A request failed after its retries; True when ``endpoint`` is (now) out of rotation.
@@ -303,12 +360,19 @@ def pool_factory(spec: str, endpoints: str | Sequence[str | dict[str, Any]], opt
     for key in ("endpoint_concurrency", "endpoint_rate", "endpoint_failures", "base_url"):
         opts.pop(key, None)
     pool = EndpointPool(parse_endpoints(endpoints, concurrency, rate), max_failures=int(failures), log=log)
+    return PoolClients(pool, model, opts)
 
-    def factory() -> PooledBackend:
-        return PooledBackend(pool, model, **opts)
 
-    factory.pool = pool  # type: ignore[attr-defined]
-    return factory
+class PoolClients:
+    """Makes one :class:`PooledBackend` of ``pool`` per call (one per worker): what
+    :func:`pool_factory` returns. Picklable when the pool's ``log`` is (a module-level function,
+    as the default is), so worker processes get it, and with it the shared pool, when they start."""
+
+    def __init__(self, pool: EndpointPool, model: str, options: dict[str, Any]):
+        self.pool, self.model, self.options = pool, model, dict(options)
+
+    def __call__(self) -> PooledBackend:
+        return PooledBackend(self.pool, self.model, **self.options)
 
 
 def lm_factory(spec: str, options: dict[str, Any], *, endpoints: str | Sequence | None = None,
@@ -319,13 +383,20 @@ def lm_factory(spec: str, options: dict[str, Any], *, endpoints: str | Sequence 
     :class:`EndpointPool` (:func:`pool_factory`), else ``make_backend(spec, **options)``; with
     ``cache`` (a file) each is wrapped in the reply cache. Raises ``ValueError`` for a bad
     endpoint list at once and :class:`~lookplangraph.lm.LMError` when an LM is made."""
-    from lookplangraph.lm.cache import CachedBackend
-
     endpoints = endpoints or options.get("endpoints")
     pooled = pool_factory(spec, endpoints, options, concurrency=concurrency, rate=rate) if endpoints else None
+    return LMFactory(spec, options, pooled, cache)
 
-    def factory():
-        lm = pooled() if pooled else make_backend(spec, **options)
-        return CachedBackend(lm, cache) if cache is not None else lm
 
-    return factory
+class LMFactory:
+    """One LM per call, as :func:`lm_factory` describes; picklable (worker processes get it)."""
+
+    def __init__(self, spec: str, options: dict[str, Any], pooled: PoolClients | None,
+                 cache: str | os.PathLike | None):
+        self.spec, self.options, self.pooled, self.cache = spec, dict(options), pooled, cache
+
+    def __call__(self):
+        from lookplangraph.lm.cache import CachedBackend
+
+        lm = self.pooled() if self.pooled is not None else make_backend(self.spec, **self.options)
+        return CachedBackend(lm, self.cache) if self.cache is not None else lm

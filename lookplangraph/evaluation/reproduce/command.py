@@ -35,6 +35,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed for --limit and Table III (default 0)")
     p.add_argument("--concurrency", type=int, default=1, metavar="K", help="episodes in parallel per row (server backends; "
                                                                            "default 1)")
+    p.add_argument("--processes", type=int, default=1, metavar="P", help="worker processes each row's K episodes are "
+                                                                        "spread over (default 1: threads)")
     p.add_argument("--endpoints", metavar="URL,URL",
                    help="with --lm openai:MODEL: servers of that model shared round-robin by every row's workers")
     p.add_argument("--endpoint-concurrency", type=int, metavar="N", help="with --endpoints: requests in flight per endpoint")
@@ -78,7 +80,8 @@ def cmd_reproduce(args) -> int:
     opts = Options(lm=args.lm or DEFAULT_LM, out=Path(args.out),
                    data_dir=Path(args.data_dir) if args.data_dir else dataset.default_data_dir(),
                    configs=Path(args.configs) if args.configs else default_configs_dir(), vlm=args.vlm, bank=args.bank,
-                   limit=args.limit, seed=args.seed, concurrency=max(1, args.concurrency), endpoints=args.endpoints,
+                   limit=args.limit, seed=args.seed, concurrency=max(1, args.concurrency),
+                   processes=max(1, args.processes), endpoints=args.endpoints,
                    endpoint_concurrency=args.endpoint_concurrency, endpoint_rate=args.endpoint_rate)
     try:
         check_out(opts)

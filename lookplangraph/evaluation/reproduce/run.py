@@ -55,6 +55,7 @@ class Options:
     limit: int | None = None
     seed: int = 0
     concurrency: int = 1
+    processes: int = 1  # worker processes per row (lookplangraph.evaluation.runner.evaluate)
     endpoints: str | None = None  # "URL,URL": servers of ``lm`` shared by every row (lookplangraph.lm.pool)
     endpoint_concurrency: int | None = None
     endpoint_rate: float | None = None
@@ -161,15 +162,13 @@ def _lm_factory(s: RunSettings, out: Path, opts: Options):
 
 
 def _augmentation_factory(s: RunSettings):
+    """None for ground truth, else a picklable :class:`vlm.gam.AugmentationFactory` (the
+    describer parses too; without one, the planner's LM)."""
     if s.augmentation == "ground_truth":
         return None
-    from vlm.gam import GraphAugmentation
+    from vlm.gam import AugmentationFactory
 
-    def factory(lm):
-        describer = make_backend(s.vlm, **s.vlm_options) if s.vlm else None
-        return GraphAugmentation(s.augmentation, describer=describer, parser=describer or lm)
-
-    return factory
+    return AugmentationFactory(s.augmentation, s.vlm, s.vlm_options)
 
 
 def assign_keys(cells: list[Cell], opts: Options) -> tuple[dict[str, list[Task]], dict[str, list]]:
@@ -206,7 +205,8 @@ def run_cells(cells: list[Cell], opts: Options, *, quiet: bool = False) -> None:
             else:
                 s = row_settings(c.row, c.split, opts)
                 evaluate(tasks_of[c.split], _lm_factory(s, c.dir, opts), s.planner_config(), c.dir,
-                         dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, progress=progress,
+                         dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
+                         processes=opts.processes, progress=progress,
                          meta=s.as_dict(), env=s.env, augmentation_factory=_augmentation_factory(s), planner=s.planner)
             bar.close()
     finally:
