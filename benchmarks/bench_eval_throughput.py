@@ -21,13 +21,13 @@ For each K it reports:
   planner, SGS, traces, waiting for the GIL or a CPU); and the harness's part of it, the episode
   wall time not spent inside a server (the servers report their handling time at
   ``/v1/stats``); target: at most 2%;
-* the harness process's CPU share (its CPU time / wall time, 1.0 = one core busy) and CPU
-  milliseconds per LM call.
+* the harness's CPU share (its CPU time, worker processes included, over wall time; 1.0 = one core
+  busy) and CPU milliseconds per LM call.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_eval_throughput.py [--ks 1,4,16,64] [--delay 0.2] [--servers 2]
-        [--rounds 4] [--structured MODE] [--profile K]
+        [--rounds 4] [--structured MODE] [--processes P] [--profile K]
 
 ``--rounds R``: about R episodes per worker at each K (at least 8 episodes; default 4). ``--profile K``
 runs K under cProfile and prints the top functions by cumulative and by own time.
@@ -99,17 +99,26 @@ def schedule_bound(calls: list[int], k: int, delay: float) -> float:
 
 
 def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """CPU time of this process and of its children that have ended (the worker processes of an
+    evaluation end with it; the servers run on, so they are not counted)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
+
+
+def log_line(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def run_k(k: int, urls: list[str], delay: float, rounds: int, profile: bool = False,
-          structured: str = "json_schema") -> dict:
+          structured: str = "json_schema", processes: int = 1) -> dict:
     tasks = episodes(max(8, rounds * k))
     out = Path(tempfile.mkdtemp(prefix=f"bench_eval_k{k}_"))
     factory = pool_factory("openai:scripted", urls, {"max_retries": 2, "backoff": 0.1, "timeout": 30,
                                                       "structured": structured},
-                           log=lambda line: print(line, file=sys.stderr))
+                           log=log_line)
     profiles: list = []
     if profile:  # cProfile sees one thread: profile each worker's episodes, the main thread's work
         import cProfile
@@ -129,7 +138,7 @@ def run_k(k: int, urls: list[str], delay: float, rounds: int, profile: bool = Fa
         main_prof.enable()
     n0, busy0 = server_stats(urls)
     c0, t0 = cpu_seconds(), time.perf_counter()
-    rows = evaluate(tasks, factory, PlannerConfig(), out, concurrency=k, log=lambda line: print(line, file=sys.stderr))
+    rows = evaluate(tasks, factory, PlannerConfig(), out, concurrency=k, processes=processes, log=log_line)
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     n1, busy1 = server_stats(urls)
     if profile:
@@ -158,6 +167,8 @@ def main() -> int:
     ap.add_argument("--delay", type=float, default=0.2, help="the servers' reply delay in seconds (default 0.2)")
     ap.add_argument("--servers", type=int, default=2, help="scripted server processes (default 2)")
     ap.add_argument("--rounds", type=int, default=4, help="about this many episodes per worker (default 4)")
+    ap.add_argument("--processes", type=int, default=1, metavar="P",
+                    help="worker processes of the evaluation (default 1: threads); each K uses min(P, K)")
     ap.add_argument("--profile", type=int, metavar="K", help="profile this K (cProfile) instead of the table")
     ap.add_argument("--structured", default="json_schema",
                     help="the backend's structured mode (default json_schema; structured_outputs, guided_json and "
@@ -178,14 +189,15 @@ def main() -> int:
             return 0
         print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load "
               f"{os.getloadavg()[0]:.1f}; {args.servers} scripted server process(es), delay {args.delay * 1000:.0f} ms; "
-              f"office tasks, LookPlanGraph planner, ground-truth replies; structured {args.structured}")
+              f"office tasks, LookPlanGraph planner, ground-truth replies; structured {args.structured}; "
+              f"{args.processes} worker process(es)" + (" (threads of the harness)" if args.processes == 1 else ""))
         head = (f"{'K':>3} {'episodes':>8} {'ok':>4} {'LM calls':>8} {'wall s':>7} {'episodes/s':>10} {'bound/s':>8} "
                 f"{'of bound':>8} {'of sched':>8} {'overhead':>8} {'harness':>8} {'outside LM':>10} {'CPU share':>9} "
                 f"{'CPU ms/call':>11}  target")
         print(head)
         missed = False
         for k in (int(x) for x in args.ks.split(",")):
-            r = run_k(k, urls, args.delay, args.rounds, structured=args.structured)
+            r = run_k(k, urls, args.delay, args.rounds, structured=args.structured, processes=args.processes)
             ok = r["ratio"] >= TARGET_THROUGHPUT and r["overhead"] <= TARGET_OVERHEAD
             missed |= not ok
             print(f"{r['k']:>3} {r['episodes']:>8} {r['success']:>4} {r['calls']:>8} {r['wall']:>7.1f} {r['eps']:>10.2f} "

@@ -7,7 +7,7 @@ import re
 import time
 from typing import Any, Callable, ContextManager, Sequence
 
-from lookplangraph.lm import structured
+from lookplangraph.lm import plain_http, structured
 from lookplangraph.lm.base import Completion, ContextOverflow, LMError, LMUnavailable, Relaxed, Usage, checked_completion
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
 
@@ -44,8 +44,11 @@ def mode_constraints(mode: str, fallback_done: bool = True) -> frozenset[str]:
 
 
 class OpenAIBackend:
-    """Chat completions through the ``openai`` package: OpenAI, ``vllm serve``, Ollama,
-    ``llama_cpp.server`` / llama.cpp's ``llama-server``.
+    """Chat completions from OpenAI-compatible servers: OpenAI, ``vllm serve``, Ollama,
+    ``llama_cpp.server`` / llama.cpp's ``llama-server``. ``http://`` servers are spoken to with
+    the standard library (:mod:`lookplangraph.lm.plain_http`: the ``openai`` package's client
+    was half of an evaluation's CPU per call), OpenAI and other ``https://`` or proxied URLs
+    through the ``openai`` package; both send the same requests and fail the same ways.
 
     ``structured`` selects how the reply schema is enforced:
 
@@ -84,11 +87,6 @@ class OpenAIBackend:
                  extra_body: dict[str, Any] | None = None, retry_temperature: float = 0.7,
                  max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES, gate: Callable[[], ContextManager[Any]] | None = None,
                  give_up: Callable[[], bool] | None = None):
-        try:
-            import openai
-        except ImportError:
-            raise LMError("the OpenAI backend needs the openai package: pip install 'openai>=1.40'") from None
-        self._openai = openai
         self.model = model or os.environ.get("LOOKPLANGRAPH_LM_MODEL") or ""
         if not self.model:
             raise LMError("no model name: pass one (openai:MODEL) or set LOOKPLANGRAPH_LM_MODEL")
@@ -108,12 +106,19 @@ class OpenAIBackend:
         self.max_image_bytes = int(max_image_bytes)
         self.url = self.base_url or "https://api.openai.com/v1"
         self.name = f"openai:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
-        # a plain-HTTP server (a local vLLM) needs no TLS: skip loading the CA store, which costs
-        # ~30 ms of CPU per client, once per worker of an evaluation
-        http_client = (openai.DefaultHttpxClient(verify=False)
-                       if self.base_url and self.base_url.startswith("http://") else None)
-        self.client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0,
-                                    http_client=http_client)
+        # plain-HTTP servers (vLLM, llama.cpp on a network) through the standard library, the rest
+        # (OpenAI, TLS, proxies) through the openai package (lookplangraph.lm.plain_http)
+        self._plain = self.client = None
+        if plain_http.usable_for(self.base_url):
+            self._plain = plain_http.PlainHTTP(self.base_url, {"Authorization": f"Bearer {key}"}, self.timeout)
+        else:
+            try:
+                import openai
+            except ImportError:
+                raise LMError("the OpenAI backend needs the openai package for https:// and proxied servers: "
+                              "pip install 'openai>=1.40'") from None
+            self._openai = openai
+            self.client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
         self._auto_fallback_done = structured != "auto"
         self._gate, self._give_up = gate, give_up
 
@@ -154,15 +159,25 @@ class OpenAIBackend:
 
     def _post(self, request: dict[str, Any]) -> Any:
         """``POST /chat/completions`` with ``request`` (as :meth:`_request` builds it) as the JSON
-        body. The same request as ``client.chat.completions.create(**request)`` and the same
-        errors, without the package's recursive walk over the typed parameters (``post`` is its
-        documented way to send a body as it is), which costs a third of a request's CPU. The reply
-        comes back as the JSON object itself: building the package's typed ``ChatCompletion`` out
-        of it costs another sixth."""
+        body; the decoded JSON answer, or :class:`~lookplangraph.lm.plain_http.HTTPFailure`.
+        Through the openai package, ``post`` (its documented way to send a body as it is) skips
+        the package's recursive walk over the typed parameters, a third of a request's CPU, and
+        ``cast_to=object`` hands back the JSON as it is instead of a typed ``ChatCompletion``."""
         body = {k: v for k, v in request.items() if k != "extra_body"}
         body.update(request.get("extra_body") or {})
-        # cast_to=object: the package hands back the decoded JSON as it is
-        return self.client.post("/chat/completions", body=body, cast_to=object)
+        if self._plain is not None:
+            return self._plain.request("POST", "/chat/completions", body)
+        oa = self._openai
+        try:
+            return self.client.post("/chat/completions", body=body, cast_to=object)
+        except oa.APITimeoutError as exc:
+            raise plain_http.HTTPFailure(None, _short(exc), timed_out=True) from None
+        except oa.APIConnectionError as exc:
+            raise plain_http.HTTPFailure(None, _short(exc)) from None
+        except oa.APIStatusError as exc:
+            response = getattr(exc, "response", None)
+            retry_after = response.headers.get("retry-after") if response is not None else None
+            raise plain_http.HTTPFailure(exc.status_code, str(exc), retry_after=retry_after) from None
 
     def _wait_to_retry(self, delay: float) -> bool:
         """Sleep ``delay`` seconds before a retry; True (at once) when ``give_up`` says to stop."""
@@ -185,17 +200,17 @@ class OpenAIBackend:
 
     def _server_models(self) -> list[str] | None:
         try:
+            if self._plain is not None:
+                return [m["id"] for m in self._plain.request("GET", "/models")["data"]]
             return [m.id for m in self.client.models.list()]
         except Exception:
             return None
 
-    def _delay(self, attempt: int, exc: Exception) -> float:
+    def _delay(self, attempt: int, failure: plain_http.HTTPFailure) -> float:
         delay = min(30.0, self.backoff * (2 ** attempt))
-        response = getattr(exc, "response", None)
-        retry_after = response.headers.get("retry-after") if response is not None else None
         try:
-            if retry_after is not None:
-                delay = max(delay, min(30.0, float(retry_after)))
+            if failure.retry_after is not None:
+                delay = max(delay, min(30.0, float(failure.retry_after)))
         except ValueError:
             pass
         return delay
@@ -211,7 +226,6 @@ class OpenAIBackend:
         ``grammar`` goes where the mode's server reads one (:data:`GRAMMAR_FIELDS`), else nowhere."""
         if grammar is not None and schema is not None:
             raise ValueError("complete() takes a schema or a grammar, not both")
-        oa = self._openai
         messages = with_images(messages, images, self.max_image_bytes)
         wire_schema = structured.json_schema(schema)
         t0 = time.perf_counter()
@@ -227,8 +241,8 @@ class OpenAIBackend:
                     with self._gate():
                         resp = self._post(request)
                 break
-            except (oa.APIConnectionError, oa.APIStatusError) as exc:
-                status = getattr(exc, "status_code", None)
+            except plain_http.HTTPFailure as exc:
+                status = exc.status
                 if mode == "auto" and not self._auto_fallback_done and status in (400, 422, 500):
                     self.structured, self._auto_fallback_done = "json_object", True
                     continue
@@ -249,7 +263,7 @@ class OpenAIBackend:
                     hint = (f"; try structured='json_object' or 'none' instead of {mode!r}"
                             if mode != "none" and re.search(r"response_format|schema|guided|structured", str(exc)) else "")
                     raise LMError(f"{self.url} rejected the request (HTTP {status}): {_short(exc)}{hint}") from None
-                timed_out = isinstance(exc, oa.APITimeoutError)
+                timed_out = exc.timed_out
                 refused = refused and status is None and not timed_out
                 given_up = attempt < self.max_retries and self._wait_to_retry(self._delay(attempt, exc))
                 if attempt >= self.max_retries or given_up:
