@@ -1,3 +1,4 @@
+import contextlib
 import json
 from pathlib import Path
 
@@ -67,11 +68,12 @@ def small_model_path():
     return models.ensure_model("qwen2.5-coder-0.5b")
 
 
-@pytest.fixture(scope="session")
-def llama_server(small_model_path, tmp_path_factory):
+@contextlib.contextmanager
+def llama_server_process(model_path, log_path, threads: int):
     """A llama.cpp OpenAI-compatible server (``python -m lookplangraph.lm.serve``) on 127.0.0.1
-    serving the 0.5B model as ``qwen-0.5b``;
-    yields its base URL and stops it at the end of the session."""
+    serving ``model_path`` as ``qwen-0.5b`` with ``threads`` threads: yields ``(process, base
+    URL)`` once it answers ``/v1/models`` and stops it at the end. Skips without
+    llama-cpp-python[server]."""
     import importlib.util
     import socket
     import subprocess
@@ -84,22 +86,19 @@ def llama_server(small_model_path, tmp_path_factory):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
     log = open(log_path, "wb")
-    from lookplangraph.lm import default_threads
-
-    threads = str(default_threads())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lookplangraph.lm.serve", "--model", str(small_model_path), "--model_alias", "qwen-0.5b",
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", threads,
-         "--n_threads_batch", threads],
+        [sys.executable, "-m", "lookplangraph.lm.serve", "--model", str(model_path), "--model_alias", "qwen-0.5b",
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads),
+         "--n_threads_batch", str(threads)],
         stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"the llama.cpp server (lookplangraph.lm.serve) exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+                pytest.fail(f"the llama.cpp server (lookplangraph.lm.serve) exited with {proc.returncode}: "
+                            f"{Path(log_path).read_text()[-2000:]}")
             try:
                 with urllib.request.urlopen(url + "/models", timeout=2) as resp:
                     if resp.status == 200:
@@ -109,15 +108,26 @@ def llama_server(small_model_path, tmp_path_factory):
             if time.monotonic() > deadline:
                 pytest.fail("the llama.cpp server (lookplangraph.lm.serve) did not answer /v1/models within 120 s")
             time.sleep(0.5)
-        yield url
+        yield proc, url
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(small_model_path, tmp_path_factory):
+    """:func:`llama_server_process` for the whole session, on the idle CPUs: yields its base URL."""
+    from lookplangraph.lm import default_threads
+
+    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
+    with llama_server_process(small_model_path, log_path, default_threads()) as (_, url):
+        yield url
 
 
 @pytest.fixture

@@ -247,3 +247,74 @@ def test_cli_eval_over_endpoints_reruns_from_the_reply_cache(tmp_path, office_ta
         assert main(["eval", "--split", "office", "--data-dir", str(tmp_path / "data"), "--limit", "1",
                      "--lm", f"openai:scripted@{c.url}", "--endpoints", c.url, "--out", str(tmp_path / "bad")]) == 2
     assert "not in the backend spec" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------
+# Worker processes (evaluate(processes=P)): the pool's state is shared across them.
+# ------------------------------------------------------------------------------------------
+
+def test_endpoint_limits_hold_across_worker_processes(tmp_path, office_tasks):
+    tasks = office_tasks[:8]
+    with ScriptedServer(tasks, delay=0.05) as a:
+        factory = pool_factory("openai:scripted", [a.url], OPTS, concurrency=2)
+        rows = evaluate(tasks, factory, PlannerConfig(), tmp_path, concurrency=6, processes=3)
+    assert len(rows) == 8 and all(r["success"] for r in rows)
+    # six workers in three processes, one request slot pair between them all
+    assert a.max_in_flight == 2 and a.requests == sum(r["lm_calls"] for r in rows)
+
+
+def test_worker_processes_survive_an_endpoint_dying_mid_run(tmp_path, office_tasks, capfd):
+    tasks = office_tasks[:12]
+    lines: list[str] = []
+    with ScriptedServer(tasks) as a, ScriptedServer(tasks, fail_after=15) as b:
+        factory = pool_factory("openai:scripted", [a.url, b.url], OPTS)
+        rows = evaluate(tasks, factory, PlannerConfig(), tmp_path, concurrency=4, processes=2, log=lines.append)
+    assert b.dead and b.requests >= 15
+    ids = [r["task_id"] for r in read_results(tmp_path / "results.jsonl")]
+    assert sorted(ids) == sorted(t.id for t in tasks) and len(ids) == len(set(ids))
+    assert all(r["success"] for r in rows)
+    rerun = [r for r in rows if r.get("attempts", 1) > 1]
+    assert rerun and all(r["attempts"] == 2 for r in rerun)
+    assert any("running it again from the start" in line for line in lines)  # the workers' lines reach the writer
+    err = capfd.readouterr().err  # the pool logs in the process that saw the failure
+    assert err.count(f"endpoint {b.url} taken out of rotation") == 1  # once, whichever process saw it first
+    assert not list((tmp_path / "traces").glob("*.partial"))
+
+
+def test_worker_processes_need_picklable_factories(tmp_path, office_tasks):
+    with pytest.raises(ValueError, match="picklable"):
+        evaluate(office_tasks[:4], lambda: None, PlannerConfig(), tmp_path, concurrency=2, processes=2)
+    assert read_results(tmp_path / "results.jsonl") == []  # nothing ran, nothing half-written
+
+
+def test_two_real_llama_cpp_servers_one_killed_mid_run(tmp_path, office_tasks, small_model_path, capfd):
+    """REAL model: two llama.cpp server processes (the 0.5B model) as the endpoints of an
+    evaluation in two worker processes; the first is killed once the first episode is written.
+    Every episode ends once, with a verdict, and the episodes it was serving run again on the other."""
+    from tests.conftest import llama_server_process
+
+    tasks = office_tasks[:4]
+    cfg = PlannerConfig(max_actions=2, system_prompt="compact")  # a short prompt: the CPU's time goes to the run
+    with llama_server_process(small_model_path, tmp_path / "a.log", 1) as (a, url_a), \
+            llama_server_process(small_model_path, tmp_path / "b.log", 1) as (_, url_b):
+        factory = pool_factory("openai:qwen-0.5b", [url_a, url_b],
+                               {"structured": "json_object", "backoff": 0.05, "max_retries": 1, "timeout": 120})
+        box: dict = {}
+        lines: list[str] = []
+        run = threading.Thread(target=lambda: box.update(rows=evaluate(
+            tasks, factory, cfg, tmp_path / "out", concurrency=2, processes=2, log=lines.append)))
+        run.start()
+        results = tmp_path / "out" / "results.jsonl"
+        while run.is_alive() and not read_results(results):
+            time.sleep(0.1)
+        a.kill()  # SIGKILL: the server is gone mid-run, with episodes left to run
+        run.join(timeout=600)
+    assert not run.is_alive() and "rows" in box
+    rows = read_results(results)
+    assert sorted(r["task_id"] for r in rows) == sorted(t.id for t in tasks)  # each once
+    assert all(r["termination"] in ("done", "max_actions", "unresolved") and isinstance(r["success"], bool)
+               for r in rows)
+    assert any(r.get("attempts", 1) == 2 for r in rows)  # what ran on the killed server ran again
+    assert {r["lm"] for r in rows} == {"openai:qwen-0.5b@pool"}
+    assert f"endpoint {url_a} taken out of rotation" in capfd.readouterr().err
+    assert any("running it again from the start" in line for line in lines)

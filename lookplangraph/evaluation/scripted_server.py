@@ -85,8 +85,9 @@ class ScriptedServer:
     """A threaded OpenAI-style HTTP server on ``host`` (module doc). ``tasks``: the tasks whose
     plans it replays; ``delay``: seconds before each reply; ``fail_after``: die (like
     :meth:`kill`) on that request instead of answering it. Counters: ``requests`` (received),
-    ``answered`` (completions sent), ``max_in_flight``, ``busy_s``, ``starts`` (monotonic time
-    each request arrived)."""
+    ``answered`` (completions sent), ``max_in_flight`` (requests between their arrival and the
+    moment their reply is written: a client that waited for a reply comes after), ``busy_s``,
+    ``starts`` (monotonic time each request arrived)."""
 
     def __init__(self, tasks: Iterable[Task] = (), delay: float = 0.0, host: str = "127.0.0.1", port: int = 0,
                  model: str = "scripted", fail_after: int | None = None):
@@ -153,6 +154,15 @@ class ScriptedServer:
                     server.starts.append(time.monotonic())
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                counted = [True]
+
+                def leave() -> None:  # out of flight before the reply leaves: a client freed by it comes after
+                    if counted:
+                        counted.clear()
+                        with server._lock:
+                            server.in_flight -= 1
+                            server.busy_s += time.perf_counter() - t0
+
                 try:
                     if server.fail_after is not None and n >= server.fail_after:
                         server.kill()
@@ -168,6 +178,7 @@ class ScriptedServer:
                         time.sleep(server.delay)
                     if server.dead:  # killed meanwhile: this reply never leaves
                         return
+                    leave()
                     sent = self._send(200, {
                         "id": f"scripted-{n}", "object": "chat.completion", "created": 0, "model": server.model,
                         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
@@ -178,9 +189,7 @@ class ScriptedServer:
                         with server._lock:
                             server.answered += 1
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
-                        server.busy_s += time.perf_counter() - t0
+                    leave()
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
