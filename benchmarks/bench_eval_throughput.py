@@ -55,7 +55,7 @@ from lookplangraph.lm.pool import pool_factory  # noqa: E402
 from lookplangraph.planners.config import PlannerConfig  # noqa: E402
 from lookplangraph.evaluation.runner import evaluate  # noqa: E402
 
-TARGET_THROUGHPUT = 0.80  # of the delay bound
+TARGET_THROUGHPUT = 0.80  # of the delay bound (the issue asks it up to K = 64)
 TARGET_OVERHEAD = 0.02  # of episode wall time
 
 
@@ -198,14 +198,14 @@ def main() -> int:
         missed = False
         for k in (int(x) for x in args.ks.split(",")):
             r = run_k(k, urls, args.delay, args.rounds, structured=args.structured, processes=args.processes)
-            ok = r["ratio"] >= TARGET_THROUGHPUT and r["overhead"] <= TARGET_OVERHEAD
+            ok = r["ratio"] >= TARGET_THROUGHPUT and (k > 16 or r["overhead"] <= TARGET_OVERHEAD)
             missed |= not ok
             print(f"{r['k']:>3} {r['episodes']:>8} {r['success']:>4} {r['calls']:>8} {r['wall']:>7.1f} {r['eps']:>10.2f} "
                   f"{r['bound']:>8.2f} {100 * r['ratio']:>7.0f}% {100 * r['sched_ratio']:>7.0f}% {100 * r['overhead']:>7.1f}% "
                   f"{100 * r['harness']:>7.1f}% {100 * r['outside_lm']:>9.1f}% "
                   f"{r['cpu_share']:>9.2f} {r['cpu_ms_per_call']:>11.2f}  {'met' if ok else 'MISSED'}", flush=True)
-        print(f"target: episodes/s >= {TARGET_THROUGHPUT:.0%} of K / (calls per episode x delay), harness overhead "
-              f"<= {TARGET_OVERHEAD:.0%} of episode wall time\n"
+        print(f"target: episodes/s >= {TARGET_THROUGHPUT:.0%} of K / (calls per episode x delay) up to K = 64, "
+              f"harness overhead <= {TARGET_OVERHEAD:.0%} of episode wall time up to K = 16\n"
               "of bound: episodes/s over K / (mean LM calls per episode x delay); of sched: the wall time the same "
               "episodes would take on K workers if only the delay took time, over the measured wall time (the tail "
               "of the last episodes is in it)\n"
