@@ -134,12 +134,12 @@ def test_reproduce_over_endpoints_shares_the_servers_among_the_rows(grasif_data,
     out = tmp_path / "rep"
     with ScriptedServer(tasks) as a, ScriptedServer(tasks) as b:
         argv = ["reproduce", "table4", "--lm", "openai:scripted", "--endpoints", f"{a.url},{b.url}",
-                "--endpoint-concurrency", "2", "--limit", "1", "--splits", "office", "--out", str(out),
-                "--data-dir", str(grasif_data), "--quiet"]
-        assert main(argv) == 0
-        assert a.answered + b.answered > 0
+                "--endpoint-concurrency", "2", "--limit", "2", "--concurrency", "2", "--processes", "2",
+                "--splits", "office", "--out", str(out), "--data-dir", str(grasif_data), "--quiet"]
+        assert main(argv) == 0  # each row's two episodes in two worker processes
+        assert a.answered + b.answered > 0 and max(a.max_in_flight, b.max_in_flight) <= 2
     rows = _rows(out / "table4" / "lookplangraph_office" / "results.jsonl")
-    assert len(rows) == 1 and rows[0]["success"] and rows[0]["lm"] == "openai:scripted@pool"
+    assert len(rows) == 2 and all(r["success"] for r in rows) and {r["lm"] for r in rows} == {"openai:scripted@pool"}
     assert len(list((out / "table4").iterdir())) == 6
     capsys.readouterr()
     bad = ["reproduce", "table4", "--lm", "llamacpp:qwen2.5-coder-1.5b", "--endpoints", "http://127.0.0.1:9/v1",
