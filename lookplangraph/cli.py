@@ -477,7 +477,8 @@ def _settings(args):
         "out": args.out, "cache": getattr(args, "cache", None),
         "tasks": [task] if isinstance(task, str) else (task or None),
         "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
-        "processes": getattr(args, "processes", None),
+        "processes": getattr(args, "processes", None), "failures": getattr(args, "failures", None),
+        "failure_seed": getattr(args, "failure_seed", None),
         "selection": getattr(args, "selection", None), **_planner_overrides(args),
     }
     try:
@@ -624,6 +625,7 @@ def cmd_run(args) -> int:
           f"environment {s.env}; augmentation {s.augmentation}")
     try:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
+                                    failures=s.failures, failure_seed=s.failure_seed,
                                     echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
                                     planner=s.planner)
     except _unavailable_kinds() as exc:
@@ -666,7 +668,7 @@ def cmd_eval(args) -> int:
     try:
         evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, processes=s.processes,
-                 progress=_progress_bar(), meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
+                 failures=s.failures, failure_seed=s.failure_seed, progress=_progress_bar(), meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
                  env=s.env,
                  augmentation_factory=_augmentation_factory(s), planner=s.planner)
     except KeyboardInterrupt:
@@ -1099,6 +1101,11 @@ def _episode_flags(p, *, command: str) -> None:
                    help="dynamic mode: move task-relevant objects before the episode (seeded by --dynamic-seed)")
     g.add_argument("--dynamic-seed", type=int, metavar="N", help="the seed of dynamic mode (default 0)")
     deprecated(g, "--seed", "dynamic_seed", "--dynamic-seed", type=int)
+    g.add_argument("--failures", type=float, metavar="RATE",
+                   help="low-level execution failures: each kind (a grasp that fails, a blocked door, a device that "
+                        "does not switch, an object that slips, a placement on top instead of inside) at this rate "
+                        "(default 0; a table per kind in the config, sim_adapters.failures)")
+    g.add_argument("--failure-seed", type=int, metavar="N", help="the seed of the failures' draws (default 0)")
     loop = p.add_argument_group("the planner's settings (the config's top-level keys; the loop's switches are "
                                 "LookPlanGraph's, the baselines ignore them; the baselines' own are [tables] of --config)")
     _planner_flags(loop)

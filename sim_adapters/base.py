@@ -66,13 +66,20 @@ class StepResult:
     ``truncated`` (Gymnasium's word): the episode reached a step limit. The step that reaches it
     runs as usual and says so; every later step until ``reset`` is refused (``ok`` false, feedback
     naming the limit) with ``truncated`` set, so a consumer that reads only ``ok`` and
-    ``feedback`` still sees a refusal it can report."""
+    ``feedback`` still sees a refusal it can report.
+
+    ``outcome``: the primitive action whose effect the environment produced *instead* of the one
+    asked (a low-level failure that changed the scene, :mod:`sim_adapters.failures`): ``ok`` is
+    true (something happened), ``feedback`` says what, and a planner's memory follows
+    ``outcome``, not the action it sent. ``info["failure"]`` names the kind of a low-level
+    failure, with or without an outcome."""
 
     ok: bool
     feedback: str | None = None
     observation: Observation | None = None
     info: dict = field(default_factory=dict)
     truncated: bool = False
+    outcome: Action | None = None
 
 
 @runtime_checkable

@@ -17,7 +17,9 @@ tests lives in the tests, not here: it is a test double.
 operator:
 
 * a failed step is ``StepResult(ok=False)`` whose feedback carries the operator's reason, so the
-  planner tells the LM;
+  planner tells the LM; a reason that starts with ``grasp``, ``navigation`` or ``device`` is a
+  low-level failure, reported in the words of :mod:`sim_adapters.failures` (the same feedback an
+  evaluation with ``--failures`` gives);
 * ``discover_objects`` returns an :class:`~sim_adapters.base.Observation` with no objects and the
   photo as its image; the planner's graph augmentation (:mod:`lookplangraph.agent.perception`) turns
   it into objects: the VLM describer and parser for a photo, the parser alone for a typed
@@ -44,6 +46,7 @@ from sgs.actions import Action
 from sgs.graph import SceneGraph
 from sgs.simulator import Infeasible
 from sim_adapters.base import Observation, StepResult, check_options, graph_copy
+from sim_adapters.failures import NO_EFFECT, failure_feedback
 
 
 # -- the protocol ------------------------------------------------------------------------------
@@ -182,6 +185,20 @@ class HumanEnvironment:
         kind = "observe" if step.function_name == "discover_objects" else "perform"
         return Request(self.requests, kind, step, action, reason, expansion, index, self.memory.graph.agent.holding)
 
+    def _failed(self, action: Action, request: Request, reason: str) -> StepResult:
+        """The refused step of an operator's ``failed(reason)``. A reason that starts with a
+        low-level failure kind that changes nothing (``grasp``, ``navigation``, ``device``:
+        :data:`sim_adapters.failures.NO_EFFECT`) is reported in the words of
+        :mod:`sim_adapters.failures`, as the failure wrapper reports it, with ``info["failure"]``;
+        any other reason is passed on as the operator wrote it."""
+        kind, _, rest = (reason or "").strip().partition(" ")
+        if kind.lower() in NO_EFFECT:
+            text = failure_feedback(kind.lower(), action, here=self.memory.graph.agent.location or "")
+            if rest.strip():
+                text += f"; the operator adds: {rest.strip()}"
+            return StepResult(False, text, info={"request": request.id, "failure": kind.lower()})
+        return StepResult(False, f"{action} failed: the operator reports: {reason}", info={"request": request.id})
+
     def step(self, action: Action) -> StepResult:
         request = self._request(action)
         if self.on_request is not None:
@@ -192,7 +209,7 @@ class HumanEnvironment:
         self.answers.append((request, answer, time.time()))
         self._done_in_action += 1
         if not answer.ok:
-            return StepResult(False, f"{action} failed: the operator reports: {answer.reason}", info={"request": request.id})
+            return self._failed(action, request, answer.reason)
         try:
             self.memory.apply(action)
         except Infeasible:
@@ -268,7 +285,8 @@ class TerminalOperator:
     def perform(self, request: Request) -> Answer:
         self._show(request)
         while True:
-            line = self._ask("  d = done, f REASON = failed, q = stop for now > ")
+            line = self._ask("  d = done, f REASON = failed (f grasp / f navigation / f device: the robot's hands or "
+                             "wheels failed, nothing changed), q = stop for now > ")
             if line in ("d", "done"):
                 return done()
             if line[:1] == "f" and (line == "f" or line[1:2] == " " or line.startswith("failed")):

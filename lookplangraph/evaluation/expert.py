@@ -25,7 +25,9 @@ What it does, one reply per call, from the episode's current state:
   that the goal does not want open and no later step needs is closed again before the next step.
 * **Recovery**: when an answer was refused (the true graph did not change), the same answer is
   not given again in the same state; the expert writes the step's first primitive instead, and
-  failing that passes over the step.
+  failing that passes over the step. A *low-level failure* (:mod:`sim_adapters.failures`: the
+  environment's failure log grew) is not a refusal: the expert tries the same answer again, and
+  after one that did something else (an object that slipped) it goes on from the new state.
 
 Planners it serves (:data:`PLANNERS`): ``lookplangraph`` in every correction mode (one action as
 the decision's JSON); ``react`` (the same policy in primitives, written as ReAct's text commands:
@@ -115,6 +117,7 @@ class Expert:
         self.known: set[str] = set()  # nodes named by accepted answers: the planner's view keeps them
         self.refused: set[tuple[Any, str]] = set()
         self.last: tuple[Any, str] | None = None
+        self.failures_seen = _failures(env)  # low-level failures so far (sim_adapters.failures)
         self.target, _ = run_plan(task.graph, self.steps, correct=True)  # the map after the plan
         self.want_open = {n for n, v in self.target.nodes.items() if v.has("open")}
         if planner == "react":  # ReAct's commands have no rearrange: take, then put
@@ -194,9 +197,14 @@ class Expert:
         g = self.env.true_graph()
         if self.initial is None:
             self.initial = g
+        failures = _failures(self.env)
+        failed = failures > self.failures_seen  # the robot's hands failed the last answer, not the answer itself
+        self.failures_seen = failures
         if self.last is not None:
             last_key, last_action = self.last
-            if refused or (last_key == state_key(g) and not last_action.startswith("discover_objects")):
+            if failed:
+                pass  # transient: the same answer may be given again, it is how a robot recovers
+            elif refused or (last_key == state_key(g) and not last_action.startswith("discover_objects")):
                 self.refused.add(self.last)
             else:
                 done = parse_action(last_action)
@@ -411,6 +419,17 @@ class Expert:
         if result.success:
             return "the instruction is carried out"
         return "nothing more can be done: " + "; ".join(result.not_met()[:3])
+
+
+def _failures(env) -> int:
+    """How many low-level failures the environment's :class:`sim_adapters.failures.LowLevelFailures`
+    (anywhere among its wrappers) has made this episode; 0 without one."""
+    while env is not None:
+        found = env.__dict__.get("failures") if hasattr(env, "__dict__") else None
+        if isinstance(found, list):
+            return len(found)
+        env = getattr(env, "env", None)
+    return 0
 
 
 def _lowered(step: Action) -> list[Action]:

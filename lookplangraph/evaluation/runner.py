@@ -31,7 +31,7 @@ import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
 from grasif.task import Task, save_task
@@ -40,6 +40,7 @@ from lookplangraph.lm import LMError
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
 from lookplangraph.planners import get_planner
+from sim_adapters.failures import LowLevelFailures
 from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
 from vlm.descriptions import describe_truth
@@ -71,10 +72,12 @@ def check_env(env: str, tasks: list[Task], augmentation: str = "ground_truth") -
                          f"(use {' or '.join(WITH_IMAGES)}, or --augmentation parser)")
 
 
-def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph"):
+def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph", failures=None, failure_seed: int = 0):
     """The environment of an episode: ``env`` (see :func:`check_env`), wrapped for dynamic mode
-    (the moves are drawn at its first ``reset``). The SGS environments write ``describe`` text
-    with :func:`vlm.descriptions.describe_truth`, for ``parser`` augmentation."""
+    (the moves are drawn at its first ``reset``) and, with ``failures`` (a rate, or a table of
+    rates per kind), for low-level execution failures drawn with ``failure_seed`` and the task's
+    id (:class:`sim_adapters.failures.LowLevelFailures`). The SGS environments write ``describe``
+    text with :func:`vlm.descriptions.describe_truth`, for ``parser`` augmentation."""
     check_env(env, [task])
     kind, _, where = env.partition("@")
     if kind == "graph":
@@ -94,6 +97,8 @@ def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph"):
         environment = VirtualHomeEnvironment(task, backend)
     if dynamic_seed is not None:
         environment = DynamicPerturbation(environment, task.goal, dynamic_seed)
+    if failures:
+        environment = LowLevelFailures(environment, failures, f"{failure_seed}:{task.split}/{task.id}")
     return environment
 
 
@@ -106,7 +111,8 @@ def _bank(path: str):
 
 def format_step(rec: StepRecord) -> str:
     """A readable trace entry for the terminal."""
-    lines = [f"[{rec.call:>2}] {rec.proposed or '(unreadable)'}" + ("" if rec.accepted else "  REJECTED")]
+    lines = [f"[{rec.call:>2}] {rec.proposed or '(unreadable)'}" + ("" if rec.accepted else "  REJECTED")
+             + (f"  ROBOT FAILED ({rec.failure})" if rec.failure else "")]
     if rec.reason:
         lines.append(f"     reason: {rec.reason}")
     if rec.corrections:
@@ -151,14 +157,16 @@ def format_result(r: EpisodeResult) -> str:
 
 def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dynamic_seed: int | None = None,
                    echo: Callable[[str], None] | None = None, env: str = "graph",
-                   record_dir: Path | None = None, augmentation=None, planner: str = "lookplangraph") -> EpisodeResult:
+                   record_dir: Path | None = None, augmentation=None, planner: str = "lookplangraph",
+                   failures=None, failure_seed: int = 0) -> EpisodeResult:
     """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
     echoing it readably when ``echo`` is given). ``record_dir``: also record every environment
     step there (``steps.jsonl``, ``images/``). ``augmentation``: a
     :class:`vlm.gam.GraphAugmentation` (default ground truth); ``planner``: a
-    :mod:`lookplangraph.planners` name."""
+    :mod:`lookplangraph.planners` name; ``failures``, ``failure_seed``: low-level failures
+    (:func:`make_env`)."""
     plan = get_planner(planner)
-    env = make_env(task, dynamic_seed, env)
+    env = make_env(task, dynamic_seed, env, failures, failure_seed)
     if record_dir is not None:
         env = StepRecorder(env, record_dir)
     told = []
@@ -182,14 +190,16 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
 
 def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
                        echo: Callable[[str], None] | None = None, env: str = "graph",
-                       augmentation=None, planner: str = "lookplangraph") -> EpisodeResult:
+                       augmentation=None, planner: str = "lookplangraph", failures=None,
+                       failure_seed: int = 0) -> EpisodeResult:
     """Run one episode, writing ``task.json`` (the task, so the run can be viewed without the
     data directory), ``trace.jsonl`` as it goes, ``result.json`` at the end and the environment's
     steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
     out.mkdir(parents=True, exist_ok=True)
     save_task(task, out / "task.json")
     result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
-                            record_dir=out, augmentation=augmentation, planner=planner)
+                            record_dir=out, augmentation=augmentation, planner=planner, failures=failures,
+                            failure_seed=failure_seed)
     (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
     return result
 
@@ -233,6 +243,8 @@ class _EpisodeJob:
     env: str
     planner: str
     attempts: int
+    failures: Any = None
+    failure_seed: int = 0
 
     def run(self, task: Task, lm, augmentation, log: Callable[[str], None]) -> dict:
         """The result row of ``task`` (``evaluate``'s doc: reruns on a lost endpoint, the trace
@@ -244,7 +256,8 @@ class _EpisodeJob:
         for attempt in range(1, self.attempts + 1):
             try:
                 result = traced_episode(task, lm, self.cfg, partial, dynamic_seed=self.dynamic_seed, env=self.env,
-                                        augmentation=augmentation, planner=self.planner)
+                                        augmentation=augmentation, planner=self.planner, failures=self.failures,
+                                        failure_seed=self.failure_seed)
             except EndpointDown as exc:
                 if attempt == self.attempts:
                     raise EpisodeFailed(f"episode {key} lost its LM endpoint {attempt} times; the last: {exc}") from exc
@@ -300,7 +313,7 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
              meta: dict | None = None, env: str = "graph",
              augmentation_factory: Callable[[object], object] | None = None,
              planner: str = "lookplangraph", episode_attempts: int = 3,
-             log: Callable[[str], None] | None = None) -> list[dict]:
+             log: Callable[[str], None] | None = None, failures=None, failure_seed: int = 0) -> list[dict]:
     """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
     their result rows (module doc).
 
@@ -311,8 +324,8 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     worker, and so is ``augmentation_factory(lm)`` (given that worker's planner LM; it returns a
     :class:`vlm.gam.GraphAugmentation`, default ground truth); with processes both must be
     picklable (module-level functions or classes, e.g. :class:`lookplangraph.lm.pool.LMFactory`,
-    whose endpoint pool is shared across the processes). ``env`` names the environment
-    (:func:`make_env`). ``progress(done, total, row)`` is called after each episode (the CLI
+    whose endpoint pool is shared across the processes). ``env`` names the environment, and
+    ``failures``/``failure_seed`` its low-level failures (:func:`make_env`). ``progress(done, total, row)`` is called after each episode (the CLI
     draws a bar with it).
 
     An episode whose LM endpoint fails (:class:`lookplangraph.lm.pool.EndpointDown`) runs again
@@ -345,7 +358,11 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     total, finished = len(tasks), len(tasks) - len(todo)
     if progress:
         progress(finished, total, None)
-    job = _EpisodeJob(cfg, traces, dynamic_seed, env, planner, episode_attempts)
+    if failures:
+        from sim_adapters.failures import parse_rates
+
+        parse_rates(failures)  # a bad rate is bad input before any episode
+    job = _EpisodeJob(cfg, traces, dynamic_seed, env, planner, episode_attempts, failures, failure_seed)
     workers = max(1, min(concurrency, len(todo)))
     processes = min(processes, workers)
     if todo and processes > 1:

@@ -65,6 +65,10 @@ class RunSettings:
     vlm: str | None = setting(None, "describer backend for vlm augmentation (a model that sees images)")
     vlm_options: dict = field(default_factory=dict, metadata={"help": "passed to the describer backend"})
     parser_lm: str | None = setting(None, "parser backend (default: vlm in vlm mode, lm in parser mode)")
+    failures: float | dict = setting(0.0, "low-level execution failures: one rate for every kind, or a table "
+                                           "{ grasp = 0.1, navigation = 0.05, device = 0.1, slip = 0.05, placement = 0.1 } "
+                                           "(sim_adapters.failures); 0: none")
+    failure_seed: int = setting(0, "seed of the low-level failures' draws")
     concurrency: int = setting(1, "episodes in flight")
     processes: int = setting(1, "worker processes the episodes in flight are spread over (1: threads of one process)")
     cache: bool | str = setting(False, "true: record/replay LM replies in OUT/lm_cache.jsonl; a path: that cache "
@@ -75,6 +79,13 @@ class RunSettings:
 
     def __post_init__(self):
         check_choices(self)
+        if self.failures:
+            from sim_adapters.failures import parse_rates
+
+            try:
+                parse_rates(self.failures)
+            except ValueError as exc:
+                raise SettingsError(f"failures: {exc}") from None
 
     def planner_config(self) -> PlannerConfig:
         return self.config

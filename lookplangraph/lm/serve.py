@@ -7,7 +7,7 @@ Two differences from running ``llama_cpp.server`` itself:
   :mod:`lookplangraph.lm.embedded`, assembled on first use) as well as a ``.gguf`` path;
 * models load with llama.cpp's extra buffer types as :func:`lookplangraph.lm.llamacpp.default_extra_buffers`
   decides: off on CPUs with Intel AMX, where the plain ``llama_cpp.server`` segfaults on the first
-  request with the Q4_K models (llama.cpp issue #20824).
+  request with the Q4_K models (reported upstream as ggml-org/llama.cpp#20824).
 
 Example (the endpoints of ``lookplangraph eval --lm openai:qwen-0.5b --endpoints ...``)::
 

@@ -41,6 +41,7 @@ class StepRecord:
     excluded: int = 0  # actions the decode was not allowed to produce
     infeasible: str | None = None  # correction "none": the step the environment refused, and why
     perceived: list[dict] = field(default_factory=list)  # augmentations (lookplangraph.agent.perception.Perceived)
+    failure: str | None = None  # a low-level execution failure's kind (sim_adapters.failures), if one happened
 
 
 @dataclass

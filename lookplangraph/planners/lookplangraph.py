@@ -33,8 +33,15 @@ greedy decoding of the same prompt would otherwise only repeat it. With
 of a room...) are excluded too. A backend that cannot enforce an exclusion samples instead, and
 a reply that still repeats a refused action is refused again without being tried.
 
+**Low-level failures** (an environment wrapped in :class:`sim_adapters.failures.LowLevelFailures`):
+a step the robot failed to carry out comes back as feedback with the controller's report
+(``StepRecord.failure`` names the kind); it is not an unresolved answer and is not excluded from
+the next decode (trying again is how a robot recovers). A failure that did something else (an
+object that slipped) moves the memory graph as it happened.
+
 The episode ends on ``done``, after ``max_unresolved`` unresolved answers (or, in ``none``
-mode, infeasible actions) in a row, or after ``max_actions`` accepted actions. It is then judged
+mode, infeasible actions) in a row, after :data:`MAX_FAILURES_IN_ROW` low-level failures in a
+row, or after ``max_actions`` accepted actions. It is then judged
 on the environment's true final graph: success when every goal unit holds, nothing else changed
 (for goals with ``unchanged_elsewhere``) and no action of the plan was infeasible;
 ``success_changed_only`` leaves out the side effects; precision M^C/M.
@@ -101,7 +108,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     history: list[tuple[str, str, str]] = []
     log = EpisodeLog(on_step)
     feedback: str | None = None
-    unresolved = 0
+    unresolved = failed_in_row = 0
     last_accepted: str | None = None
     state = state_key(memory.graph)
     visited = Counter([state])
@@ -139,14 +146,19 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             history.append((reply.reason or "", rec.proposed, feedback or _as_done(rec)))
         if new_state != state:
             state, refused = new_state, {}
-        elif key is not None and (not rec.accepted or rec.infeasible):
+        elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None:
+            # (a low-level failure is not the action's fault: it may be tried again as it was)
             refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
         log.emit(rec)
         if rec.accepted and reply.action.function_name == "done":
             termination = "done"
             break
-        unresolved = 0 if feedback is None and rec.infeasible is None else unresolved + 1
-        if unresolved >= cfg.max_unresolved:
+        if rec.failure is not None:  # the robot's hands, not the LM's answer: not counted as unresolved,
+            failed_in_row += 1  # but a robot that keeps failing ends the episode too
+        else:
+            failed_in_row = 0
+            unresolved = 0 if feedback is None and rec.infeasible is None else unresolved + 1
+        if unresolved >= cfg.max_unresolved or failed_in_row >= MAX_FAILURES_IN_ROW:
             termination = "unresolved"
             break
 
@@ -171,6 +183,11 @@ def task_demonstrations(task: Task, k: int, path: str | None = None, max_chars: 
     chosen = [d for d in _index(path).top(task.instruction, rooms, k + 1) if d.task_id != task.id][:k]
     return demonstration_block(chosen, max_chars)
 
+
+#: Low-level execution failures in a row (sim_adapters.failures) that end an episode as unresolved;
+#: they do not count towards ``max_unresolved`` (the LM's answer was fine), but a robot whose
+#: every attempt fails cannot go on for ever.
+MAX_FAILURES_IN_ROW = 10
 
 #: Appended to the feedback on an action whose effect is already in place: a small model repeats
 #: the last step of a finished task instead of answering done().
@@ -246,15 +263,25 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
     rec.corrections = list(outcome.corrections)
     for step in outcome.actions:
         result = env.step(step)
+        failure = result.info.get("failure") if result.info else None
         if not result.ok:
-            rec.feedback = f"{result.feedback}; your memory of the scene was out of date"
+            if failure:  # the robot's hands or wheels, not the plan: the scene is as it was
+                rec.failure = failure
+                rec.feedback = f"{result.feedback} (a low-level failure; nothing changed, the step may be tried again)"
+            else:
+                rec.feedback = f"{result.feedback}; your memory of the scene was out of date"
             break
+        happened = result.outcome or step  # a low-level failure may have done something else
         try:
-            memory.apply(step)
+            memory.apply(happened)
         except Infeasible as exc:  # memory and environment disagree; the environment is right
-            rec.feedback = f"{step} happened, but memory could not follow: {exc}"
+            rec.feedback = f"{happened} happened, but memory could not follow: {exc}"
             break
-        rec.executed.append(str(step))
+        rec.executed.append(str(happened))
+        if result.outcome is not None:
+            rec.failure = failure or "outcome"
+            rec.feedback = f"{result.feedback} (a low-level failure: {happened} happened instead of {step})"
+            break
         if result.observation is not None:
             try:
                 observation = _perceive(perceive, result.observation, memory, env, rec)
@@ -285,13 +312,18 @@ def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord, percei
         result = env.step(step)
         if not result.ok:
             rec.infeasible = result.feedback or f"{step} failed"
+            rec.failure = result.info.get("failure") if result.info else None
             return None
+        happened = result.outcome or step  # a low-level failure may have done something else
         try:
-            memory.apply(step)
+            memory.apply(happened)
         except Infeasible as exc:  # the environment did it although memory thought it could not
-            rec.infeasible = f"{step} happened, but memory could not follow: {exc}"
+            rec.infeasible = f"{happened} happened, but memory could not follow: {exc}"
             return None
-        rec.executed.append(str(step))
+        rec.executed.append(str(happened))
+        if result.outcome is not None:
+            rec.failure, rec.infeasible = result.info.get("failure", "outcome"), result.feedback
+            return None
         if result.observation is not None:
             try:
                 memory.discover(_perceive(perceive, result.observation, memory, env, rec))

@@ -97,6 +97,7 @@ class TextWorld:
         self.executed: list[str] = []  # this command's primitive steps
         self.observed: list[str] = []
         self.perceived: list[dict] = []
+        self.failure: str | None = None  # this command's low-level failure (sim_adapters.failures)
 
     # -- what the agent is told ------------------------------------------------------------------
     def intro(self, instruction: str) -> str:
@@ -140,8 +141,9 @@ class TextWorld:
 
     def step(self, command: str) -> tuple[str, str, str]:
         """Carry out one command: ``(answer, kind, canonical command)``, kind ``think``,
-        ``done``, ``acted``, ``looked`` (no step) or ``nothing``."""
-        self.executed, self.observed, self.perceived = [], [], []
+        ``done``, ``acted``, ``looked`` (no step), ``failed`` (a low-level failure changed nothing;
+        ``failure`` names its kind, also after one that did something else) or ``nothing``."""
+        self.executed, self.observed, self.perceived, self.failure = [], [], [], None
         c = command.strip().rstrip(".").strip()
         low = c.lower()
         if re.match(r"^think\b", low):
@@ -247,13 +249,18 @@ class TextWorld:
             return NOTHING, "nothing", canonical
         for s in steps:
             result = self.env.step(s)
-            if not result.ok:
-                return NOTHING, "nothing", canonical
+            self.failure = result.info.get("failure") if result.info else None
+            if not result.ok:  # a low-level failure is observed as the controller reports it
+                return (_sentence(result.feedback), "failed", canonical) if self.failure else (NOTHING, "nothing", canonical)
+            happened = result.outcome or s
             try:
-                self.memory.apply(s)
+                self.memory.apply(happened)
             except Infeasible:
                 return NOTHING, "nothing", canonical
-            self.executed.append(str(s))
+            self.executed.append(str(happened))
+            if result.outcome is not None:  # something else happened: that is what is observed
+                self.failure = self.failure or "outcome"
+                return _sentence(result.feedback), "acted", canonical
             if result.observation is not None:
                 try:
                     observation, entry = self.perceive(result.observation, self.memory, self.env)
@@ -296,10 +303,11 @@ class ReAct:
             answer, kind, canonical = world.step(line.lstrip(">").strip())
             thought = re.sub(r"^>?\s*think\s*:?\s*", "", line, flags=re.I) if kind == "think" else None
             rec = StepRecord(call, thought,
-                             canonical if line else None, kind != "nothing", c.text,
+                             canonical if line else None, kind not in ("nothing", "failed"), c.text,
                              executed=list(world.executed), feedback=answer or None, observed=list(world.observed),
                              prompt_tokens=c.usage.prompt_tokens, completion_tokens=c.usage.completion_tokens,
-                             cached_tokens=c.usage.cached_tokens, seconds=c.seconds, perceived=list(world.perceived))
+                             cached_tokens=c.usage.cached_tokens, seconds=c.seconds, perceived=list(world.perceived),
+                             failure=world.failure)
             if kind in ("acted", "done"):
                 actions.append(canonical)
             log.emit(log.add(rec))
@@ -312,3 +320,10 @@ class ReAct:
                               augmentation=perceive.mode, actions=actions,
                               executed=[s for r in log.records for s in r.executed], planner=self.name,
                               failure=None if termination == "done" else termination)
+
+
+def _sentence(text: str | None) -> str:
+    """A controller's report as an observation sentence."""
+    text = (text or "Something went wrong.").strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+

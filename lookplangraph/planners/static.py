@@ -58,6 +58,10 @@ def execute(task: Task, env, planner: str, lm, config: PlannerConfig, records: l
         if not result.ok:
             infeasible.append(f"{action}: {result.feedback}")
             break
+        if result.outcome is not None:  # a low-level failure did something else: the plan stops there
+            executed.append(str(result.outcome))
+            infeasible.append(f"{action}: {result.feedback}")
+            break
         executed.append(str(action))
     if infeasible and failure is None:
         failure = "infeasible_step"

@@ -164,7 +164,7 @@ def _step(rec: dict, ep: Episode, images: Images, env_images: dict[int, list[str
            "corrections": rec.get("corrections") or [], "feedback": rec.get("feedback"),
            "observed": rec.get("observed") or [], "perceived": perceived, "infeasible": rec.get("infeasible"),
            "tokens": [rec.get("prompt_tokens", 0), rec.get("completion_tokens", 0), rec.get("cached_tokens")],
-           "seconds": rec.get("seconds", 0.0), "excluded": rec.get("excluded", 0)}
+           "seconds": rec.get("seconds", 0.0), "excluded": rec.get("excluded", 0), "failure": rec.get("failure")}
     if shots:
         out["shots"] = shots
     for key in ("agent", "form"):  # two-agent planners (SG-RwR): who made the call, the reply's form

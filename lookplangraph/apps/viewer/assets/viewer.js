@@ -267,7 +267,9 @@
       return card;
     }
     var s = d.steps[k - 1];
-    var status = s.infeasible ? ["infeasible", "infeasible"] : s.accepted ? ["accepted", "accepted"] : ["refused", "refused"];
+    // a low-level execution failure (the robot's hands or wheels) is its own kind of step
+    var status = s.failure ? ["failure", "robot failed: " + s.failure] : s.infeasible ? ["infeasible", "infeasible"]
+      : s.accepted ? ["accepted", "accepted"] : ["refused", "refused"];
     card.classList.add(status[0]);
     card.appendChild(el("div", { cls: "step-head" },
       el("span", { cls: "call", text: "#" + s.call }),
