@@ -55,6 +55,7 @@ from sgs.simulator import check, run_plan
 
 from lookplangraph.evaluation.injection import rearrange_opens
 from lookplangraph.lm import Completion, Usage
+from lookplangraph.planners.episode import failures_of
 from lookplangraph.planners.lookplangraph import state_key
 
 #: the planners the expert can answer (module doc)
@@ -424,12 +425,7 @@ class Expert:
 def _failures(env) -> int:
     """How many low-level failures the environment's :class:`sim_adapters.failures.LowLevelFailures`
     (anywhere among its wrappers) has made this episode; 0 without one."""
-    while env is not None:
-        found = env.__dict__.get("failures") if hasattr(env, "__dict__") else None
-        if isinstance(found, list):
-            return len(found)
-        env = getattr(env, "env", None)
-    return 0
+    return len(failures_of(env))
 
 
 def _lowered(step: Action) -> list[Action]:

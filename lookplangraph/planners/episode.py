@@ -73,6 +73,7 @@ class EpisodeResult:
     planner: str = "lookplangraph"  # lookplangraph.planners name
     failure: str | None = None  # baselines: why no plan ran (a kind: parse_error, unsolvable, infeasible_step ...)
     success_with_correction: bool | None = None  # static plans: the verdict had the SGS corrected them
+    low_level_failures: list[str] = field(default_factory=list)  # "kind: action" per failure (sim_adapters.failures)
 
 
 R = TypeVar("R", bound=EpisodeResult)
@@ -142,8 +143,20 @@ def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: "list[StepR
         lm_seconds=round(sum(r.seconds for r in records), 3), wall_s=round(time.perf_counter() - t0, 3),
         goal_not_met=goal.not_met(),
         config=asdict(cfg), moves=list(getattr(env, "moves", [])), infeasible=infeasible,
+        low_level_failures=[f"{kind}: {action}" for _, kind, action in failures_of(env)],
         augmentation=augmentation, augmentation_calls=len(perceived),
         augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
         augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
         augmentation_seconds=round(sum(p["seconds"] for p in perceived), 3), **fields,
     )
+
+
+def failures_of(env) -> list:
+    """The episode's low-level failures, ``(step, kind, action)``, of the
+    :class:`sim_adapters.failures.LowLevelFailures` among ``env``'s wrappers; none without one."""
+    find = getattr(env, "get_wrapper_attr", None)
+    try:
+        return list(find("failures") if find is not None else getattr(env, "failures", []))
+    except AttributeError:
+        return []
+

@@ -1,0 +1,135 @@
+"""Success against low-level failure rate (sim_adapters/failures.py) on the 47-task held-out sample.
+
+For each planner and each rate, ``lookplangraph eval`` (the same :func:`evaluate`) runs the 12
+VirtualHome, 6 BEHAVIOR and 29 office tasks of ``benchmarks/lm_eval.sh`` (grasif.heldout's
+evaluation tasks) with ``--failures RATE --failure-seed SEED`` into ``OUT/PLANNER_rRATE_SPLIT``
+(resumable: rerun to continue), then writes ``OUT/failure_curve.csv``, ``OUT/failure_curve.md``
+and ``OUT/failure_curve.png``: strict SR per planner and rate, the failures drawn, and the share
+of failures *recovered* (those in episodes that still succeeded).
+
+The default LM is the privileged EXPERT (a harness tool that reads the true graph, never a model
+row): it shows what recovery the harness allows. With ``--lm llamacpp:qwen2.5-coder-1.5b`` (hours
+of CPU per planner and rate) the same table is the embedded model's.
+
+    .venv/bin/python benchmarks/failure_curve.py runs/failures_expert
+    .venv/bin/python benchmarks/failure_curve.py runs/failures_1_5b --lm llamacpp:qwen2.5-coder-1.5b \\
+        --planners lookplangraph,react --max-actions 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from grasif import dataset, heldout  # noqa: E402
+from lookplangraph.evaluation.runner import evaluate  # noqa: E402
+from lookplangraph.planners.config import PlannerConfig  # noqa: E402
+
+PLANNERS = ("lookplangraph", "react", "sayplan", "sayplan-lite", "llm-as-p")
+RATES = (0.0, 0.05, 0.1, 0.2, 0.3)
+
+
+def sample(data_dir: Path) -> dict[str, list]:
+    """The 47 evaluation tasks by split (a split not built yet is built first, as ``eval`` does)."""
+    index = dataset.read_index(data_dir) if (data_dir / "index.json").exists() else {"splits": {}}
+    missing = [s for s in ("virtualhome", "behavior", "office") if s not in index["splits"]]
+    if missing:
+        dataset.build(data_dir, splits=missing, progress=lambda m: print(m, file=sys.stderr))
+    out = {}
+    for split, ids in (("virtualhome", heldout.EVAL_VIRTUALHOME), ("behavior", heldout.EVAL_BEHAVIOR)):
+        by_id = {t.id: t for t in dataset.load_split(data_dir, split)}
+        out[split] = [by_id[i] for i in ids]
+    out["office"] = dataset.load_split(data_dir, "office")
+    return out
+
+
+def lm_factory(spec: str):
+    if spec == "expert":
+        from lookplangraph.evaluation.expert import Expert
+
+        return Expert
+    from lookplangraph.lm.pool import lm_factory as make
+
+    return make(spec, {})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--lm", default="expert", help="the planners' LM (default: the privileged expert)")
+    ap.add_argument("--planners", default=",".join(PLANNERS))
+    ap.add_argument("--rates", default=",".join(str(r) for r in RATES))
+    ap.add_argument("--seed", type=int, default=0, help="the failures' seed (default 0)")
+    ap.add_argument("--max-actions", type=int, default=40, help="accepted actions per episode (default 40: room "
+                                                                 "to recover; lm_eval.sh uses 12)")
+    ap.add_argument("--data-dir", type=Path, default=None)
+    args = ap.parse_args()
+    data_dir = args.data_dir or dataset.default_data_dir()
+    tasks = sample(data_dir)
+    planners = [p for p in args.planners.split(",") if p]
+    rates = [float(r) for r in args.rates.split(",") if r]
+    cfg = PlannerConfig(max_actions=args.max_actions)
+    rows = []
+    for planner in planners:
+        for rate in rates:
+            results = []
+            for split, split_tasks in tasks.items():
+                out = args.out / f"{planner}_r{rate:g}_{split}"
+                results += evaluate(split_tasks, lm_factory(args.lm), cfg, out, planner=planner, failures=rate,
+                                    failure_seed=args.seed, log=lambda line: print(line, file=sys.stderr),
+                                    meta={"lm": args.lm, "planner": planner, "failures": rate,
+                                          "failure_seed": args.seed, "max_actions": args.max_actions})
+            drawn = sum(len(r.get("low_level_failures", [])) for r in results)
+            recovered = sum(len(r.get("low_level_failures", [])) for r in results if r["success"])
+            in_domain = [r for r in results if r["split"] != "office"]
+            rows.append({"planner": planner, "rate": rate, "tasks": len(results),
+                         "sr": sum(r["success"] for r in results) / len(results),
+                         "sr_vh_bh": sum(r["success"] for r in in_domain) / len(in_domain),
+                         "sr_office": sum(r["success"] for r in results if r["split"] == "office") / len(tasks["office"]),
+                         "failures": drawn, "recovered": recovered / drawn if drawn else None})
+            print(f"{planner} rate {rate:g}: SR {rows[-1]['sr']:.3f}, {drawn} failures, "
+                  f"recovered {'-' if not drawn else f'{recovered / drawn:.0%}'}", flush=True)
+    write(rows, args.out, args.lm)
+    return 0
+
+
+def write(rows: list[dict], out: Path, lm: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "failure_curve.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    lines = [f"LM: {lm}{' (privileged harness tool, not a model)' if lm == 'expert' else ''}", "",
+             "| planner | failure rate | tasks | SR | SR VirtualHome+BEHAVIOR | SR office | failures drawn | recovered |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rec = "–" if r["recovered"] is None else f"{r['recovered']:.0%}"
+        lines.append(f"| {r['planner']} | {r['rate']:g} | {r['tasks']} | {r['sr']:.3f} | {r['sr_vh_bh']:.3f} | "
+                     f"{r['sr_office']:.3f} | {r['failures']} | {rec} |")
+    (out / "failure_curve.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for planner in dict.fromkeys(r["planner"] for r in rows):
+        mine = [r for r in rows if r["planner"] == planner]
+        ax.plot([r["rate"] for r in mine], [r["sr"] for r in mine], marker="o", label=planner)
+    ax.set_xlabel("low-level failure rate (each kind)")
+    ax.set_ylabel("strict SR, 47 held-out tasks")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(f"Success against failure rate ({lm})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "failure_curve.png", dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
