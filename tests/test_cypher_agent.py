@@ -271,3 +271,54 @@ def test_ask_command(capsys, tmp_path):
     args = _parse(["ask", "--graph", str(tmp_path / "missing.json"), "?", "--lm", "scripted:" + a(1)])
     assert args.func(args) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# A query that finds nothing: what the store has, and an answer read off it questioned once
+# ---------------------------------------------------------------------------------------------
+
+def test_an_empty_result_says_what_the_store_has_and_the_answer_after_it_is_questioned(store):
+    from lookplangraph.cypher.agent import QUESTIONED
+    from lookplangraph.cypher.hints import LINKS
+
+    wrong = "MATCH (o:Object {class: 'fridge'})-[:ON_TOP_OF|INSIDE*1..5]->(:Asset)-[:IN_ROOM]->(r:Room) RETURN r.name"
+    lm = ScriptedBackend([q(wrong), a("no room"),  # scripted: the mistake, then an answer off it
+                          q("MATCH (:Asset {name: 'fridge-1'})-[:IN_ROOM]->(r:Room) RETURN r.name"), a("kitchen-1")])
+    res = CypherAgent(lm, store).answer_question("Which room is the fridge in?", "string")
+    assert res.answer == "kitchen-1" and res.questioned and res.calls == 4
+    shown = lm.requests[1]["messages"][-1]["content"]
+    assert "(no rows)" in shown and "class 'fridge' is held by 1 Asset node(s) (fridge-1) - not by Object" in shown
+    assert LINKS["Asset"] in shown
+    assert lm.requests[2]["messages"][-1]["content"] == QUESTIONED
+    assert "kitchen-1" in lm.requests[3]["messages"][-1]["content"]
+
+
+def test_an_answer_is_questioned_once_only_and_not_after_rows(store):
+    lm = ScriptedBackend([q("MATCH (o:Object {class: 'fridge'}) RETURN count(o)"), a(0), a(0)])
+    res = CypherAgent(lm, store).answer_question("How many fridges are objects?", "number")
+    assert res.answer == 0 and res.calls == 3 and res.questioned  # the second answer stands
+    lm = ScriptedBackend([q("MATCH (o:Object {class: 'apple'}) RETURN count(o)"), a(2)])
+    res = CypherAgent(lm, store).answer_question("How many apples?", "number")
+    assert res.answer == 2 and res.calls == 2 and not res.questioned
+    lm = ScriptedBackend([q("MATCH (o:Object {class: 'fridge'}) RETURN count(o)"), a(0)])
+    res = CypherAgent(lm, store, AgentConfig(variant="one-query")).answer_question("How many?", "number")
+    assert res.answer == 0 and not res.questioned  # no query left to fix it with: not questioned
+
+
+def test_the_note_names_near_classes_and_reads_the_query():
+    from lookplangraph.cypher.hints import is_empty, looked_for
+
+    assert looked_for("MATCH (o:Object {class: 'mug', name: 'mug-1'})-[:ON_TOP_OF]->(a:Asset) "
+                      "WHERE a.name = 'desk-2' RETURN o") == [
+        ("class", "mug", "Object"), ("name", "mug-1", "Object"), ("name", "desk-2", "Asset")]
+    assert looked_for("MATCH (n) RETURN count(n)") == []
+    assert all(is_empty(rows) for rows in ([], [[0]], [[None]], [[[]]], [[""], [0]]))
+    assert not is_empty([[1]]) and not is_empty([["kitchen-1"]]) and not is_empty([[0, "x"]])
+
+
+def test_a_misspelt_class_gets_the_nearest_ones(store):
+    from lookplangraph.cypher.hints import empty_result_note
+
+    note = empty_result_note(store, "MATCH (o:Object {class: 'aple'}) RETURN count(o)")
+    assert "no node has class 'aple'" in note and "apple" in note
+    assert empty_result_note(store, "MATCH (n:Object) RETURN count(n)") is None  # nothing to look up

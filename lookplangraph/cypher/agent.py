@@ -5,7 +5,11 @@ Variants (:data:`VARIANTS`):
 * ``agentic`` — the LM may call ``run_cypher_query`` up to ``max_queries`` times (the paper: 5);
   each result, or the error with its reason, goes back to the LM, which may fix its query or ask
   another; then it answers. After the last allowed query only an answer is accepted (the reply
-  schema no longer offers the tool).
+  schema no longer offers the tool). A query that finds nothing (no rows, only empty values, an
+  error) comes back with a note of what the store has for the names and classes it looked for
+  (:mod:`.hints`: "class 'fridge' is held by 1 Asset node(s) (fridge-1) - not by Object ..."),
+  and an answer given right after it is sent back once (:data:`QUESTIONED`) while queries are
+  left: a small model otherwise takes the empty result for the answer.
 * ``one-query`` — exactly one query, then the answer (the paper's ablation: two prompts).
 * ``whole-graph`` — no tool: the whole graph is serialized into the prompt and the LM answers.
 
@@ -32,11 +36,16 @@ from sgs.graph import Layer, Relation, SceneGraph
 
 from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
+from lookplangraph.cypher.hints import empty_result_note, is_empty
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.prompts import template
 
 VARIANTS = ("agentic", "one-query", "whole-graph")
 TOOL = "run_cypher_query"
+#: what the agentic variant says, once, to an answer given right after a query that found nothing
+QUESTIONED = ("Your last query found nothing, so it does not show the answer: an empty result usually means the "
+              "query asked for the wrong label, name or relationship (see the note with the result). Query again "
+              "with what the store has, or give your answer again if you are sure of it.")
 
 
 @dataclass
@@ -83,6 +92,7 @@ class AgentResult:
     cached_tokens: int | None = None
     lm_seconds: float = 0.0
     transcript: list[dict[str, str]] = field(default_factory=list)
+    questioned: bool = False  # an answer right after an empty result was sent back once
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -220,17 +230,26 @@ class CypherAgent:
         result.lm_seconds += c.seconds
         return c
 
-    def _tool(self, query: str, result: AgentResult) -> str:
+    def _tool(self, query: str, result: AgentResult) -> tuple[str, bool]:
+        """The result of ``query`` as the LM reads it, and whether it found nothing (no rows, or
+        only empty values, or an error); then a note says what the store has
+        (:func:`~.hints.empty_result_note`)."""
         t0 = time.perf_counter()
         try:
             out = self.store.query(query)
         except QueryError as exc:
             text = f"ERROR ({exc.kind}): {exc}"
+            note = empty_result_note(self.store, query)
+            text += f"\n{note}" if note else ""
             result.queries.append(QueryRecord(query, exc.kind, 0, time.perf_counter() - t0, text))
-            return text
+            return text, True
         text = out.to_text()
+        empty = is_empty(out.rows)
+        if empty:
+            note = empty_result_note(self.store, query)
+            text += f"\n{note}" if note else ""
         result.queries.append(QueryRecord(query, None, len(out.rows), out.seconds, text[:2000]))
-        return text
+        return text, empty
 
     def _relabel(self, parsed: dict[str, Any]) -> str:
         store = getattr(self.store, "store", self.store)
@@ -252,6 +271,7 @@ class CypherAgent:
         allowed = cfg.max_queries if cfg.variant == "agentic" else (1 if cfg.variant == "one-query" else 0)
         relabel = self._relabel_enabled()
         max_calls = allowed + 2
+        last_empty = questioned = False
         try:
             while result.calls < max_calls:
                 can_query = len(result.queries) < allowed
@@ -272,12 +292,18 @@ class CypherAgent:
                     continue
                 tool = parsed.get("tool")
                 if tool == "answer":
+                    if last_empty and not questioned and can_query and cfg.variant == "agentic":
+                        questioned = True  # an answer read off an empty result is questioned once
+                        max_calls += 1
+                        result.questioned = True
+                        messages.append({"role": "user", "content": QUESTIONED})
+                        continue
                     result.answer = parsed.get("answer")
                     return result
                 if tool == "relabel_object":
                     messages.append({"role": "user", "content": self._relabel(parsed)})
                     continue
-                shown = self._tool(parsed.get("query", ""), result)
+                shown, last_empty = self._tool(parsed.get("query", ""), result)
                 left = allowed - len(result.queries)
                 tail = f"\n({left} {'query' if left == 1 else 'queries'} left)" if left else "\nNo queries left: answer now."
                 messages.append({"role": "user", "content": f"Result of run_cypher_query:\n{shown}{tail}"})
