@@ -95,9 +95,8 @@ def empty_result_note(store, query: str) -> str | None:
         if label and label not in holders:
             line += f" - not by {label}, where the query looked"
         lines.append(line)
-        for lab in holders:
-            if lab != label:
-                lines.append(LINKS[lab])
+        for lab in holders:  # the label was right but the path may not be: how that label is connected
+            lines.append(LINKS[lab])
     if not lines:
         return None
     return "Note: this found nothing. What the store has: " + "; ".join(dict.fromkeys(lines)) + "."
