@@ -24,9 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-import queue
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -40,6 +38,7 @@ from lookplangraph.lm import LMError
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
 from lookplangraph.planners import get_planner
+from lookplangraph.evaluation.workers import WorkerProcesses, WorkerThreads
 from sim_adapters.failures import LowLevelFailures
 from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
@@ -272,42 +271,6 @@ class _EpisodeJob:
         raise AssertionError("unreachable")
 
 
-def _work(job: _EpisodeJob, take: Callable[[], Task | None], put: Callable[[tuple], None], stop,
-          lm_factory: Callable[[], object], augmentation_factory, log: Callable[[str], None]) -> None:
-    """One worker: episodes of the tasks ``take`` gives (None: no more) until ``stop`` is set;
-    each row, or the error that stopped the worker, goes to ``put``; ``("exit", None)`` last.
-    Its LM (and augmentation) is made at its first task."""
-    lm = augmentation = None
-    try:
-        while not stop.is_set():
-            task = take()
-            if task is _NOTHING_YET:
-                continue
-            if task is None or stop.is_set():
-                return
-            if lm is None:
-                lm = lm_factory()
-                augmentation = augmentation_factory(lm) if augmentation_factory else None
-            put(("row", job.run(task, lm, augmentation, log)))
-    except BaseException as exc:  # handed to the writer, which stops the evaluation
-        stop.set()
-        put(("error", exc))
-    finally:
-        put(("exit", None))
-
-
-_NOTHING_YET = object()  # a worker's poll of the task queue timed out
-
-
-def _taker(work) -> Callable[[], object]:
-    def take():
-        try:
-            return work.get(timeout=0.2)
-        except queue.Empty:
-            return _NOTHING_YET
-    return take
-
-
 def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerConfig, out: Path, *,
              dynamic_seed: int | None = None, concurrency: int = 1, processes: int = 1, progress=None,
              meta: dict | None = None, env: str = "graph",
@@ -324,9 +287,10 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     worker, and so is ``augmentation_factory(lm)`` (given that worker's planner LM; it returns a
     :class:`vlm.gam.GraphAugmentation`, default ground truth); with processes both must be
     picklable (module-level functions or classes, e.g. :class:`lookplangraph.lm.pool.LMFactory`,
-    whose endpoint pool is shared across the processes). ``env`` names the environment, and
-    ``failures``/``failure_seed`` its low-level failures (:func:`make_env`). ``progress(done, total, row)`` is called after each episode (the CLI
-    draws a bar with it).
+    whose endpoint pool is shared across the processes; :mod:`lookplangraph.evaluation.workers`).
+    ``env`` names the environment, and ``failures``/``failure_seed`` its low-level failures
+    (:func:`make_env`). ``progress(done, total, row)`` is called after each episode (the CLI draws
+    a bar with it).
 
     An episode whose LM endpoint fails (:class:`lookplangraph.lm.pool.EndpointDown`) runs again
     from the start, up to ``episode_attempts`` times in all (``log`` gets a line each time;
@@ -334,8 +298,9 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     ``KEY.jsonl`` only when the episode ends, and its row is appended only then, so a failed
     attempt leaves nothing behind. Any other exception, or an episode out of attempts, stops the
     evaluation: no new episode starts, those under way finish and are written, then the exception
-    is raised (a worker process that dies raises :class:`WorkerDied`). Rows already written stay;
-    rerunning resumes. A worker process whose parent dies (SIGKILL) exits at once, so nothing
+    is raised (a worker process that dies raises
+    :class:`~lookplangraph.evaluation.workers.WorkerDied`). Rows already written stay; rerunning
+    resumes. A worker process whose parent dies (SIGKILL) exits at once, so nothing
     runs on after the writer."""
     check_env(env, tasks)
     get_planner(planner)  # an unknown planner fails before any episode
@@ -343,7 +308,7 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
         raise ValueError(f"episode_attempts must be at least 1, not {episode_attempts}")
     if processes < 1:
         raise ValueError(f"processes must be at least 1, not {processes}")
-    log = log or _stderr
+    log = log or (lambda line: print(f"\n{line}", file=sys.stderr, flush=True))
     out.mkdir(parents=True, exist_ok=True)
     traces = out / "traces"
     traces.mkdir(exist_ok=True)
@@ -366,9 +331,9 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     workers = max(1, min(concurrency, len(todo)))
     processes = min(processes, workers)
     if todo and processes > 1:
-        pool = _WorkerProcesses(job, lm_factory, augmentation_factory, workers, processes)
+        pool = WorkerProcesses(job, lm_factory, augmentation_factory, workers, processes)
     else:
-        pool = _WorkerThreads(job, lm_factory, augmentation_factory, workers, log)
+        pool = WorkerThreads(job, lm_factory, augmentation_factory, workers, log)
     error: BaseException | None = None
     try:
         if todo:
@@ -397,181 +362,6 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
 
 def _stderr(line: str) -> None:
     print(f"\n{line}", file=sys.stderr, flush=True)
-
-
-def _feed(work, todo: list[Task], ends: int, stop) -> None:
-    """Put every task, then ``ends`` end marks (one per worker), into the bounded queue ``work``,
-    giving up when ``stop`` is set."""
-    for task in todo:
-        while not stop.is_set():
-            try:
-                work.put(task, timeout=0.2)
-                break
-            except queue.Full:
-                continue
-    for _ in range(ends):
-        while True:  # one end mark per worker (a stopped worker may no longer take it)
-            try:
-                work.put(None, timeout=0.2)
-                break
-            except queue.Full:
-                if stop.is_set():
-                    return
-
-
-class _WorkerThreads:
-    """``concurrency`` worker threads in this process (:func:`evaluate`)."""
-
-    def __init__(self, job: _EpisodeJob, lm_factory, augmentation_factory, workers: int, log):
-        self.job, self.lm_factory, self.augmentation_factory, self.workers, self.log = (
-            job, lm_factory, augmentation_factory, workers, log)
-        self.work: queue.Queue = queue.Queue(maxsize=2 * workers)  # bounded: tasks go out as workers free up
-        self.finished: queue.Queue = queue.Queue()
-        self.stop = threading.Event()
-
-    def start(self, todo: list[Task]) -> None:
-        take = _taker(self.work)
-        for i in range(self.workers):
-            threading.Thread(target=_work, args=(self.job, take, self.finished.put, self.stop, self.lm_factory,
-                                                 self.augmentation_factory, self.log),
-                             name=f"eval-worker-{i}", daemon=True).start()
-        threading.Thread(target=_feed, args=(self.work, todo, self.workers, self.stop), name="eval-feeder",
-                         daemon=True).start()
-
-    def messages(self):
-        running = self.workers
-        while running:
-            kind, value = self.finished.get()
-            if kind == "exit":
-                running -= 1
-            else:
-                yield kind, value
-
-    def close(self) -> None:
-        self.stop.set()
-
-
-class WorkerDied(RuntimeError):
-    """A worker process of :func:`evaluate` ended without handing over its episodes (killed, out
-    of memory, a crash in native code); the episodes it was running are not written and run
-    again on resume."""
-
-
-class _WorkerProcesses:
-    """Worker threads spread over ``processes`` worker processes (:func:`evaluate`): the tasks go
-    to them through one bounded queue, rows, log lines and errors come back through another."""
-
-    def __init__(self, job: _EpisodeJob, lm_factory, augmentation_factory, workers: int, processes: int):
-        from lookplangraph.lm.pool import _MP
-
-        self.ctx = _MP
-        self.threads = [workers // processes + (i < workers % processes) for i in range(processes)]
-        self.workers = workers
-        self.work = self.ctx.Queue(maxsize=2 * workers)
-        self.finished = self.ctx.Queue()
-        self.stop = self.ctx.Event()
-        self.procs = [self.ctx.Process(target=_process_main, name=f"eval-process-{i}",
-                                       args=(n, job, self.work, self.finished, self.stop, lm_factory,
-                                             augmentation_factory))
-                      for i, n in enumerate(self.threads)]
-        self.local_stop = threading.Event()
-
-    def start(self, todo: list[Task]) -> None:
-        import pickle
-
-        for proc in self.procs:
-            try:
-                proc.start()
-            except (pickle.PicklingError, AttributeError, TypeError) as exc:
-                raise ValueError("with worker processes the LM factory and the augmentation factory must be "
-                                 f"picklable (module-level functions or classes, not closures or lambdas): {exc}") from None
-        threading.Thread(target=_feed, args=(self.work, todo, self.workers, self.local_stop), name="eval-feeder",
-                         daemon=True).start()
-
-    def messages(self):
-        running = self.workers
-        while running:
-            try:
-                kind, value = self.finished.get(timeout=0.5)
-            except queue.Empty:
-                dead = [p for p in self.procs if p.exitcode not in (None, 0)]
-                if dead:
-                    self.stop.set()
-                    self.local_stop.set()
-                    p = dead[0]
-                    raise WorkerDied(f"worker process {p.name} (pid {p.pid}) ended with exit code {p.exitcode} "
-                                     "while running episodes; the finished ones are written, rerun to resume")
-                continue
-            if kind == "exit":
-                running -= 1
-            else:
-                if kind == "error":
-                    self.stop.set()
-                    self.local_stop.set()
-                yield kind, value
-
-    def close(self) -> None:
-        self.stop.set()
-        self.local_stop.set()
-        started = [proc for proc in self.procs if proc.pid is not None]
-        for proc in started:
-            proc.join(timeout=5)
-        for proc in started:
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(timeout=5)
-        self.work.cancel_join_thread()
-        self.finished.cancel_join_thread()
-
-
-def _process_main(threads: int, job: _EpisodeJob, work, finished, stop, lm_factory, augmentation_factory) -> None:
-    """A worker process: ``threads`` workers (:func:`_work`) on the shared queues; rows, errors
-    (made picklable) and log lines go back to the writer. Exits at once if the writer dies."""
-    import multiprocessing
-
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        def watch() -> None:
-            from multiprocessing.connection import wait
-
-            wait([parent.sentinel])
-            os._exit(70)  # the writer is gone: nothing this process finishes could be written
-
-        threading.Thread(target=watch, name="eval-parent-watch", daemon=True).start()
-
-    def put(message: tuple) -> None:
-        if message[0] == "error":
-            message = ("error", _picklable(message[1]))
-        finished.put(message)
-
-    def log(line: str) -> None:
-        finished.put(("log", line))
-
-    take = _taker(work)
-    pool = [threading.Thread(target=_work, args=(job, take, put, stop, lm_factory, augmentation_factory, log),
-                             name=f"eval-worker-{i}") for i in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-
-
-def _picklable(exc: BaseException) -> BaseException:
-    """``exc`` if it survives pickling as itself, else an exception of the nearest kind the
-    writer's caller tells apart (:class:`LMError`, ``ValueError``, ``RuntimeError``) with its
-    message and type name."""
-    import pickle
-
-    try:
-        back = pickle.loads(pickle.dumps(exc))
-        if type(back) is type(exc) and str(back) == str(exc):
-            return exc
-    except Exception:
-        pass
-    for kind in (LMError, ValueError):
-        if isinstance(exc, kind):
-            return kind(f"{type(exc).__name__}: {exc}")
-    return RuntimeError(f"{type(exc).__name__} in a worker process: {exc}")
 
 
 class EpisodeFailed(LMError):

@@ -66,8 +66,8 @@ class AllEndpointsDown(LMError):
     """No endpoint of the pool is left; the message lists why each was taken out."""
 
 
-#: the context of the pool's shared state: ``spawn``, what ``evaluate(processes=P)`` starts workers with
-_MP = multiprocessing.get_context("spawn")
+#: the multiprocessing context of the pool's shared state and of evaluation worker processes: ``spawn``
+MP_CONTEXT = multiprocessing.get_context("spawn")
 _REASON_BYTES = 600
 
 
@@ -122,15 +122,15 @@ class Endpoint:
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"endpoint {self.url!r} is not an http(s) URL (e.g. http://host:8000/v1)")
         self.url = self.url.rstrip("/")
-        self._state = {"alive": _MP.Value("b", 1, lock=False), "failures": _MP.Value("i", 0, lock=False),
-                       "bound": _MP.Value("i", 0, lock=False), "requests": _MP.Value("q", 0, lock=False),
-                       "dead_reason": _MP.Array("c", _REASON_BYTES, lock=False),
-                       "_next_start": _MP.Value("d", 0.0, lock=False)}
+        self._state = {"alive": MP_CONTEXT.Value("b", 1, lock=False), "failures": MP_CONTEXT.Value("i", 0, lock=False),
+                       "bound": MP_CONTEXT.Value("i", 0, lock=False), "requests": MP_CONTEXT.Value("q", 0, lock=False),
+                       "dead_reason": MP_CONTEXT.Array("c", _REASON_BYTES, lock=False),
+                       "_next_start": MP_CONTEXT.Value("d", 0.0, lock=False)}
         if self.concurrency is not None:
             if int(self.concurrency) < 1:
                 raise ValueError(f"endpoint {self.url}: concurrency must be at least 1, not {self.concurrency}")
             self.concurrency = int(self.concurrency)
-            self._slots = _MP.BoundedSemaphore(self.concurrency)
+            self._slots = MP_CONTEXT.BoundedSemaphore(self.concurrency)
         if self.rate is not None:
             if not float(self.rate) > 0:
                 raise ValueError(f"endpoint {self.url}: rate must be a positive number of requests/s, not {self.rate}")
@@ -180,8 +180,8 @@ class EndpointPool:
         self.endpoints = list(endpoints)
         self.max_failures = int(max_failures)
         self.log = log or _stderr
-        self._lock = _MP.Lock()  # shared with the pool's copies in worker processes
-        self._cursor_value = _MP.Value("i", 0, lock=False)  # round-robin: where the next tie-break starts
+        self._lock = MP_CONTEXT.Lock()  # shared with the pool's copies in worker processes
+        self._cursor_value = MP_CONTEXT.Value("i", 0, lock=False)  # round-robin: where the next tie-break starts
 
     @property
     def _cursor(self) -> int:
