@@ -322,3 +322,20 @@ def test_a_misspelt_class_gets_the_nearest_ones(store):
     note = empty_result_note(store, "MATCH (o:Object {class: 'aple'}) RETURN count(o)")
     assert "no node has class 'aple'" in note and "apple" in note
     assert empty_result_note(store, "MATCH (n:Object) RETURN count(n)") is None  # nothing to look up
+
+
+def test_items_are_chosen_and_summarized_by_part_and_kind():
+    from types import SimpleNamespace
+
+    from lookplangraph.cypher.evaluate import summarize
+
+    items = [SimpleNamespace(id=f"b{i}", split="behavior", part="heldout" if i % 2 else "dev") for i in range(6)]
+    assert {i.id for i in select(items, None, None, 0, "heldout")} == {"b1", "b3", "b5"}
+    assert len(select(items, None, 2, 0, "dev")) == 2 and len(select(items, None, None, 0)) == 6
+    row = {"split": "behavior", "correct": True, "input_tokens": 1, "cached_tokens": None, "output_tokens": 1,
+           "queries": [], "lm_seconds": 1.0, "error": None}
+    rows = [row | {"id": "1", "part": "heldout", "kind": "count"}, row | {"id": "2", "part": "dev", "kind": "count",
+                                                                             "correct": False}]
+    summary = summarize(rows)
+    assert summary["part:heldout"]["accuracy"] == 1.0 and summary["part:dev"]["accuracy"] == 0.0
+    assert summary["kind:count"]["items"] == 2 and summary["all"]["accuracy"] == 0.5

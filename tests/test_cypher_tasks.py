@@ -60,6 +60,33 @@ def test_committed_benchmarks_are_what_a_fresh_build_gives(grasif_dir, tmp_path)
     assert len({i.id for i in items}) == len(items)
 
 
+def test_held_out_scenes_are_other_buildings_and_no_prompt_example_comes_from_them(grasif_dir):
+    """The held-out part: other buildings than the development part, at least 300 questions over
+    16 templates, grounding items too; and no node a prompt names as an example is one that only
+    held-out scenes have (an example taken from a held-out scene would leak it)."""
+    from lookplangraph.prompts import template
+
+    doc = json.loads(benchmark.path_of("qa").read_text())
+    dev, held = set(doc["parts"]["dev"]), set(doc["parts"]["heldout"])
+    assert dev and held and not dev & held
+    items, scenes = benchmark.load_benchmark("qa", data_dir=grasif_dir)
+    for item in items:
+        assert (benchmark.building(scenes[(item.split, item.scene)]) in held) == (item.part == "heldout"), item.id
+    heldout = [i for i in items if i.part == "heldout"]
+    assert len(heldout) >= 300 and len({i.template for i in heldout}) >= 16
+    assert {i.kind for i in heldout} == {"count", "location", "state", "containment", "argmax", "collection"}
+    goals, goal_scenes = benchmark.load_benchmark("grounding", data_dir=grasif_dir)
+    assert sum(g.part == "heldout" for g in goals) >= 20
+    assert all((benchmark.building(goal_scenes[(g.split, g.task)]) in held) == (g.part == "heldout") for g in goals)
+    every = {split: dataset.load_split(grasif_dir, split) for split in benchmark.SPLITS}
+    names = {part: {n for ts in every.values() for t in ts if benchmark.building(t) in buildings for n in t.graph.nodes}
+             for part, buildings in (("dev", dev), ("heldout", held))}
+    prompts = " ".join(template(name) for name in ("cypher_system", "cypher_qa", "cypher_goal", "cypher_whole_graph"))
+    examples = set(_names(prompts))
+    assert len(examples & names["dev"]) >= 3  # the examples' names are the development scenes' (desk-3 ...)
+    assert not examples & names["heldout"] - names["dev"], "a prompt example names a node only held-out scenes have"
+
+
 def test_a_benchmark_refuses_other_scenes(grasif_dir, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(grasif_dir, data)

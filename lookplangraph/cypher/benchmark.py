@@ -2,9 +2,23 @@
 
 Files (default directory :data:`DEFAULT_DIR`, ``lookplangraph/cypher/data``)::
 
-    qa.v1.json          {"format": "lookplangraph-cypher-qa", "version": 1, "seed": 0,
+    qa.v2.json          {"format": "lookplangraph-cypher-qa", "version": 2, "seed": 0,
+                         "parts": {"dev": [building...], "heldout": [building...]},
                          "scenes": {split: {task id: sha256 of the task file}}, "items": [Question...]}
-    grounding.v1.json   the same with "format": "lookplangraph-cypher-grounding" and GroundingItems
+    grounding.v2.json   the same with "format": "lookplangraph-cypher-grounding" and GroundingItems
+
+**Development and held-out scenes.** The agent's prompts were written against this project's own
+scenes, so a benchmark built only from them flatters the agent. Scenes are split by *building*
+(:func:`building`: a VirtualHome apartment, a BEHAVIOR activity's scene, the office building;
+tasks of one building share nearly all of their graph, so a split by task would leak) into a
+development part and a held-out part (:func:`parts`): the office building is development (the
+prompts' examples, mugs on desk-3, come from it), and so are 3 of the VirtualHome apartments
+and 30% of the BEHAVIOR activities, drawn with the seed; the rest is held out. Prompt examples may
+come from development scenes, never from held-out ones (a test guards it). Each item says its
+``part``. All 308 VirtualHome tasks are in one apartment (``TrimmedTestScene1``) and the office
+is one building, so both are development and the held-out part is BEHAVIOR's: 320 questions on
+125 activities' scenes, 16 of the 17 templates (``state_set`` needs a class of which some nodes
+have a state and others not, which no BEHAVIOR scene has), and 20 instructions to ground.
 
 ``scenes`` pins the GraSIF task files the items were built from (their sha256 in the build's
 ``index.json``): :func:`load_benchmark` refuses a data directory whose files differ, since the
@@ -25,10 +39,42 @@ from grasif.task import Task, load_task
 from lookplangraph.cypher.grounding import GroundingItem, build_item
 from lookplangraph.cypher.qa import Question, build_questions
 
-VERSION = 1
+VERSION = 2
 FORMATS = {"qa": "lookplangraph-cypher-qa", "grounding": "lookplangraph-cypher-grounding"}
 DEFAULT_DIR = Path(__file__).resolve().parent / "data"
 SPLITS = ("virtualhome", "behavior", "office")
+
+
+PARTS = ("dev", "heldout")
+#: VirtualHome apartments and the share of BEHAVIOR activities in the development part (:func:`parts`)
+DEV_APARTMENTS = 3
+DEV_SHARE = 0.3
+
+
+def building(task: Task) -> str:
+    """The building a task's scene belongs to: ``virtualhome:APARTMENT``, ``behavior:ACTIVITY``
+    (each activity's scene is its own) or ``office:building``."""
+    if task.split == "virtualhome":
+        return f"virtualhome:{task.provenance.get('scene', '?')}"
+    if task.split == "behavior":
+        return f"behavior:{task.provenance.get('activity', task.id)}"
+    return f"{task.split}:building"
+
+
+def parts(tasks: list[Task], seed: int = 0) -> dict[str, str]:
+    """Building -> ``dev`` or ``heldout`` (module doc): the office building dev; of the
+    VirtualHome apartments and BEHAVIOR activities, shuffled with ``random.Random(f"{seed}:parts:SPLIT")``,
+    the first :data:`DEV_APARTMENTS` / :data:`DEV_SHARE` dev."""
+    out: dict[str, str] = {}
+    for split in SPLITS:
+        names = sorted({building(t) for t in tasks if t.split == split})
+        if split == "office":
+            out.update(dict.fromkeys(names, "dev"))
+            continue
+        random.Random(f"{seed}:parts:{split}").shuffle(names)
+        n_dev = DEV_APARTMENTS if split == "virtualhome" else round(DEV_SHARE * len(names))
+        out.update({b: ("dev" if i < n_dev else "heldout") for i, b in enumerate(names)})
+    return out
 
 
 class BenchmarkError(ValueError):
@@ -52,36 +98,52 @@ def _unique_scenes(tasks: list[Task]) -> list[Task]:
     return out
 
 
+def _grounding(tasks: list[Task], split: str, n: int, seed: int, part: str) -> list[GroundingItem]:
+    order = sorted(tasks, key=lambda t: t.id)
+    random.Random(f"{seed}:{split}:grounding" + ("" if part == "dev" else f":{part}")).shuffle(order)
+    made = []
+    for t in order:
+        item = build_item(t, seed)
+        if item is not None:
+            made.append(item.model_copy(update={"part": part}))
+        if len(made) == n:
+            break
+    return made
+
+
 def build(data_dir: Path, out_dir: Path | None = None, *, seed: int = 0, qa_per_split: int = 60,
-          grounding_per_split: int = 20, progress: Callable[[str], None] = print) -> tuple[Path, Path]:
-    """Build both files from the GraSIF build in ``data_dir``; return their paths."""
+          grounding_per_split: int = 20, heldout_qa_per_split: int = 320,
+          progress: Callable[[str], None] = print) -> tuple[Path, Path]:
+    """Build both files from the GraSIF build in ``data_dir``; return their paths. Per split,
+    ``qa_per_split`` questions and ``grounding_per_split`` instructions on development scenes, and
+    ``heldout_qa_per_split`` questions and ``grounding_per_split`` instructions on held-out scenes
+    (none for the office, whose one building is development)."""
     index = dataset.read_index(data_dir)
+    every = {split: dataset.load_split(data_dir, split) for split in SPLITS}
+    part_of = parts([t for ts in every.values() for t in ts], seed)
     questions: list[Question] = []
     goals: list[GroundingItem] = []
     used: dict[str, dict[str, dict[str, str]]] = {"qa": {}, "grounding": {}}
     for split in SPLITS:
-        tasks = dataset.load_split(data_dir, split)
-        qs = build_questions(split, [(t.id, t.graph) for t in _unique_scenes(tasks)], qa_per_split, seed)
-        questions += qs
-        used["qa"][split] = {q.scene: index["splits"][split][q.scene] for q in qs}
-        order = sorted(tasks, key=lambda t: t.id)
-        random.Random(f"{seed}:{split}:grounding").shuffle(order)
-        made = []
-        for t in order:
-            item = build_item(t, seed)
-            if item is not None:
-                made.append(item)
-            if len(made) == grounding_per_split:
-                break
-        goals += made
-        used["grounding"][split] = {i.task: index["splits"][split][i.task] for i in made}
-        progress(f"{split}: {len(qs)} questions, {len(made)} grounding tasks")
+        for part in PARTS:
+            tasks = [t for t in every[split] if part_of[building(t)] == part]
+            if not tasks:
+                continue
+            n = qa_per_split if part == "dev" else heldout_qa_per_split
+            qs = build_questions(split, [(t.id, t.graph) for t in _unique_scenes(tasks)], n, seed, part)
+            made = _grounding(tasks, split, grounding_per_split, seed, part)
+            questions += qs
+            goals += made
+            used["qa"].setdefault(split, {}).update({q.scene: index["splits"][split][q.scene] for q in qs})
+            used["grounding"].setdefault(split, {}).update({i.task: index["splits"][split][i.task] for i in made})
+            progress(f"{split} {part}: {len(qs)} questions, {len(made)} grounding tasks")
     out_dir = Path(out_dir or DEFAULT_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
+    split_parts = {p: sorted(b for b, q in part_of.items() if q == p) for p in PARTS}
     paths = []
     for task, items in (("qa", questions), ("grounding", goals)):
-        doc = {"format": FORMATS[task], "version": VERSION, "seed": seed, "scenes": used[task],
-               "items": [i.model_dump(mode="json") for i in items]}
+        doc = {"format": FORMATS[task], "version": VERSION, "seed": seed, "parts": split_parts,
+               "scenes": used[task], "items": [i.model_dump(mode="json") for i in items]}
         path = path_of(task, out_dir)
         path.write_text(json.dumps(doc, indent=1) + "\n")
         paths.append(path)

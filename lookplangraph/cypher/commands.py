@@ -153,7 +153,7 @@ def cmd_cypher_eval(args) -> int:
             "max_chars": args.max_chars}
     try:
         summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
-                           splits=args.split, limit=args.limit, seed=args.seed,
+                           splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
                            data_dir=Path(args.data_dir) if args.data_dir else None,
                            bench_dir=Path(args.bench_dir) if args.bench_dir else None, meta=meta,
                            progress=_progress())
@@ -180,7 +180,7 @@ def cmd_cypher_build(args) -> int:
     try:
         qa, grounding = build(data, Path(args.out) if args.out else None, seed=args.seed,
                               qa_per_split=args.qa_per_split, grounding_per_split=args.grounding_per_split,
-                              progress=lambda m: print(m, file=sys.stderr))
+                              heldout_qa_per_split=args.heldout_qa_per_split, progress=lambda m: print(m, file=sys.stderr))
     except (FileNotFoundError, dataset.SourceError, KeyError) as exc:
         raise _Bad(str(exc).strip("'\"")) from None
     print(f"written: {qa}, {grounding}")
@@ -240,6 +240,8 @@ def add_parser(sub) -> None:
                    help="qa (questions about a scene graph) or grounding (instructions to goals); required")
     p.add_argument("--split", nargs="+", action="extend", choices=["virtualhome", "behavior", "office"], metavar="S",
                    help="only these splits (virtualhome, behavior, office; several, or the flag repeated; default all)")
+    p.add_argument("--part", choices=["dev", "heldout"], help="only items on development scenes (the prompts may draw "
+                                                            "on them) or held-out scenes (never); default both")
     p.add_argument("--limit", type=int, metavar="N", help="items per split, sampled with --seed (default all)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed for --limit (default 0)")
     p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
@@ -259,7 +261,10 @@ def add_parser(sub) -> None:
     p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
     p.add_argument("--out", metavar="DIR", help="output directory (default lookplangraph/cypher/data)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
-    p.add_argument("--qa-per-split", type=int, default=60, metavar="N", help="questions per split (default 60)")
+    p.add_argument("--qa-per-split", type=int, default=60, metavar="N",
+                   help="questions per split on development scenes (default 60)")
+    p.add_argument("--heldout-qa-per-split", type=int, default=320, metavar="N",
+                   help="questions per split on held-out scenes (default 320)")
     p.add_argument("--grounding-per-split", type=int, default=20, metavar="N",
                    help="instructions per split (default 20)")
     p.set_defaults(func=cmd_cypher_build)

@@ -39,15 +39,16 @@ from lookplangraph.evaluation.runner import read_results
 TASKS = ("qa", "grounding")
 
 
-def select(items: list, splits: list[str] | None, limit: int | None, seed: int) -> list:
-    """Items of ``splits`` (all when None): per split, the items shuffled with
-    ``random.Random(f"{seed}:{split}")`` and the first ``limit`` taken. A larger limit extends a
-    smaller one (the same seed gives the same order), so an evaluation can grow by rounds."""
+def select(items: list, splits: list[str] | None, limit: int | None, seed: int, part: str | None = None) -> list:
+    """Items of ``splits`` (all when None) and of ``part`` (``dev`` or ``heldout``; both when
+    None): per split, the items shuffled with ``random.Random(f"{seed}:{split}")`` and the first
+    ``limit`` taken. A larger limit extends a smaller one (the same seed gives the same order), so
+    an evaluation can grow by rounds."""
     out = []
     for split in dict.fromkeys(i.split for i in items):
         if splits and split not in splits:
             continue
-        mine = [i for i in items if i.split == split]
+        mine = [i for i in items if i.split == split and (part is None or getattr(i, "part", "dev") == part)]
         random.Random(f"{seed}:{split}").shuffle(mine)
         out += mine[:limit] if limit is not None else mine
     return out
@@ -72,8 +73,9 @@ def run_item(task: str, item, scene, lm: LMBackend, store: GraphStore, config: A
         correct = bool(verdict and verdict.correct)
         expected, reason = item.goal, (verdict.reason if verdict else res.error)
     return {
-        "id": item.id, "split": item.split, "kind": getattr(item, "kind", "grounding"),
+        "id": item.id, "split": item.split, "part": getattr(item, "part", "dev"), "kind": getattr(item, "kind", "grounding"),
         "template": getattr(item, "template", ""), "variant": config.variant, "correct": correct,
+        "questioned": res.questioned,
         "answer": res.answer, "expected": expected, "reason": reason, "error": res.error, "calls": res.calls,
         "queries": [q.__dict__ for q in res.queries], "input_tokens": res.input_tokens,
         "output_tokens": res.output_tokens, "cached_tokens": res.cached_tokens, "lm_seconds": round(res.lm_seconds, 3),
@@ -82,11 +84,24 @@ def run_item(task: str, item, scene, lm: LMBackend, store: GraphStore, config: A
     }
 
 
+def _groups(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows per split, per part (``part:dev``, ``part:heldout``) and per question kind
+    (``kind:count`` ...) where the rows have them, and ``all``."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["split"], []).append(r)
+    for key in ("part", "kind"):
+        for r in rows:
+            if r.get(key):
+                groups.setdefault(f"{key}:{r[key]}", []).append(r)
+    groups["all"] = rows
+    return groups
+
+
 def summarize(rows: list[dict]) -> dict[str, dict[str, float]]:
-    """Per split and ``all``: see the module doc."""
+    """Per split, part, question kind and ``all``: see the module doc."""
     out = {}
-    for label in [*dict.fromkeys(r["split"] for r in rows), "all"]:
-        mine = [r for r in rows if label == "all" or r["split"] == label]
+    for label, mine in _groups(rows).items():
         if not mine:
             continue
         queries = [q for r in mine for q in r["queries"] if q["query"]]
@@ -117,7 +132,8 @@ def summary_table(summary: dict[str, dict[str, float]], title: str = "") -> str:
 
 
 def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, config: AgentConfig, out: Path, *,
-             splits: list[str] | None = None, limit: int | None = None, seed: int = 0, data_dir: Path | None = None,
+             splits: list[str] | None = None, limit: int | None = None, seed: int = 0, part: str | None = None,
+             data_dir: Path | None = None,
              bench_dir: Path | None = None, meta: dict | None = None,
              progress: Callable[[int, int, dict | None], None] | None = None) -> dict:
     """Run (or resume) one evaluation into ``out``; return the summary (also in ``summary.json``).
@@ -125,10 +141,10 @@ def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, 
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; one of {', '.join(TASKS)}")
     items, scenes = load_benchmark(task, bench_dir, data_dir)
-    chosen = select(items, splits, limit, seed)
+    chosen = select(items, splits, limit, seed, part)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"task": task, "variant": config.variant, "max_queries": config.max_queries, "splits": splits,
-                "seed": seed, "engine": store.engine} | (meta or {})
+                "seed": seed, "engine": store.engine} | ({"part": part} if part else {}) | (meta or {})
     meta_path = out / "meta.json"
     if meta_path.exists():
         old = json.loads(meta_path.read_text())

@@ -66,6 +66,7 @@ class GroundingItem(BaseModel):
     instruction: str
     goal: dict[str, Any]
     states: list[JudgedState] = Field(default_factory=list)
+    part: str = "dev"  # dev or heldout scenes (lookplangraph.cypher.benchmark)
 
 
 class Verdict(BaseModel):

@@ -33,7 +33,8 @@ from sgs.graph import OPPOSITE_STATE, Layer, Relation, SceneGraph, node_class
 
 class Question(BaseModel):
     """One benchmark question. ``scene`` is the GraSIF task id (in ``split``) whose initial graph
-    the question is about."""
+    the question is about; ``part``: ``dev`` (scenes the prompts may draw on) or ``heldout``
+    (:mod:`.benchmark`)."""
 
     id: str
     split: str
@@ -43,6 +44,7 @@ class Question(BaseModel):
     question: str
     answer_type: str
     answer: Any
+    part: str = "dev"
 
 
 Candidate = tuple[str, str, Any]  # question, answer type, answer
@@ -255,11 +257,13 @@ TEMPLATES: dict[str, tuple[str, Template]] = {
 }
 
 
-def build_questions(split: str, scenes: list[tuple[str, SceneGraph]], n: int, seed: int = 0) -> list[Question]:
+def build_questions(split: str, scenes: list[tuple[str, SceneGraph]], n: int, seed: int = 0,
+                    part: str = "dev") -> list[Question]:
     """``n`` questions (fewer if the scenes do not allow them) over ``scenes`` (task id, graph),
     deterministic for a seed: scenes are shuffled with ``random.Random(f"{seed}:{split}")``, each
     template is tried once per scene with a generator seeded by scene and template, and questions
-    are taken round-robin over the templates."""
+    are taken round-robin over the templates. Ids are ``SPLIT-qa-NNN`` (``SPLIT-heldout-qa-NNN``
+    for ``part="heldout"``)."""
     order = sorted(scenes, key=lambda s: s[0])
     random.Random(f"{seed}:{split}").shuffle(order)
     pools: dict[str, list[Question]] = {t: [] for t in TEMPLATES}
@@ -270,7 +274,7 @@ def build_questions(split: str, scenes: list[tuple[str, SceneGraph]], n: int, se
                 continue
             text, kind_of_answer, answer = made
             pools[name].append(Question(id="", split=split, scene=scene_id, kind=kind, template=name, question=text,
-                                        answer_type=kind_of_answer, answer=answer))
+                                        answer_type=kind_of_answer, answer=answer, part=part))
     out: list[Question] = []
     seen: set[tuple[str, str]] = set()
     usage: Counter = Counter()  # questions per scene so far: spread them over the scenes
@@ -288,6 +292,7 @@ def build_questions(split: str, scenes: list[tuple[str, SceneGraph]], n: int, se
             out.append(q)
             if len(out) == n:
                 break
+    prefix = "qa" if part == "dev" else f"{part}-qa"
     for i, q in enumerate(out, start=1):
-        q.id = f"{split}-qa-{i:03d}"
+        q.id = f"{split}-{prefix}-{i:03d}"
     return out
