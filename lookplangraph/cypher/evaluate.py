@@ -121,11 +121,12 @@ def summarize(rows: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def summary_table(summary: dict[str, dict[str, float]], title: str = "") -> str:
-    head = (f"{'split':<13}{'items':>6}{'acc':>7}{'in tok':>9}{'cached':>8}{'out tok':>9}{'queries':>9}{'failed':>8}"
+    w = max([13, *(len(label) + 1 for label in summary)])
+    head = (f"{'split':<{w}}{'items':>6}{'acc':>7}{'in tok':>9}{'cached':>8}{'out tok':>9}{'queries':>9}{'failed':>8}"
             f"{'query ms':>10}{'LM s':>8}")
     lines = ([title] if title else []) + [head, "-" * len(head)]
     for label, s in summary.items():
-        lines.append(f"{label:<13}{s['items']:>6}{s['accuracy']:>7.2f}{s['input_tokens']:>9.0f}"
+        lines.append(f"{label:<{w}}{s['items']:>6}{s['accuracy']:>7.2f}{s['input_tokens']:>9.0f}"
                      f"{s.get('cached_tokens', 0):>8.0f}{s['output_tokens']:>9.0f}"
                      f"{s['queries_per_item']:>9.2f}{s['failed_query_share']:>8.2f}{s['query_ms']:>10.1f}{s['lm_seconds']:>8.1f}")
     return "\n".join(lines)
