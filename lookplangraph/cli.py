@@ -668,9 +668,9 @@ def cmd_eval(args) -> int:
     try:
         evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, processes=s.processes,
-                 failures=s.failures, failure_seed=s.failure_seed, progress=_progress_bar(), meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
-                 env=s.env,
-                 augmentation_factory=_augmentation_factory(s), planner=s.planner)
+                 failures=s.failures, failure_seed=s.failure_seed, progress=_progress_bar(),
+                 meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
+                 env=s.env, augmentation_factory=_augmentation_factory(s), planner=s.planner)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {kept}") from None
     except (Unavailable, UsageError):
