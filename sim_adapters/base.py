@@ -81,6 +81,11 @@ class StepResult:
     truncated: bool = False
     outcome: Action | None = None
 
+    @property
+    def failure(self) -> str | None:
+        """The kind of the low-level failure this step met (``info["failure"]``), or None."""
+        return self.info.get("failure") if self.info else None
+
 
 @runtime_checkable
 class Environment(Protocol):

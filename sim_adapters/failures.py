@@ -46,6 +46,8 @@ from sim_adapters.wrappers import Wrapper
 KINDS = ("grasp", "navigation", "device", "slip", "placement")
 #: kinds that change nothing (a person in a trial can report them as they are)
 NO_EFFECT = ("grasp", "navigation", "device")
+#: the primitive each kind that changes nothing strikes
+KIND_OF_ACTION = {"pick_up": "grasp", "go_to": "navigation", "turn_on": "device", "turn_off": "device"}
 
 #: What the controller reports for each kind; ``{action}``, ``{node}`` (the acted-on node),
 #: ``{held}``, ``{here}`` (the robot's place) and ``{instead}`` (where the object ended) are
@@ -114,35 +116,23 @@ class LowLevelFailures(Wrapper):
     def step(self, action: Action) -> StepResult:
         self._steps += 1
         fn = action.function_name
-        kind = {"pick_up": "grasp", "go_to": "navigation", "turn_on": "device", "turn_off": "device"}.get(fn)
-        if kind is not None:
-            if not self._feasible(action) or not self._draw(kind):
-                return self.env.step(action)
-            g = self.env.true_graph()
-            self.failures.append((self._steps, kind, str(action)))
-            return StepResult(False, failure_feedback(kind, action, here=g.agent.location or ""),
-                              info={"failure": kind})
-        if fn in ("put_on", "put_inside"):
-            return self._place(action)
-        return self.env.step(action)
-
-    def _feasible(self, action: Action) -> bool:
-        """Whether the environment would carry ``action`` out: a failure is drawn only for an
-        action that would otherwise succeed (a refused action is refused as usual)."""
-        from sgs.simulator import Infeasible, apply
-
-        try:
-            apply(self.env.true_graph(), action)
-        except Infeasible:
-            return False
-        return True
-
-    def _place(self, action: Action) -> StepResult:
-        """``put_on``/``put_inside``: a slip (another surface of the room) or, for ``put_inside``,
-        a placement on top; either only where the environment can carry it out."""
-        if not self._feasible(action):
+        kind = KIND_OF_ACTION.get(fn)
+        if kind is None and fn not in ("put_on", "put_inside"):
             return self.env.step(action)
         g = self.env.true_graph()
+        if not _feasible(g, action):  # a refused action is refused as usual, never a failure
+            return self.env.step(action)
+        if kind is None:
+            return self._place(action, g)
+        if not self._draw(kind):
+            return self.env.step(action)
+        self.failures.append((self._steps, kind, str(action)))
+        return StepResult(False, failure_feedback(kind, action, here=g.agent.location or ""), info={"failure": kind})
+
+    def _place(self, action: Action, g: SceneGraph) -> StepResult:
+        """``put_on``/``put_inside`` (feasible in ``g``, the true graph now): a slip (another
+        surface of the room) or, for ``put_inside``, a placement on top; either only where the
+        environment can carry it out."""
         held, dest = g.agent.holding, action.destination
         if self._draw("slip"):
             other = self._other_surface(g, dest)
@@ -169,3 +159,16 @@ class LowLevelFailures(Wrapper):
         info = {**result.info, "failure": kind}
         return StepResult(True, failure_feedback(kind, action, **names), result.observation, info,
                           result.truncated, outcome=other)
+
+
+def _feasible(g: SceneGraph, action: Action) -> bool:
+    """Whether the SGS would carry ``action`` out on ``g``: a failure is drawn only for an action
+    that would otherwise succeed."""
+    from sgs.simulator import Infeasible, apply
+
+    try:
+        apply(g, action)
+    except Infeasible:
+        return False
+    return True
+

@@ -263,10 +263,9 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
     rec.corrections = list(outcome.corrections)
     for step in outcome.actions:
         result = env.step(step)
-        failure = result.info.get("failure") if result.info else None
         if not result.ok:
-            if failure:  # the robot's hands or wheels, not the plan: the scene is as it was
-                rec.failure = failure
+            if result.failure:  # the robot's hands or wheels, not the plan: the scene is as it was
+                rec.failure = result.failure
                 rec.feedback = f"{result.feedback} (a low-level failure; nothing changed, the step may be tried again)"
             else:
                 rec.feedback = f"{result.feedback}; your memory of the scene was out of date"
@@ -279,7 +278,7 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
             break
         rec.executed.append(str(happened))
         if result.outcome is not None:
-            rec.failure = failure or "outcome"
+            rec.failure = result.failure or "outcome"
             rec.feedback = f"{result.feedback} (a low-level failure: {happened} happened instead of {step})"
             break
         if result.observation is not None:
@@ -312,7 +311,7 @@ def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord, percei
         result = env.step(step)
         if not result.ok:
             rec.infeasible = result.feedback or f"{step} failed"
-            rec.failure = result.info.get("failure") if result.info else None
+            rec.failure = result.failure
             return None
         happened = result.outcome or step  # a low-level failure may have done something else
         try:
@@ -322,7 +321,7 @@ def _execute_unchecked(action, memory: MemoryGraph, env, rec: StepRecord, percei
             return None
         rec.executed.append(str(happened))
         if result.outcome is not None:
-            rec.failure, rec.infeasible = result.info.get("failure", "outcome"), result.feedback
+            rec.failure, rec.infeasible = result.failure or "outcome", result.feedback
             return None
         if result.observation is not None:
             try:

@@ -249,7 +249,7 @@ class TextWorld:
             return NOTHING, "nothing", canonical
         for s in steps:
             result = self.env.step(s)
-            self.failure = result.info.get("failure") if result.info else None
+            self.failure = result.failure
             if not result.ok:  # a low-level failure is observed as the controller reports it
                 return (_sentence(result.feedback), "failed", canonical) if self.failure else (NOTHING, "nothing", canonical)
             happened = result.outcome or s
