@@ -565,17 +565,6 @@ def _lm_factory(s, out: Path, args=None):
         raise UsageError(str(exc)) from None
 
 
-def _augmentation_factory(s):
-    """``None`` for ground-truth augmentation, else a :class:`vlm.gam.AugmentationFactory`
-    (``factory(planner_lm) -> GraphAugmentation``): the describer is ``s.vlm``; the parser
-    ``s.parser_lm``, else the describer (vlm mode), else the planner's LM (parser mode)."""
-    if s.augmentation == "ground_truth":
-        return None
-    from vlm.gam import AugmentationFactory
-
-    return AugmentationFactory(s.augmentation, s.vlm, s.vlm_options, s.parser_lm)
-
-
 def _made(factory, *args):
     """``factory(*args)`` for a single episode: an LM (or augmentation) that cannot be made is
     unavailable (3), a mode without its backend is bad input (2)."""
@@ -615,7 +604,7 @@ def cmd_run(args) -> int:
     _check_env(s, [task])
     out = Path(s.out) if s.out else Path("runs") / f"{now_stamp()}_{task.split}_{task.id}"
     lm = _made(_lm_factory(s, out))
-    make_augmentation = _augmentation_factory(s)
+    make_augmentation = s.augmentation_factory()
     augmentation = _made(make_augmentation, lm) if make_augmentation else None
     print(f"Task {task.split}/{task.id}: {task.instruction}")
     c = s.config
@@ -670,7 +659,7 @@ def cmd_eval(args) -> int:
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, processes=s.processes,
                  failures=s.failures, failure_seed=s.failure_seed, progress=_progress_bar(),
                  meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
-                 env=s.env, augmentation_factory=_augmentation_factory(s), planner=s.planner)
+                 env=s.env, augmentation_factory=s.augmentation_factory(), planner=s.planner)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {kept}") from None
     except (Unavailable, UsageError):

@@ -36,7 +36,7 @@ from sgs.graph import Layer, Relation, SceneGraph
 
 from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
-from lookplangraph.cypher.hints import empty_result_note, is_empty
+from lookplangraph.cypher.hints import LABELS, empty_result_note, is_empty, values
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.prompts import template
 
@@ -193,14 +193,7 @@ class CypherAgent:
 
     # internals ---------------------------------------------------------------------------------
     def _labelspace(self) -> str:
-        parts = []
-        for label in ("Room", "Asset", "Object"):
-            try:
-                rows = self.store.query(f"MATCH (n:{label}) RETURN DISTINCT n.class AS c ORDER BY c LIMIT 400").rows
-            except QueryError:
-                rows = []
-            parts.append(f"{label}: " + ", ".join(str(r[0]) for r in rows))
-        return "; ".join(parts)
+        return "; ".join(f"{label}: " + ", ".join(values(self.store, label, "class", 400)) for label in LABELS)
 
     def _system(self, task_kind: str, rules: str) -> str:
         cfg = self.config

@@ -68,13 +68,17 @@ def _holders(store, prop: str, value: str) -> dict[str, list[str]]:
     return found
 
 
+def values(store, label: str, prop: str = "class", limit: int = 2000) -> list[str]:
+    """The distinct values of ``prop`` on ``label`` nodes, sorted (at most ``limit``; none when
+    the store cannot answer). The agent's prompt lists the classes with it."""
+    rows = _ask(store, f"MATCH (n:{label}) RETURN DISTINCT n.{prop} AS v ORDER BY v LIMIT {int(limit)}")
+    return [str(r[0]) for r in rows if r and r[0] is not None]
+
+
 def _nearest(store, prop: str, value: str) -> list[str]:
     """Classes (or names) of the store closest to ``value``."""
-    seen: list[str] = []
-    for label in LABELS:
-        column = f"DISTINCT n.{prop}" if prop == "class" else f"n.{prop}"
-        seen += [str(r[0]) for r in _ask(store, f"MATCH (n:{label}) RETURN {column} LIMIT 2000") if r and r[0]]
-    return difflib.get_close_matches(value, sorted(set(seen)), n=3, cutoff=0.6)
+    seen = {v for label in LABELS for v in values(store, label, prop)}
+    return difflib.get_close_matches(value, sorted(seen), n=3, cutoff=0.6)
 
 
 def empty_result_note(store, query: str) -> str | None:

@@ -90,6 +90,16 @@ class RunSettings:
     def planner_config(self) -> PlannerConfig:
         return self.config
 
+    def augmentation_factory(self):
+        """None for ground-truth augmentation, else a picklable :class:`vlm.gam.AugmentationFactory`
+        (``factory(planner_lm) -> GraphAugmentation``): the describer is ``vlm``; the parser
+        ``parser_lm``, else the describer (vlm mode), else the planner's LM (parser mode)."""
+        if self.augmentation == "ground_truth":
+            return None
+        from vlm.gam import AugmentationFactory
+
+        return AugmentationFactory(self.augmentation, self.vlm, self.vlm_options, self.parser_lm)
+
     def as_dict(self) -> dict:
         """The run's keys and the planner's, as one flat table (what results files record)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "config"}

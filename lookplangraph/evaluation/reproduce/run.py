@@ -161,16 +161,6 @@ def _lm_factory(s: RunSettings, out: Path, opts: Options):
         raise ReproduceError(str(exc)) from None
 
 
-def _augmentation_factory(s: RunSettings):
-    """None for ground truth, else a picklable :class:`vlm.gam.AugmentationFactory` (the
-    describer parses too; without one, the planner's LM)."""
-    if s.augmentation == "ground_truth":
-        return None
-    from vlm.gam import AugmentationFactory
-
-    return AugmentationFactory(s.augmentation, s.vlm, s.vlm_options)
-
-
 def assign_keys(cells: list[Cell], opts: Options) -> tuple[dict[str, list[Task]], dict[str, list]]:
     """Fill each cell's ``keys`` (its tasks, or Table III's observations); return the tasks and
     the observations per split."""
@@ -207,7 +197,7 @@ def run_cells(cells: list[Cell], opts: Options, *, quiet: bool = False) -> None:
                 evaluate(tasks_of[c.split], _lm_factory(s, c.dir, opts), s.planner_config(), c.dir,
                          dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
                          processes=opts.processes, progress=progress,
-                         meta=s.as_dict(), env=s.env, augmentation_factory=_augmentation_factory(s), planner=s.planner)
+                         meta=s.as_dict(), env=s.env, augmentation_factory=s.augmentation_factory(), planner=s.planner)
             bar.close()
     finally:
         overall.close()
