@@ -73,28 +73,34 @@ _REASON_BYTES = 600
 
 class _Shared:
     """A value in shared memory (module doc: across processes) read and written as an attribute
-    of :class:`Endpoint`; writes that must agree with others are made under the pool's lock."""
+    of :class:`Endpoint`; writes that must agree with others are made under the pool's lock.
+    ``typecode`` is :mod:`multiprocessing`'s (``"c"``: a text of up to ``_REASON_BYTES`` bytes,
+    ``None`` when empty; ``"b"``: a flag)."""
+
+    def __init__(self, typecode: str, initial: Any = 0):
+        self.typecode, self.initial = typecode, initial
 
     def __set_name__(self, owner, name: str) -> None:
         self.slot = name
 
+    def make(self):
+        """The shared cell of a new endpoint."""
+        if self.typecode == "c":
+            return MP_CONTEXT.Array("c", _REASON_BYTES, lock=False)
+        return MP_CONTEXT.Value(self.typecode, self.initial, lock=False)
+
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        value = obj._state[self.slot]
-        if self.slot == "dead_reason":
-            return value.value.decode("utf-8", "replace") or None
-        if self.slot == "alive":
-            return bool(value.value)
-        return value.value
+        value = obj._state[self.slot].value
+        if self.typecode == "c":
+            return value.decode("utf-8", "replace") or None
+        return bool(value) if self.typecode == "b" else value
 
     def __set__(self, obj, value) -> None:
-        cell = obj._state[self.slot]
-        if self.slot == "dead_reason":
-            data = (value or "").encode("utf-8")[: _REASON_BYTES - 1]
-            cell.value = data.decode("utf-8", "ignore").encode("utf-8")
-        else:
-            cell.value = value
+        if self.typecode == "c":  # cut to the cell, on a character boundary
+            value = (value or "").encode("utf-8")[: _REASON_BYTES - 1].decode("utf-8", "ignore").encode("utf-8")
+        obj._state[self.slot].value = value
 
 
 @dataclass(eq=False)
@@ -110,22 +116,19 @@ class Endpoint:
     _state: dict = field(default_factory=dict, repr=False)
     _slots: Any = field(default=None, repr=False)
 
-    alive = _Shared()
-    failures = _Shared()
-    bound = _Shared()
-    requests = _Shared()
-    dead_reason = _Shared()
-    _next_start = _Shared()
+    alive = _Shared("b", 1)
+    failures = _Shared("i")
+    bound = _Shared("i")
+    requests = _Shared("q")
+    dead_reason = _Shared("c")
+    _next_start = _Shared("d", 0.0)
 
     def __post_init__(self) -> None:
         parsed = urlparse(self.url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"endpoint {self.url!r} is not an http(s) URL (e.g. http://host:8000/v1)")
         self.url = self.url.rstrip("/")
-        self._state = {"alive": MP_CONTEXT.Value("b", 1, lock=False), "failures": MP_CONTEXT.Value("i", 0, lock=False),
-                       "bound": MP_CONTEXT.Value("i", 0, lock=False), "requests": MP_CONTEXT.Value("q", 0, lock=False),
-                       "dead_reason": MP_CONTEXT.Array("c", _REASON_BYTES, lock=False),
-                       "_next_start": MP_CONTEXT.Value("d", 0.0, lock=False)}
+        self._state = {name: cell.make() for name, cell in vars(Endpoint).items() if isinstance(cell, _Shared)}
         if self.concurrency is not None:
             if int(self.concurrency) < 1:
                 raise ValueError(f"endpoint {self.url}: concurrency must be at least 1, not {self.concurrency}")
