@@ -1,4 +1,4 @@
-"""The command line's conventions (lookplangraph/cli.py's module doc), checked on the real parser:
+"""The command line's conventions (lookplangraph/cli/__init__.py's module doc), checked on the real parser:
 every command and sub-command has help with a description and an example, rejects an unknown flag
 with exit code 2, offers yes/no flags as --NAME/--no-NAME, keeps renamed flags as documented
 deprecated aliases, and offers only flags its handler reads; --version; the exit-code table; a
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from lookplangraph import cli
+from lookplangraph.cli import episodes as cli_episodes
 from lookplangraph.cli import EXIT_CODES, DeprecatedAlias, build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -250,7 +250,7 @@ def test_the_planner_flags_are_derived_from_the_config_and_all_read():
     from lookplangraph.planners.config import SECTIONS, PlannerConfig
 
     keys = {f.name for f in fields(PlannerConfig)} - set(SECTIONS)
-    assert set(cli._planner_overrides.reads_args) == keys
+    assert set(cli_episodes._planner_overrides.reads_args) == keys
     for command in ("run", "eval"):
         sub = next(p for path, p, _ in ALL if list(path[-1:]) == [command])
         dests = {a.dest for a in sub._actions if a.option_strings and a.help != argparse.SUPPRESS}

@@ -1,11 +1,7 @@
 """Command-line glue: ``lookplangraph ask``, ``lookplangraph cypher-eval`` and ``lookplangraph cypher-build``.
 
-Register in ``lookplangraph/cli.py``'s ``build_parser``::
-
-    from lookplangraph.cypher import commands as cypher_commands
-    cypher_commands.add_parser(sub)
-
-Until then, ``python -m lookplangraph.cypher.commands ask|cypher-eval|cypher-build ...`` runs them.
+:func:`add_parser` puts them under ``lookplangraph`` (:func:`lookplangraph.cli.build_parser`);
+``python -m lookplangraph.cypher.commands ask|cypher-eval|cypher-build ...`` runs them alone.
 Each sub-command sets ``func`` to one of :func:`cmd_ask`, :func:`cmd_cypher_eval`,
 :func:`cmd_cypher_build`, which return the exit code of the table in :mod:`lookplangraph.cli` (0
 done, 1 ``ask`` found no answer, 2 bad input, 3 the LM or the graph store cannot be used: the

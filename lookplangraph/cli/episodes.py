@@ -1,0 +1,346 @@
+"""``run``, ``eval``, ``report`` and ``inject``: episodes and batch evaluations under the run
+settings (``--config`` and the flags that override its keys), their reports, and the
+error-injection curve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPEC, Interrupted, Unavailable, UsageError,
+                                           YesNo, add_command, check_spec_flags, deprecated, progress_bar)
+from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, select_tasks, split_flag
+from lookplangraph.planners.config import CORRECTION_MODES
+
+
+def add_parsers(sub) -> None:
+    """The commands of this module, under the top parser's ``sub``."""
+    p = add_command(sub, "run", help="run one episode and print its trace",
+                    description="Run one episode of a planner on one task and print its trace as it goes; the trace "
+                                "and the result are written to --out. Exit code 1 when the episode does not succeed.",
+                    examples=["lookplangraph run --split office --task office-01 --max-actions 12",
+                              "lookplangraph run --task-file T.json --lm openai:gpt-4o --dynamic --dynamic-seed 3",
+                              "lookplangraph run --split virtualhome --task file647_2 --env virtualhome --augmentation parser"])
+    t = p.add_argument_group("the task")
+    split_flag(t, several=False)
+    t.add_argument("--task", metavar="ID", help="task id in the split (default: its first task)")
+    t.add_argument("--task-file", metavar="FILE", help="a task JSON file instead of --split/--task")
+    t.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    _episode_flags(p, command="run")
+    p.set_defaults(func=cmd_run)
+
+    p = add_command(sub, "eval", help="evaluate on many tasks (resumable)",
+                    description="Evaluate a planner on the tasks of a split: one row per episode in OUT/results.jsonl, "
+                                "summaries in OUT/summary.csv and .json. Resumable: rerun the same command after a stop "
+                                "(Ctrl-C, a crash) and only unfinished episodes run. Exit code 0 whatever the verdicts; "
+                                "they are in the summary.",
+                    examples=["lookplangraph eval --split office --max-actions 12 --out runs/office",
+                              "lookplangraph eval --config configs/table5_no_correction.toml --split behavior --limit 6",
+                              "lookplangraph eval --split virtualhome --task file120_1 file27_2 --lm openai:MODEL@URL "
+                              "--concurrency 8 --cache"])
+    t = p.add_argument_group("the tasks")
+    split_flag(t, several=False)
+    t.add_argument("--task", nargs="+", action="extend", metavar="ID", help="task ids (default: all of the split)")
+    deprecated(t, "--tasks", "task", "--task", nargs="+", extend=True)
+    t.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
+    t.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
+    t.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    _episode_flags(p, command="eval")
+    w = p.add_argument_group("workers and LM servers")
+    w.add_argument("--concurrency", type=int, metavar="K", help="episodes in parallel (default 1)")
+    w.add_argument("--processes", type=int, metavar="P", help="worker processes the K episodes are spread over "
+                                                             "(default 1: threads of this process; for many "
+                                                             "episodes in flight against LM servers)")
+    w.add_argument("--endpoints", metavar="URL,URL", help="with --lm openai:MODEL: servers of that model used "
+                                                          "round-robin by the workers (a failed one is taken out, its "
+                                                          "episodes rerun elsewhere)")
+    w.add_argument("--endpoint-concurrency", type=int, metavar="N", help="with --endpoints: requests in flight per endpoint")
+    w.add_argument("--endpoint-rate", type=float, metavar="R", help="with --endpoints: request starts per second per endpoint")
+    w.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
+                   help="record LM replies in OUT/lm_cache.jsonl (or FILE, e.g. another run's cache) and replay identical calls")
+    p.set_defaults(func=cmd_eval)
+
+    p = add_command(sub, "report", help="compare the summaries of evaluation directories in one table (and trials)",
+                    description="One table comparing the summaries of evaluation directories (success rates, "
+                                "action precision, LM calls), the failure kinds of each, and one table of the "
+                                "human-in-the-loop trials among them.",
+                    examples=["lookplangraph report runs/lm47_vh runs/lm47_bh runs/lm47_office --per-split",
+                              "lookplangraph report runs/trial_*"])
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="evaluation output directories (with summary.json), trial "
+                                                          "directories or directories of trials")
+    p.add_argument("--per-split", action=YesNo, default=False, help="also show the per-split rows")
+    deprecated(p, "--splits", "per_split", "--per-split", nargs=0, const=True)
+    p.set_defaults(func=cmd_report)
+
+    p = add_command(sub, "inject", help="error-injection curve: SR against injected error rate in each correction mode",
+                    description="The error-injection curve (Table V's study): a scripted policy (no LM) follows each "
+                                "task's ground-truth plan with errors injected at each rate, in each correction mode "
+                                "(or the one of --correction); SR and APP per rate and mode, written as CSV and a plot.",
+                    examples=["lookplangraph inject --split office --rates 0,0.3,1.0 --seeds 2",
+                              "lookplangraph inject --correction none --out runs/injection_none"])
+    split_flag(p, several=True, help="splits (default: all three)", alias=True)
+    p.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.add_argument("--rates", default="0,0.1,0.2,0.3,0.5,0.7,1.0",
+                   help="comma-separated error rates (default 0,0.1,0.2,0.3,0.5,0.7,1.0)")
+    p.add_argument("--seeds", type=int, default=3, metavar="N", help="seeds per rate: 0 to N-1 (default 3)")
+    p.add_argument("--correction", choices=CORRECTION_MODES, help="only this correction mode (default: all three)")
+    deprecated(p, "--no-correction", "correction", "--correction none", nargs=0, const="none")
+    p.add_argument("--out", metavar="DIR", help="output directory (default runs/error_injection)")
+    p.set_defaults(func=cmd_inject)
+
+
+def _episode_flags(p, *, command: str) -> None:
+    """The settings flags of ``run`` and ``eval`` (:mod:`lookplangraph.evaluation.settings`):
+    each overrides ``--config``'s key of the same name."""
+    g = p.add_argument_group("settings (each overrides the key of the same name in --config)")
+    g.add_argument("--config", metavar="FILE", help="TOML settings file (configs/*.toml)")
+    g.add_argument("--planner", help="lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
+                                     "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
+    g.add_argument("--lm", metavar="SPEC", help="the planner's LM backend: llamacpp:qwen2.5-coder-1.5b (default), "
+                                                "llamacpp:PATH.gguf, openai:MODEL[@BASE_URL]")
+    g.add_argument("--env", help="environment: graph (default; the SGS on the true graph), virtualhome "
+                                 "(VirtualHome's evolving graph; virtualhome split only), virtualhome-unity[@URL] "
+                                 "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080), "
+                                 "omnigibson-bank@DIR (the SGS with images captured in OmniGibson; behavior split)")
+    g.add_argument("--augmentation", choices=["ground_truth", "parser", "vlm"],
+                   help="what discover_objects adds to memory: ground_truth (default; the true objects), parser "
+                        "(the environment's text description, parsed by an LM), vlm (the image, described by --vlm, then parsed)")
+    g.add_argument("--vlm", metavar="SPEC", help="describer backend for --augmentation vlm, a model that sees images "
+                                                 "(openai:MODEL@BASE_URL, openai:gpt-4o, llamacpp:PATH.gguf with mmproj in vlm_options)")
+    g.add_argument("--parser-lm", metavar="SPEC", help="parser backend (default: --vlm in vlm mode, --lm in parser mode)")
+    g.add_argument("--dynamic", action=YesNo, default_text="off, or the config's",
+                   help="dynamic mode: move task-relevant objects before the episode (seeded by --dynamic-seed)")
+    g.add_argument("--dynamic-seed", type=int, metavar="N", help="the seed of dynamic mode (default 0)")
+    deprecated(g, "--seed", "dynamic_seed", "--dynamic-seed", type=int)
+    g.add_argument("--failures", type=float, metavar="RATE",
+                   help="low-level execution failures: each kind (a grasp that fails, a blocked door, a device that "
+                        "does not switch, an object that slips, a placement on top instead of inside) at this rate "
+                        "(default 0; a table per kind in the config, sim_adapters.failures)")
+    g.add_argument("--failure-seed", type=int, metavar="N", help="the seed of the failures' draws (default 0)")
+    loop = p.add_argument_group("the planner's settings (the config's top-level keys; the loop's switches are "
+                                "LookPlanGraph's, the baselines ignore them; the baselines' own are [tables] of --config)")
+    _planner_flags(loop)
+    deprecated(loop, "--no-correction", "correction", "--correction none", nargs=0, const="none")
+    deprecated(loop, "--allow-cycles", "refuse_cycles", "--no-refuse-cycles", nargs=0, const=False)
+    default_out = ("runs/TIME_SPLIT_TASK" if command == "run" else "runs/eval_TIME_SPLIT; rerun the same command to resume")
+    g.add_argument("--out", metavar="DIR", help=f"output directory (default {default_out})")
+
+
+def _planner_fields():
+    from dataclasses import fields
+
+    from lookplangraph.planners.config import SECTIONS, PlannerConfig
+
+    return [f for f in fields(PlannerConfig) if f.name not in SECTIONS]
+
+
+def _planner_flags(group) -> None:
+    """One flag per top-level key of :class:`~lookplangraph.planners.config.PlannerConfig`, derived
+    from the field (its help, its choices, its default): ``--NAME/--no-NAME`` for yes/no keys."""
+    for f in _planner_fields():
+        flag, shown = "--" + f.name.replace("_", "-"), "none" if f.default is None else f.default
+        if isinstance(f.default, bool):
+            group.add_argument(flag, dest=f.name, action=YesNo, help=f.metadata["help"],
+                               default_text=f"{'on' if f.default else 'off'}, or the config's")
+            continue
+        choices = f.metadata.get("choices")
+        kind = {"choices": list(choices), "metavar": "|".join(choices)} if choices else \
+            {"type": type(f.default) if f.default is not None else int, "metavar": "N"}
+        group.add_argument(flag, dest=f.name, help=f"{f.metadata['help']} (default: {shown}, or the config's)", **kind)
+
+
+def _planner_overrides(args) -> dict:
+    """The planner keys given as flags (None: not given)."""
+    return {f.name: getattr(args, f.name, None) for f in _planner_fields()}
+
+
+#: what :func:`_planner_overrides` reads of the namespace (the flags :func:`_planner_flags` makes)
+_planner_overrides.reads_args = tuple(f.name for f in _planner_fields())
+
+
+def _settings(args):
+    """Run settings from ``--config`` and the flags of ``run``/``eval`` (None: not given)."""
+    from lookplangraph.evaluation.settings import SettingsError, load_settings
+
+    task = getattr(args, "task", None)
+    overrides = {
+        "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": args.dynamic, "seed": args.dynamic_seed,
+        "env": args.env, "augmentation": args.augmentation, "vlm": args.vlm, "parser_lm": args.parser_lm,
+        "out": args.out, "cache": getattr(args, "cache", None),
+        "tasks": [task] if isinstance(task, str) else (task or None),
+        "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
+        "processes": getattr(args, "processes", None), "failures": getattr(args, "failures", None),
+        "failure_seed": getattr(args, "failure_seed", None),
+        "selection": getattr(args, "selection", None), **_planner_overrides(args),
+    }
+    try:
+        s = load_settings(args.config, overrides)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    check_spec_flags(s.lm, s.vlm, s.parser_lm)
+    return s
+
+
+def _lm_factory(s, out: Path, args=None):
+    """One LM per call (per worker); with ``--endpoints`` (or ``lm_options.endpoints``) each is a
+    client of one shared endpoint pool (:func:`lookplangraph.lm.pool.lm_factory`). Picklable, for
+    worker processes. A bad endpoint list is bad input (2); an LM that cannot be made raises
+    :class:`~lookplangraph.lm.LMError` when it is made (unavailable, 3)."""
+    from lookplangraph.lm import LMError
+    from lookplangraph.lm.pool import lm_factory
+
+    if s.lm == EXPERT_SPEC:  # the privileged harness tool, never a default (evaluation.expert)
+        from lookplangraph.evaluation.expert import Expert
+
+        if s.cache or getattr(args, "endpoints", None):
+            raise UsageError("--lm expert answers from the episode itself: it takes no --cache and no --endpoints")
+        return Expert
+    cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
+    try:
+        return lm_factory(s.lm, s.lm_options, endpoints=getattr(args, "endpoints", None),
+                          concurrency=getattr(args, "endpoint_concurrency", None),
+                          rate=getattr(args, "endpoint_rate", None), cache=cache)
+    except (ValueError, LMError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _made(factory, *args):
+    """``factory(*args)`` for a single episode: an LM (or augmentation) that cannot be made is
+    unavailable (3), a mode without its backend is bad input (2)."""
+    from lookplangraph.lm import LMError
+
+    try:
+        return factory(*args)
+    except LMError as exc:
+        raise Unavailable(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _check_env(s, tasks) -> None:
+    from lookplangraph.evaluation.runner import check_env
+
+    try:
+        check_env(s.env, tasks, s.augmentation)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _unavailable_kinds() -> tuple[type[BaseException], ...]:
+    """Errors of a run that say something it needs is not there: the LM, a simulator, a sandbox."""
+    from lookplangraph.lm import LMError
+    from lookplangraph.sandbox.runner import SandboxUnavailable
+    from sim_adapters.virtualhome import VirtualHomeError
+
+    return LMError, VirtualHomeError, SandboxUnavailable
+
+
+def cmd_run(args) -> int:
+    from lookplangraph.evaluation.runner import format_result, now_stamp, run_episode_to_dir
+
+    s = _settings(args)
+    task = select_tasks(s, args.data_dir, args.task_file)[0]
+    _check_env(s, [task])
+    out = Path(s.out) if s.out else Path("runs") / f"{now_stamp()}_{task.split}_{task.id}"
+    lm = _made(_lm_factory(s, out))
+    make_augmentation = s.augmentation_factory()
+    augmentation = _made(make_augmentation, lm) if make_augmentation else None
+    print(f"Task {task.split}/{task.id}: {task.instruction}")
+    c = s.config
+    loop = (f"graph {c.graph_style}; priors {'on' if c.priors else 'off'}; correction {c.correction}; "
+            if s.planner == "lookplangraph" else "")  # the LookPlanGraph loop's own switches
+    print(f"planner {s.planner}; LM {lm.name}; {loop}dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; "
+          f"environment {s.env}; augmentation {s.augmentation}")
+    try:
+        result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
+                                    failures=s.failures, failure_seed=s.failure_seed,
+                                    echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
+                                    planner=s.planner)
+    except _unavailable_kinds() as exc:
+        raise Unavailable(str(exc)) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(format_result(result))
+    print(f"trace: {out / 'trace.jsonl'}; result: {out / 'result.json'}")
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+def cmd_eval(args) -> int:
+    from lookplangraph.evaluation.runner import evaluate, now_stamp, summary_text
+
+    s = _settings(args)
+    tasks = select_tasks(s, args.data_dir)
+    _check_env(s, tasks)
+    out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
+    kept = f"finished episodes are kept in {out / 'results.jsonl'}; rerun the same command to resume"
+    try:
+        evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
+                 dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, processes=s.processes,
+                 failures=s.failures, failure_seed=s.failure_seed, progress=progress_bar(),
+                 meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
+                 env=s.env, augmentation_factory=s.augmentation_factory(), planner=s.planner)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; {kept}") from None
+    except (Unavailable, UsageError):
+        raise
+    except _unavailable_kinds() as exc:
+        raise Unavailable(f"{exc} ({kept})") from None
+    except ValueError as exc:
+        raise UsageError(f"{exc} ({kept})") from None
+    print(summary_text(json.loads((out / "summary.json").read_text())))
+    print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    """One table comparing the summaries of several evaluation directories (and one of the
+    human-in-the-loop trials among them: trial directories, or directories holding them)."""
+    from collections import Counter
+
+    from lookplangraph.evaluation.runner import read_results, summary_text
+    from lookplangraph.apps.trial import report_table, trial_dirs
+
+    trials = trial_dirs(args.dirs)
+    if trials:
+        print(report_table(trials))
+        args.dirs = [d for d in args.dirs if (Path(d) / "summary.json").exists() or not trial_dirs([d])]
+        if not args.dirs:
+            return EXIT_OK
+    rows = {}
+    for d in args.dirs:
+        path = Path(d) / "summary.json"
+        if not path.exists():
+            raise UsageError(f"{d}: no summary.json (not an evaluation directory, or nothing finished yet)")
+        summary = json.loads(path.read_text())
+        for label, row in summary.items():
+            if label == "all" or args.per_split:
+                rows[f"{Path(d).name}" + ("" if label == "all" else f" [{label}]")] = row
+    print(summary_text(rows))
+    for d in args.dirs:  # baselines: why plans failed, one count per failure kind
+        results = read_results(Path(d) / "results.jsonl")
+        kinds = Counter(r["failure"] for r in results if r.get("failure"))
+        planners = sorted({r.get("planner", "lookplangraph") for r in results})
+        if kinds:
+            print(f"{Path(d).name} ({', '.join(planners)}): " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
+    return EXIT_OK
+
+
+def cmd_inject(args) -> int:
+    from types import SimpleNamespace
+
+    from lookplangraph.evaluation.injection_curve import curve, curve_table, write_curve
+
+    try:
+        rates = [float(r) for r in args.rates.split(",")]
+    except ValueError:
+        raise UsageError(f"--rates takes comma-separated numbers, not {args.rates!r}") from None
+    tasks = []
+    for split in args.split or SPLITS:
+        tasks += select_tasks(SimpleNamespace(split=split, selection=None, tasks=None, limit=None), args.data_dir)
+    modes = (args.correction,) if args.correction else None
+    rows = curve(tasks, rates, seeds=args.seeds, progress=progress_bar(), **({"modes": modes} if modes else {}))
+    out = Path(args.out) if args.out else Path("runs") / "error_injection"
+    write_curve(rows, out)
+    print(curve_table(rows))
+    print(f"written: {out / 'curve.csv'}, {out / 'curve.png'}")
+    return EXIT_OK

@@ -1,0 +1,184 @@
+"""``validate``, ``show`` and ``grasif``: plans judged by graph simulation, scene graphs printed,
+and the GraSIF benchmark's data directory."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from grasif.task import TaskError, load_task
+from grasif.validate import ValidationReport, validate_plan
+from sgs.actions import ActionSyntaxError
+from sgs.graph import GraphError
+from sgs.io import load_graph
+from sgs.render import render_tree
+
+from lookplangraph.cli.conventions import EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, deprecated
+from lookplangraph.cli.tasks import DATA_DIR_HELP, read_goal, read_json, source_error, split_flag
+
+
+def add_parsers(sub) -> None:
+    """The commands of this module, under the top parser's ``sub``."""
+    p = add_command(sub, "validate", help="validate a plan against a goal by graph simulation",
+                    description="Validate a plan against a goal by graph simulation: the plan runs in the Scene "
+                                "Graph Simulator from the initial graph, and the final graph is judged against the goal "
+                                "(its units, and side effects on everything else). Exit code 1 when the plan fails.",
+                    examples=["lookplangraph validate --initial examples/gift_basket/initial.json "
+                              "--goal examples/gift_basket/goal.json --plan examples/gift_basket/plan.json",
+                              "lookplangraph validate --task-file examples/gift_basket/task.json --json"])
+    p.add_argument("--initial", metavar="FILE", help="initial scene graph (paper JSON format)")
+    p.add_argument("--goal", metavar="FILE", help="goal scene graph, or a goal specification JSON")
+    p.add_argument("--plan", metavar="FILE", help="JSON list of actions (strings like 'pick_up(apple-1)' or objects)")
+    p.add_argument("--task-file", metavar="FILE",
+                   help="a GraSIF task file (initial graph, goal; its ground-truth plan unless --plan)")
+    deprecated(p, "--task", "task_file", "--task-file")
+    p.add_argument("--correction", choices=["rules", "none"], default="rules",
+                   help="rules (default): correct what the rules can (open a container first ...); "
+                        "none: report infeasible actions instead")
+    deprecated(p, "--no-correction", "correction", "--correction none", nargs=0, const="none")
+    p.add_argument("--by-class", action=YesNo, default=False, help="check moved objects by class and count, not by id")
+    p.add_argument("--json", action=YesNo, default=False, help="print the verdict as JSON")
+    p.set_defaults(func=cmd_validate)
+
+    p = add_command(sub, "show", help="print a scene graph as a tree",
+                    description="Print a scene graph file (paper JSON format) as a tree: rooms, assets, objects "
+                                "with their relations and states.",
+                    examples=["lookplangraph show examples/gift_basket/initial.json"])
+    p.add_argument("graph", metavar="GRAPH", help="scene graph file (paper JSON format)")
+    p.set_defaults(func=cmd_show)
+
+    p = add_command(sub, "grasif", help="build, list and describe the GraSIF benchmark",
+                    description="The GraSIF benchmark's data directory: build the task files from their source "
+                                "packages, list task ids, print Table I.",
+                    examples=["lookplangraph grasif build --split office",
+                              "lookplangraph grasif list --split virtualhome --selection strict",
+                              "lookplangraph grasif stats"])
+    gsub = p.add_subparsers(dest="grasif_command", required=True, metavar="COMMAND", title="commands")
+    b = add_command(gsub, "build", help="build task files from the source packages (atomic, deterministic)",
+                    description="Build the task files of the splits from their source packages (virtualhome-eval, "
+                                "bddl, the office building), atomically and deterministically.",
+                    examples=["lookplangraph grasif build", "lookplangraph grasif build --split office --out data/grasif"])
+    b.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    b.add_argument("--out", metavar="DIR", help="output directory (default: the data directory)")
+    split_flag(b, several=True, help="build only these splits (default: all three)")
+    lst = add_command(gsub, "list", help="task ids, one per line",
+                      description="Print the task ids of a build, one per line.",
+                      examples=["lookplangraph grasif list --split office",
+                                "lookplangraph grasif list --split virtualhome --selection paper | wc -l"])
+    lst.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    split_flag(lst, several=False, help="only the tasks of this split (default: all)")
+    lst.add_argument("--selection", help="only tasks of this selection (virtualhome: strict = appendix H1 as written, "
+                                         "paper = 308 tasks)")
+    st = add_command(gsub, "stats", help="Table I of the paper for the build",
+                     description="Table I of the paper (tasks, places, nodes, ground-truth actions per split) for the "
+                                 "build, beside the paper's figures.",
+                     examples=["lookplangraph grasif stats --data-dir data/grasif"])
+    st.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.set_defaults(func=cmd_grasif)
+
+
+def _print_report(report: ValidationReport, out) -> None:
+    steps = report.steps
+    print(f"Plan: {len(steps)} steps -> {report.primitive_count} primitive actions", file=out)
+    for s in steps:
+        if not s.ok:
+            print(f"  step {s.index:>3}  {s.action}\n            INFEASIBLE: {s.feedback}", file=out)
+        elif s.corrections and any(not c.startswith("expanded") for c in s.corrections):
+            print(f"  step {s.index:>3}  {s.action}  corrected: {'; '.join(s.corrections)}", file=out)
+    goal = report.goal
+    print(f"Goal: {goal.correct}/{goal.total} correct (precision {goal.precision:.3f})", file=out)
+    for item in goal.items:
+        if not item.ok:
+            print(f"  not met: {item.label}: expected {item.expected}; found {item.actual}", file=out)
+    if not goal.frame_checked:
+        print("Side effects: not checked (the goal judges only its own conditions)", file=out)
+    else:
+        print(f"Side effects: {len(goal.side_effects) or 'none'} (all else must stay as in the initial graph)", file=out)
+        for item in goal.side_effects:
+            print(f"  side effect: {item.label}: expected {item.expected}; found {item.actual}", file=out)
+    if report.success:
+        print("SUCCESS", file=out)
+        return
+    failed = []  # the success rules that fail
+    if report.infeasible:
+        failed.append(f"{len(report.infeasible)} infeasible step(s)")
+    if not goal.success_changed_only:
+        failed.append("goal not reached")
+    if goal.side_effects:
+        failed.append(f"side effects on {', '.join(i.label for i in goal.side_effects)}")
+    print(f"FAILURE: {', '.join(failed)}", file=out)
+    if report.success_changed_only:
+        print("  (changed-only verdict: success; the goal's own units are met and every step is feasible)", file=out)
+
+
+def cmd_validate(args) -> int:
+    if args.task_file:
+        try:
+            task = load_task(args.task_file)
+        except TaskError as exc:
+            raise UsageError(str(exc)) from None
+        initial, goal, plan = task.graph, task.goal, task.ground_truth_plan
+        if args.initial or args.goal:
+            raise UsageError("give either --task-file or --initial/--goal")
+    else:
+        if not (args.initial and args.goal and args.plan):
+            raise UsageError("validate needs --initial, --goal and --plan (or --task-file)")
+        try:
+            initial = load_graph(args.initial)
+        except (GraphError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        except FileNotFoundError:
+            raise UsageError(f"{args.initial}: no such file") from None
+        goal = read_goal(args.goal, initial, args.by_class)
+        plan = None
+    if args.plan:
+        plan = read_json(args.plan)
+        if isinstance(plan, dict) and "plan" in plan:
+            plan = plan["plan"]
+        if not isinstance(plan, list):
+            raise UsageError(f"{args.plan}: a plan is a JSON list of actions")
+    try:
+        report = validate_plan(initial, plan, goal, correct=args.correction != "none")
+    except ActionSyntaxError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(report.summary(), indent=1))
+    else:
+        _print_report(report, sys.stdout)
+    return EXIT_OK if report.success else EXIT_FAILED
+
+
+def cmd_show(args) -> int:
+    try:
+        graph = load_graph(args.graph)
+    except (GraphError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    except FileNotFoundError:
+        raise UsageError(f"{args.graph}: no such file") from None
+    print(render_tree(graph))
+    return EXIT_OK
+
+
+def cmd_grasif(args) -> int:
+    from grasif import dataset
+
+    data_dir = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+    try:
+        if args.grasif_command == "build":
+            out = dataset.build(Path(args.out) if args.out else data_dir, splits=args.split or None,
+                                progress=lambda msg: print(msg, file=sys.stderr))
+            print(f"GraSIF written to {out}", flush=True)
+        elif args.grasif_command == "list":
+            if args.selection:
+                for task in dataset.load_split(data_dir, args.split):
+                    if args.selection in task.provenance.get("selections", []):
+                        print(task.id)
+            else:
+                for _, task_id in dataset.task_ids(data_dir, args.split):
+                    print(task_id)
+        else:
+            print(dataset.stats_table(data_dir))
+    except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
+        raise source_error(exc) from None
+    return EXIT_OK

@@ -1,0 +1,275 @@
+"""``expert-proof`` and ``distill``: on-board planning's tools. The privileged expert in each
+planner's loop (a harness proof, not a model), its training data on the held-out split's train
+pool, LoRA training and export, and checked chunks for carrying files to a GPU machine."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, progress_bar)
+from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
+from lookplangraph.planners.config import CORRECTION_MODES
+
+
+def add_parsers(sub) -> None:
+    """The commands of this module, under the top parser's ``sub``."""
+    p = add_command(sub, "expert-proof", help="harness proof: the privileged expert in each planner's loop (SR should be 1.0)",
+                    description="The harness proof: the expert policy (privileged: it reads the true graph "
+                                "and the ground-truth plan; a harness tool, never a model) answers the planner's "
+                                "prompts through the same reply path as an LM, over whole splits, static and dynamic "
+                                "seeds, in the graph environment and the VirtualHome adapter. Every failure is listed.",
+                    examples=["lookplangraph expert-proof",
+                              "lookplangraph expert-proof --split virtualhome --env graph --env virtualhome "
+                              "--seeds static,0,1",
+                              "lookplangraph expert-proof --planner llm-as-p --seeds static,0"])
+    split_flag(p, several=True, help="splits (default: all three)")
+    p.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.add_argument("--planner", action="append", metavar="NAME",
+                   help="lookplangraph (default), react, sayplan, sayplan-lite or llm-as-p; repeat for several")
+    p.add_argument("--correction", action="append", choices=CORRECTION_MODES,
+                   help="correction modes of lookplangraph (default: all three); repeat for several")
+    p.add_argument("--env", action="append", choices=["graph", "virtualhome"],
+                   help="environments (default graph); virtualhome runs the virtualhome split only, "
+                        "without the 7 [PlugIn] programs")
+    p.add_argument("--seeds", default="static,0,1", help="comma-separated: static and dynamic seeds (default static,0,1)")
+    p.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200: a search of a whole home in dynamic mode)")
+    p.add_argument("--limit", type=int, metavar="N", help="first N tasks of each split")
+    p.add_argument("--out", metavar="DIR", help="output directory (default runs/expert_proof)")
+    p.set_defaults(func=cmd_expert_proof)
+
+    p = add_command(sub, "distill", help="distil the privileged expert into an embedded model: data, LoRA training, export",
+                    description="Supervised fine-tuning data: the expert's episodes on the train pool of the pinned "
+                                "held-out split (grasif/data/heldout_v1.json), with label-preserving augmentation; "
+                                "every example is exactly what LookPlanGraph sends at a step and the expert's answer. "
+                                "Then a LoRA trained on it (the distill extra) and exported as a GGUF LoRA for llama.cpp.",
+                    examples=["lookplangraph distill data --out runs/distill",
+                              "lookplangraph distill data --out runs/distill_small --limit 20 --augment none",
+                              "lookplangraph distill validate --out runs/distill",
+                              "lookplangraph distill train --data runs/distill --base qwen2.5-coder-1.5b --out runs/lora15"])
+    dsub = p.add_subparsers(dest="distill_command", required=True, metavar="COMMAND", title="commands")
+    d = add_command(dsub, "data", help="write sft.jsonl, episodes.jsonl, demonstrations.jsonl.gz and counts.json",
+                    description="Run the expert in LookPlanGraph's loop on every train-pool task, static and dynamic "
+                                "seeds, as it is and augmented (renamed instances, shuffled listing order, "
+                                "distractors), and write chat-format examples of the accepted answers.",
+                    examples=["lookplangraph distill data --out runs/distill --seeds static,0,1,2,3"])
+    d.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    d.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    d.add_argument("--seeds", default="static,0,1,2,3", help="static and dynamic seeds (default: the manifest's "
+                                                           "train seeds static,0,1,2,3)")
+    d.add_argument("--augment", default="rename,shuffle,distract",
+                   help="augmentation kinds, comma-separated, or none (default rename,shuffle,distract)")
+    d.add_argument("--correction", choices=CORRECTION_MODES, default="rules", help="correction mode (default rules)")
+    d.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200)")
+    d.add_argument("--limit", type=int, metavar="N", help="only the first N train-pool tasks")
+    v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
+                    description="Replay each successful episode from its true initial graph through the SGS (every "
+                                "action feasible, the goal holds at the end) and read every example's answer back "
+                                "as an action whose names stand in its prompt. Exit 1 on any problem.",
+                    examples=["lookplangraph distill validate --out runs/distill"])
+    v.add_argument("--out", required=True, metavar="DIR", help="the directory distill data wrote")
+    v.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    t = add_command(dsub, "train", help="LoRA fine-tuning of a GGUF model on sft.jsonl (the distill extra)",
+                    description="Read the base model and its tokenizer from its GGUF file, fine-tune a LoRA on the chat "
+                                "examples with the loss on the answers only, and write OUT/adapter/, OUT/adapter.gguf "
+                                "(for --lm llamacpp:BASE+OUT/adapter.gguf), loss.csv, loss.png and train.json. Seeded; "
+                                "checkpoints every --save-steps; the same command resumes an interrupted run.",
+                    examples=["lookplangraph distill train --data runs/distill --base qwen2.5-coder-1.5b --out runs/lora15",
+                              "lookplangraph distill train --data runs/distill --base qwen2.5-coder-0.5b --out runs/lora05 "
+                              "--examples 4000 --max-minutes 8"])
+    t.add_argument("--data", required=True, metavar="PATH", help="sft.jsonl (or .jsonl.gz), or the directory distill data wrote")
+    t.add_argument("--base", default="qwen2.5-coder-1.5b", metavar="MODEL",
+                   help="an embedded model's name or a GGUF path (default qwen2.5-coder-1.5b)")
+    t.add_argument("--out", required=True, metavar="DIR", help="output directory (checkpoints, adapter, loss)")
+    t.add_argument("--rank", type=int, default=16, help="LoRA rank (default 16)")
+    t.add_argument("--alpha", type=float, default=32.0, help="LoRA alpha (default 32)")
+    t.add_argument("--lr", type=float, default=2e-4, help="learning rate (default 2e-4, cosine, 3%% warm-up)")
+    t.add_argument("--epochs", type=float, default=1.0, help="passes over the data (default 1)")
+    t.add_argument("--max-steps", type=int, metavar="N", help="optimizer steps (wins over --epochs)")
+    t.add_argument("--batch-size", type=int, default=4, help="examples per device batch (default 4)")
+    t.add_argument("--grad-accum", type=int, default=4, help="batches per optimizer step (default 4)")
+    t.add_argument("--max-length", type=int, default=4096, help="leave out longer examples, in tokens (default 4096)")
+    t.add_argument("--examples", type=int, metavar="N", help="use N examples of the seeded shuffle (default all)")
+    t.add_argument("--seed", type=int, default=0, help="seed of the shuffle, LoRA init and dropout (default 0)")
+    t.add_argument("--save-steps", type=int, default=100, help="checkpoint every N steps (default 100)")
+    t.add_argument("--max-minutes", type=float, metavar="M", help="stop with a checkpoint after M minutes of training")
+    t.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
+                   help="weights and compute (default auto: bfloat16 on a GPU that has it, else float32)")
+    t.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
+                   help="the examples' system message: as built (the planner's full prompt) or compact (then run the "
+                        "adapter with --system-prompt compact; a fifth of the prompt tokens)")
+    t.add_argument("--restart", action=YesNo, default=False,
+                   help="ignore the checkpoints in OUT and start over (off: go on from the last one)")
+    e = add_command(dsub, "export", help="a PEFT adapter directory as a GGUF LoRA for llama.cpp",
+                    description="Write a PEFT LoRA adapter (adapter_config.json, adapter_model.safetensors) as the GGUF "
+                                "LoRA file llama.cpp applies to the unchanged base; checked against the base's tensors.",
+                    examples=["lookplangraph distill export --adapter runs/lora15/adapter --base qwen2.5-coder-1.5b "
+                              "--out runs/lora15/adapter.gguf"])
+    e.add_argument("--adapter", required=True, metavar="DIR", help="the PEFT adapter directory")
+    e.add_argument("--base", default="qwen2.5-coder-1.5b", metavar="MODEL", help="the base: embedded name or GGUF path")
+    e.add_argument("--out", required=True, metavar="FILE", help="the GGUF LoRA to write")
+    e.add_argument("--dtype", choices=["f16", "f32"], default="f16", help="tensor type (default f16)")
+    sp = add_command(dsub, "split", help="cut a file into checked chunks (to carry it to a GPU machine)",
+                     description="Cut FILE into chunks of at most --chunk-mib MiB with a manifest of SHA-256 sums; "
+                                 "`distill join` checks and puts them back together.",
+                     examples=["lookplangraph distill split ~/.cache/lookplangraph/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf "
+                               "--out carry/base"])
+    sp.add_argument("file", metavar="FILE", help="the file to cut")
+    sp.add_argument("--out", required=True, metavar="DIR", help="directory of the chunks and the manifest")
+    sp.add_argument("--chunk-mib", type=float, default=60.0, help="chunk size in MiB (default 60)")
+    j = add_command(dsub, "join", help="check the chunks of a manifest and put the file back together",
+                    description="Check every chunk's size and SHA-256 against the manifest, then write the whole file "
+                                "(OUT.part, renamed when the whole file's SHA-256 matches). Exit 1 naming a bad chunk.",
+                    examples=["lookplangraph distill join carry/base/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.manifest.json"])
+    j.add_argument("manifest", metavar="MANIFEST", help="the manifest split wrote")
+    j.add_argument("--out", metavar="FILE", help="where to write the file (default: its name beside the manifest)")
+    p.set_defaults(func=cmd_distill)
+
+
+def cmd_expert_proof(args) -> int:
+    """The harness proof: the privileged expert in each planner's loop (evaluation.expert_proof)."""
+    from types import SimpleNamespace
+
+    from lookplangraph.evaluation.expert import PLANNERS
+    from lookplangraph.evaluation.expert_proof import proof_table, run_proof, write_proof
+
+    pairs = []
+    for name in (args.planner or ["lookplangraph"]):
+        if name not in PLANNERS:
+            raise UsageError(f"--planner {name}: the expert answers {', '.join(PLANNERS)}")
+        modes = args.correction or (list(CORRECTION_MODES) if name == "lookplangraph" else ["rules"])
+        if name != "lookplangraph":
+            modes = ["rules"]  # the correction modes are LookPlanGraph's
+        pairs += [(name, m) for m in modes]
+    seeds = seed_list(args.seeds)
+    rows = []
+    for split in args.split or SPLITS:
+        tasks = select_tasks(SimpleNamespace(split=split, selection=None, tasks=None, limit=args.limit), args.data_dir)
+        for env in args.env or ["graph"]:
+            if env.startswith("virtualhome"):
+                if split != "virtualhome":
+                    continue
+                from sim_adapters.virtualhome import UNPLUGGED_TASKS
+
+                left_out = sorted(t.id for t in tasks if t.id in UNPLUGGED_TASKS)
+                if left_out:
+                    print(f"left out in {env} ([PlugIn] programs): {', '.join(left_out)}", file=sys.stderr)
+                run_tasks = [t for t in tasks if t.id not in UNPLUGGED_TASKS]
+            else:
+                run_tasks = tasks
+            rows += run_proof(run_tasks, planners=pairs, seeds=seeds, env=env, max_actions=args.max_actions,
+                              progress=progress_bar(f"{split} {env}"))
+    out = Path(args.out) if args.out else Path("runs") / "expert_proof"
+    write_proof(rows, out)
+    print(proof_table(rows))
+    failures = [f for r in rows for f in r.failures]
+    for f in failures[:40]:
+        print(f"FAIL {f['planner']}/{f['correction']} {f['env']} seed={f['seed']} {f['task']}: "
+              f"{f['termination']}: {f['why']}")
+    print(f"written: {out / 'proof.csv'}, {out / 'failures.csv'} ({len(failures)} failures)")
+    return EXIT_OK
+
+
+def cmd_distill(args) -> int:
+    """Distillation: training data from the expert (evaluation.trajectories: ``distill data``,
+    ``distill validate``), LoRA training and export (training: ``distill train``, ``distill
+    export``), and checked chunks for carrying files to a GPU machine (``distill split``, ``distill join``)."""
+    if args.distill_command in ("train", "export", "split", "join"):
+        return _distill_training(args)
+    from grasif import dataset
+    from grasif.heldout import in_train_pool
+
+    from lookplangraph.evaluation import trajectories
+
+    root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+    try:
+        tasks = [t for split in ("virtualhome", "behavior") for t in dataset.load_split(root, split)]
+    except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
+        raise source_error(exc) from None
+    out = Path(args.out)
+    if args.distill_command == "validate":
+        if not (out / "episodes.jsonl").exists() or not (out / "sft.jsonl").exists():
+            raise UsageError(f"{out} holds no training data (episodes.jsonl, sft.jsonl); write it with "
+                             f"`lookplangraph distill data --out {out}`")
+        report = trajectories.validate_data(out, {(t.split, t.id): t for t in tasks}, progress=progress_bar("replay"))
+        print(f"replayed {report.episodes} successful episodes and read {report.examples} examples: "
+              f"{len(report.problems)} problem(s)")
+        for line in report.problems[:30]:
+            print("  " + line)
+        return EXIT_OK if report.ok else EXIT_FAILED
+    pool = [t for t in tasks if in_train_pool(t.split, t.id)]
+    if args.limit:
+        pool = pool[: args.limit]
+    seeds = seed_list(args.seeds)
+    kinds = tuple(k for k in args.augment.split(",") if k) if args.augment != "none" else ()
+    bad = sorted(set(kinds) - set(trajectories.AUGMENTATIONS))
+    if bad:
+        raise UsageError(f"--augment: unknown kind(s) {', '.join(bad)}; use {', '.join(trajectories.AUGMENTATIONS)} or none")
+    counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
+                                     max_actions=args.max_actions, progress=progress_bar("expert episodes"))
+    print(f"{len(pool)} train-pool tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
+          f"by augmentation {counts.by_kind}; {counts.augmentations_left_out} augmented copies left out as unsolvable)")
+    print(f"{counts.examples} examples; prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} "
+          f"({counts.tokenizer})")
+    print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "
+          f"{out / 'counts.json'}")
+    return EXIT_OK
+
+
+def _base_model_file(spec: str) -> Path:
+    """A ``--base``: the name of an embedded model (assembled on first use) or a GGUF path."""
+    from lookplangraph.lm import embedded
+
+    try:
+        return embedded.model_file(spec)
+    except embedded.ModelError as exc:
+        raise UsageError(f"--base: {exc}") from None
+
+
+def _distill_training(args) -> int:
+    from lookplangraph.lm.training import chunks
+
+    if args.distill_command == "split":
+        try:
+            manifest = chunks.split_file(args.file, args.out, int(args.chunk_mib * (1 << 20)))
+        except chunks.ChunkError as exc:
+            raise UsageError(str(exc)) from None
+        m = json.loads(manifest.read_text())
+        print(f"{len(m['chunks'])} chunks of {args.file} in {args.out}; manifest {manifest} (sha256 {m['sha256'][:16]}...)")
+        return EXIT_OK
+    if args.distill_command == "join":
+        try:
+            path = chunks.join_file(args.manifest, args.out)
+        except chunks.ChunkError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        print(f"joined and checked: {path}")
+        return EXIT_OK
+    from lookplangraph.lm.training import gguf_lora, sft
+    from lookplangraph.prompts import compact_prompt
+
+    base = _base_model_file(args.base)
+    if args.distill_command == "export":
+        try:
+            r = gguf_lora.export_lora(args.adapter, base, args.out, dtype=args.dtype)
+        except gguf_lora.ExportError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"{r.path}: {r.pairs} LoRA pairs, rank {r.rank}, alpha {r.alpha:g}, {r.architecture}, "
+              f"{r.bytes / 2**20:.1f} MiB; use it as --lm llamacpp:{args.base}+{r.path}")
+        return EXIT_OK
+    config = sft.TrainConfig(rank=args.rank, alpha=args.alpha, learning_rate=args.lr, epochs=args.epochs,
+                             max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
+                             max_length=args.max_length, examples=args.examples, seed=args.seed,
+                             save_steps=args.save_steps, max_minutes=args.max_minutes, dtype=args.dtype,
+                             system=compact_prompt() if args.system_prompt == "compact" else None)
+    try:
+        r = sft.train(args.data, base, args.out, config, resume=not args.restart)
+    except sft.TrainError as exc:
+        raise UsageError(str(exc)) from None
+    state = "stopped by --max-minutes (run the same command to go on)" if r.stopped_by_time else "done"
+    print(f"{state}: {r.steps} steps on {r.examples} examples ({r.left_out_too_long} too long), "
+          f"final loss {r.final_loss if r.final_loss is None else round(r.final_loss, 4)}, {r.seconds:.0f} s")
+    print(f"written: {r.adapter_gguf}, {r.out / 'adapter'}/, {r.out / 'loss.csv'}, {r.out / 'loss.png'}, "
+          f"{r.out / 'train.json'}; use it as --lm llamacpp:{args.base}+{r.adapter_gguf}")
+    return EXIT_OK
