@@ -9,7 +9,12 @@ of failures *recovered* (those in episodes that still succeeded).
 
 The default LM is the privileged EXPERT (a harness tool that reads the true graph, never a model
 row): it shows what recovery the harness allows. With ``--lm llamacpp:qwen2.5-coder-1.5b`` (hours
-of CPU per planner and rate) the same table is the embedded model's.
+of CPU per planner and rate) the same table is the embedded model's. A model's replies are kept in
+one reply cache per planner, ``OUT/PLANNER_lm_cache.jsonl`` (:mod:`lookplangraph.lm.cache`;
+``--no-cache`` turns it off): greedy decoding answers the same prompt the same way, so an episode
+at a higher rate replays the calls of the same episode at a lower rate until its first failure
+makes the prompts differ, and only the calls after it cost model time. Run the rates in rising
+order (the default) to profit from it.
 
     .venv/bin/python benchmarks/failure_curve.py runs/failures_expert
     .venv/bin/python benchmarks/failure_curve.py runs/failures_1_5b --lm llamacpp:qwen2.5-coder-1.5b \\
@@ -47,14 +52,15 @@ def sample(data_dir: Path) -> dict[str, list]:
     return out
 
 
-def lm_factory(spec: str):
+def lm_factory(spec: str, cache: Path | None):
+    """The planners' LM: the expert, or a model whose replies go through the reply cache ``cache``."""
     if spec == "expert":
         from lookplangraph.evaluation.expert import Expert
 
         return Expert
     from lookplangraph.lm.pool import lm_factory as make
 
-    return make(spec, {})
+    return make(spec, {}, cache=cache)
 
 
 def main() -> int:
@@ -67,6 +73,9 @@ def main() -> int:
     ap.add_argument("--max-actions", type=int, default=40, help="accepted actions per episode (default 40: room "
                                                                  "to recover; lm_eval.sh uses 12)")
     ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
+                    help="a model's replies in one cache per planner, shared by the rates (default on; the expert "
+                         "has none)")
     args = ap.parse_args()
     data_dir = args.data_dir or dataset.default_data_dir()
     tasks = sample(data_dir)
@@ -75,11 +84,12 @@ def main() -> int:
     cfg = PlannerConfig(max_actions=args.max_actions)
     rows = []
     for planner in planners:
+        cache = args.out / f"{planner}_lm_cache.jsonl" if args.cache and args.lm != "expert" else None
         for rate in rates:
             results = []
             for split, split_tasks in tasks.items():
                 out = args.out / f"{planner}_r{rate:g}_{split}"
-                results += evaluate(split_tasks, lm_factory(args.lm), cfg, out, planner=planner, failures=rate,
+                results += evaluate(split_tasks, lm_factory(args.lm, cache), cfg, out, planner=planner, failures=rate,
                                     failure_seed=args.seed, log=lambda line: print(line, file=sys.stderr),
                                     meta={"lm": args.lm, "planner": planner, "failures": rate,
                                           "failure_seed": args.seed, "max_actions": args.max_actions})
