@@ -1,0 +1,65 @@
+"""The table of ``benchmarks/lm_eval.sh`` runs: one row per run and split, and one over all three.
+
+    .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_demo1 runs/lm47_05b_demo1 runs/lm47_demo1_dyn0
+
+Each argument is the OUT prefix given to ``lm_eval.sh`` (its directories ``OUT_vh``, ``OUT_bh``
+and ``OUT_office``; a missing one is "not run"). Per row: the episodes finished, strict SR, APP,
+LM calls per task, how episodes ended (``done`` / ``max_actions`` / ``unresolved`` / other), prompt
+tokens per call with the share the prefix cache evaluated once, and seconds per decision (median
+over episodes of LM seconds / LM calls; only indicative on a shared machine). Markdown on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from statistics import mean, median
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lookplangraph.evaluation.runner import read_results  # noqa: E402
+
+SPLITS = (("vh", "VirtualHome"), ("bh", "BEHAVIOR"), ("office", "office"))
+ENDS = ("done", "max_actions", "unresolved")
+HEADER = ("| run | part | tasks | SR (strict) | APP | LM calls/task | ends (done / max_actions / unresolved / other) "
+          "| prompt tokens/call (cached) | s/decision (median) |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def row(run: str, part: str, results: list[dict]) -> str:
+    """One Markdown row over ``results`` (rows of ``results.jsonl``)."""
+    if not results:
+        return f"| {run} | {part} | not run | | | | | | |"
+    ends = Counter(r["termination"] for r in results)
+    other = sum(n for kind, n in ends.items() if kind not in ENDS)
+    successes = sum(bool(r["success"]) for r in results)
+    calls = sum(r["lm_calls"] for r in results)
+    prompt = sum(r.get("prompt_tokens", 0) for r in results)
+    cached = sum(r.get("cached_tokens", 0) for r in results)
+    per_decision = [r["lm_seconds"] / r["lm_calls"] for r in results if r.get("lm_calls")]
+    tokens = f"{prompt / calls:.0f} ({cached / calls:.0f})" if calls else "–"
+    seconds = f"{median(per_decision):.1f}" if per_decision else "–"
+    return (f"| {run} | {part} | {len(results)} | {successes / len(results):.3f} ({successes}) | "
+            f"{mean(r['precision'] for r in results):.3f} | {calls / len(results):.2f} | "
+            f"{' / '.join(str(ends.get(k, 0)) for k in ENDS)} / {other} | {tokens} | {seconds} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("prefixes", nargs="+", help="OUT prefixes of lm_eval.sh runs")
+    args = ap.parse_args()
+    print(HEADER)
+    for prefix in args.prefixes:
+        everything = []
+        for suffix, part in SPLITS:
+            path = Path(f"{prefix}_{suffix}") / "results.jsonl"
+            results = read_results(path) if path.exists() else []
+            everything += results
+            print(row(Path(prefix).name, part, results))
+        print(row(Path(prefix).name, "**all**", everything))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
