@@ -308,6 +308,13 @@ def test_piped_into_head_there_is_no_traceback(office_data):
     assert proc.stdout == "office-01\n" and proc.stderr == ""
 
 
+def _sigint_as_from_a_terminal() -> None:
+    """Run in the child before it starts: SIGINT back to its default. A shell starts a background
+    job (``pytest &``, ``nohup``) with SIGINT ignored, the child inherits that, and Python then
+    installs no KeyboardInterrupt handler: the test's signal would never reach the command."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_eval_is_one_line_and_130_then_the_rerun_resumes(office_data, tmp_path):
     """A real ``eval`` against a SCRIPTED OpenAI-style server (ground-truth plans replayed, not a
     language model) that answers slowly; SIGINT once it has been asked, then the same command
@@ -319,7 +326,8 @@ def test_ctrl_c_during_eval_is_one_line_and_130_then_the_rerun_resumes(office_da
     with ScriptedServer(office.build_tasks(), delay=0.5) as server:
         cmd = [*EXE, "eval", "--split", "office", "--data-dir", str(office_data), "--limit", "3", "--concurrency", "2",
                "--lm", f"openai:scripted@{server.url}", "--out", str(out)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                preexec_fn=_sigint_as_from_a_terminal)
         deadline = time.monotonic() + 120
         while server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
