@@ -50,7 +50,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_trial(args) -> int:
-    """A human-in-the-loop trial (lookplangraph/apps/trial.py): the web console or the terminal."""
+    """A human-in-the-loop trial (lookplangraph/apps/trial/): the web console or the terminal."""
     from lookplangraph.lm import LMError
     from lookplangraph.planners.config import PlannerConfig
     from lookplangraph.evaluation.settings import DEFAULT_LM
