@@ -1,4 +1,4 @@
-"""Human-in-the-loop trials (sim_adapters/human.py, lookplangraph/apps/trial.py, ``lookplangraph trial``).
+"""Human-in-the-loop trials (sim_adapters/human.py, lookplangraph/apps/trial/, ``lookplangraph trial``).
 
 The operator here is :class:`ScriptedOperator`, a TEST DOUBLE that answers from a fixed list (no
 person); the planner, the describer and the parser are ScriptedBackend: SCRIPTED replies written

@@ -42,14 +42,14 @@ line shows it as a hint.
 
 * :mod:`lookplangraph.apps.trial.photos`: what a photo must be (type, size) and
   :class:`PhotoError`;
-* :mod:`lookplangraph.apps.trial.checklist`: the checklist, its score, the checklist in a terminal;
+* :mod:`lookplangraph.apps.trial.scoring`: the checklist, its score, the checklist in a terminal;
 * :mod:`lookplangraph.apps.trial.record`: the trial directory (:class:`Trial`, :class:`TrialError`),
   new trials' tasks and directories, finding trials and the report table;
 * :mod:`lookplangraph.apps.trial.session`: a session (:class:`TrialSession`: replay, then live) and
   its backends behind the trial's caches (:func:`backends_for`).
 """
 
-from lookplangraph.apps.trial.checklist import ChecklistItem, ask_checklist, checklist, score
+from lookplangraph.apps.trial.scoring import ChecklistItem, ask_checklist, checklist, score
 from lookplangraph.apps.trial.photos import (DEFAULT_MAX_PHOTO_BYTES, PhotoError, check_photo_size, megabytes,
                                              photo_file_check, photo_type)
 from lookplangraph.apps.trial.record import (Trial, TrialError, new_trial_dir, report_table, task_from_graph,

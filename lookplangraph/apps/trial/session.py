@@ -19,7 +19,7 @@ from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, Tria
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
 from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.agent.memory import MemoryGraph
-from lookplangraph.apps.trial.checklist import ChecklistItem, checklist, score
+from lookplangraph.apps.trial.scoring import ChecklistItem, checklist, score
 from lookplangraph.apps.trial.photos import DEFAULT_MAX_PHOTO_BYTES
 from lookplangraph.apps.trial.record import Trial, TrialError
 
