@@ -73,3 +73,24 @@ def test_show_prints_a_tree(capsys):
 def test_console_script_is_installed():
     proc = subprocess.run([sys.executable, "-m", "lookplangraph.cli", "show", str(GB / "initial.json")], capture_output=True, text=True)
     assert proc.returncode == 0 and "wicker_basket-4" in proc.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "MISSING"],
+    ["validate", "--initial", "MISSING", "--goal", str(GB / "goal.json"), "--plan", str(GB / "plan.json")],
+    ["trial", "--graph", "MISSING", "--instruction", "tidy up", "--goal", str(GB / "goal.json"), "--operator", "terminal"],
+    ["trial", "--graph", "MISSING", "--instruction", "tidy up", "--operator", "terminal"],
+])
+def test_a_missing_graph_file_is_bad_input_named_in_one_line(capsys, tmp_path, argv):
+    missing = str(tmp_path / "nope.json")
+    code, _, err = run(capsys, *[missing if a == "MISSING" else a for a in argv])
+    assert code == 2
+    assert err.startswith("error: ") and missing in err and "no such" in err and "Traceback" not in err
+
+
+def test_a_graph_file_that_is_not_json_is_bad_input(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    code, _, err = run(capsys, "trial", "--graph", str(bad), "--instruction", "tidy up", "--goal", str(GB / "goal.json"),
+                       "--operator", "terminal")
+    assert code == 2 and err.count(str(bad)) == 1 and "not valid JSON" in err

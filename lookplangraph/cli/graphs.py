@@ -10,12 +10,10 @@ from pathlib import Path
 from grasif.task import TaskError, load_task
 from grasif.validate import ValidationReport, validate_plan
 from sgs.actions import ActionSyntaxError
-from sgs.graph import GraphError
-from sgs.io import load_graph
 from sgs.render import render_tree
 
 from lookplangraph.cli.conventions import EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, deprecated
-from lookplangraph.cli.tasks import DATA_DIR_HELP, read_goal, read_json, source_error, split_flag
+from lookplangraph.cli.tasks import DATA_DIR_HELP, read_goal, read_graph, read_json, source_error, split_flag
 
 
 def add_parsers(sub) -> None:
@@ -124,12 +122,7 @@ def cmd_validate(args) -> int:
     else:
         if not (args.initial and args.goal and args.plan):
             raise UsageError("validate needs --initial, --goal and --plan (or --task-file)")
-        try:
-            initial = load_graph(args.initial)
-        except (GraphError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        except FileNotFoundError:
-            raise UsageError(f"{args.initial}: no such file") from None
+        initial = read_graph(args.initial)
         goal = read_goal(args.goal, initial, args.by_class)
         plan = None
     if args.plan:
@@ -150,13 +143,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_show(args) -> int:
-    try:
-        graph = load_graph(args.graph)
-    except (GraphError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    except FileNotFoundError:
-        raise UsageError(f"{args.graph}: no such file") from None
-    print(render_tree(graph))
+    print(render_tree(read_graph(args.graph)))
     return EXIT_OK
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from grasif.goals import GoalSpec, goal_from_graphs
 from grasif.task import TaskError, load_task
-from sgs.graph import GraphError
-from sgs.io import graph_from_dict
+from sgs.graph import GraphError, SceneGraph
+from sgs.io import graph_from_dict, load_graph
 
 from lookplangraph.cli.conventions import Unavailable, UsageError, deprecated
 
@@ -27,6 +27,17 @@ def read_json(path: str):
         raise UsageError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not valid JSON ({exc})") from None
+
+
+def read_graph(path: str) -> SceneGraph:
+    """The scene graph in ``path`` (the paper's JSON format); a missing or invalid file is
+    :class:`UsageError` (the errors of :func:`sgs.io.load_graph` name the file)."""
+    try:
+        return load_graph(path)
+    except (GraphError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
 
 
 def read_goal(path: str, initial, by_class: bool) -> GoalSpec:

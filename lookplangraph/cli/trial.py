@@ -6,12 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from grasif.task import TaskError, load_task
-from sgs.graph import GraphError
-from sgs.io import load_graph
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, Interrupted, Unavailable, UsageError, add_command,
                                            check_spec_flags)
-from lookplangraph.cli.tasks import read_goal
+from lookplangraph.cli.tasks import read_goal, read_graph
 from lookplangraph.planners.config import CORRECTION_MODES
 
 
@@ -75,10 +73,7 @@ def cmd_trial(args) -> int:
             elif args.graph and args.instruction:
                 goal = None
                 if args.goal:
-                    try:
-                        goal = read_goal(args.goal, load_graph(args.graph), False)
-                    except (GraphError, ValueError) as exc:
-                        raise UsageError(f"{args.graph}: {exc}") from None
+                    goal = read_goal(args.goal, read_graph(args.graph), False)
                 task = task_from_graph(args.graph, args.instruction, goal)
             else:
                 raise UsageError("give --task-file T.json, or --graph G.json with --instruction TEXT, or --resume DIR")
