@@ -148,6 +148,40 @@ def test_a_resumed_run_refuses_other_settings(trained, tiny_base, data):
         sft.train(data, tiny_base, out, sft.TrainConfig(max_steps=20, **{**CONFIG, "rank": 8}), log=lambda _: None)
 
 
+def test_the_time_schedule_warms_up_then_falls_to_zero_over_the_time_limit():
+    lrs = [sft.time_schedule_lr(1e-3, f / 100, 0.1) for f in range(101)]
+    assert lrs[0] == pytest.approx(1e-5) and lrs[10] == pytest.approx(1e-3)  # warm-up to the peak
+    assert lrs[5] < lrs[10] and all(a >= b for a, b in zip(lrs[10:], lrs[11:]))  # then only down
+    assert lrs[100] == pytest.approx(0.0, abs=1e-12) and sft.time_schedule_lr(1e-3, 3.0, 0.1) == lrs[100]
+    with pytest.raises(sft.TrainError, match="needs max_minutes"):
+        sft.TrainConfig(lr_schedule="time").check()
+    with pytest.raises(sft.TrainError, match="lr_schedule"):
+        sft.TrainConfig(lr_schedule="linear").check()
+
+
+def test_a_time_limited_run_follows_the_time_schedule(tiny_base, data, tmp_path, monkeypatch):
+    class Clock:
+        """sft's clock, advanced one second per reading (the schedule reads it before each step, the
+        time limit after): the run's length in steps is the same on every machine."""
+
+        now = 0.0
+
+        def monotonic(self):
+            self.now += 1.0
+            return self.now
+
+    monkeypatch.setattr(sft, "time", Clock())
+    config = sft.TrainConfig(**{**CONFIG, "logging_steps": 1}, max_steps=100_000, max_minutes=0.2, lr_schedule="time")
+    report = sft.train(data, tiny_base, tmp_path, config, log=lambda _: None)
+    assert report.stopped_by_time and report.steps == 7  # 12 s at 2 clock readings per step, the last one past the limit
+    with open(tmp_path / "loss.csv") as f:
+        lrs = [float(r["learning_rate"]) for r in csv.DictReader(f)]
+    peak = CONFIG["learning_rate"]
+    expected = [sft.time_schedule_lr(peak, (2 * k + 1) / 12, 0.0) for k in range(7)]
+    assert lrs == pytest.approx(expected)  # the time schedule's rates, not the Trainer's constant peak
+    assert lrs[-1] < 0.1 * peak
+
+
 def test_llama_cpp_applies_the_exported_adapter_as_peft_does(trained, tiny_base):
     from peft import PeftModel
 

@@ -94,6 +94,11 @@ def add_parsers(sub) -> None:
     t.add_argument("--seed", type=int, default=0, help="seed of the shuffle, LoRA init and dropout (default 0)")
     t.add_argument("--save-steps", type=int, default=100, help="checkpoint every N steps (default 100)")
     t.add_argument("--max-minutes", type=float, metavar="M", help="stop with a checkpoint after M minutes of training")
+    t.add_argument("--lr-schedule", choices=["steps", "time"], default="steps",
+                   help="cosine over the optimizer steps (default), or over the wall time of --max-minutes (a run "
+                        "whose length a time limit sets then ends at a low learning rate)")
+    t.add_argument("--checkpointing", choices=["auto", "on", "off"], default="auto",
+                   help="activation checkpointing (default auto: on with CUDA; off is faster where memory allows)")
     t.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
                    help="weights and compute (default auto: bfloat16 on a GPU that has it, else float32)")
     t.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
@@ -262,6 +267,7 @@ def _distill_training(args) -> int:
                              max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
                              max_length=args.max_length, examples=args.examples, seed=args.seed,
                              save_steps=args.save_steps, max_minutes=args.max_minutes, dtype=args.dtype,
+                             lr_schedule=args.lr_schedule, gradient_checkpointing=args.checkpointing,
                              system=compact_prompt() if args.system_prompt == "compact" else None)
     try:
         r = sft.train(args.data, base, args.out, config, resume=not args.restart)

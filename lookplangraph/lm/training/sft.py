@@ -54,7 +54,11 @@ class TrainConfig:
     ``batch_size`` x ``grad_accum`` examples make one optimizer step. ``max_steps`` (if set) wins
     over ``epochs``. ``max_minutes`` stops training after that much wall time, with a checkpoint
     (resume with the same command). ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else
-    float32. ``gradient_checkpointing``: ``auto`` is on with CUDA. ``system``: the system message
+    float32. ``gradient_checkpointing``: ``auto`` is on with CUDA. ``lr_schedule``: ``steps``
+    (the Trainer's cosine over the optimizer steps of ``epochs``/``max_steps``) or ``time`` (the
+    same warm-up and cosine over the wall time of ``max_minutes``, for a run whose length is set
+    by a time limit: it ends at a learning rate near zero wherever the limit falls; a resumed run
+    starts the time schedule again). ``system``: the system message
     every example is trained with instead of the one it was built with (None: as built), e.g. the
     planner's compact prompt, which the trained model is then run with.
     """
@@ -77,6 +81,7 @@ class TrainConfig:
     max_minutes: float | None = None
     dtype: str = "auto"
     gradient_checkpointing: str = "auto"
+    lr_schedule: str = "steps"
     system: str | None = None
 
     def check(self) -> None:
@@ -101,6 +106,10 @@ class TrainConfig:
             raise TrainError(f"dtype must be auto, float32, bfloat16 or float16, not {self.dtype!r}")
         if self.gradient_checkpointing not in ("auto", "on", "off"):
             raise TrainError(f"gradient_checkpointing must be auto, on or off, not {self.gradient_checkpointing!r}")
+        if self.lr_schedule not in ("steps", "time"):
+            raise TrainError(f"lr_schedule must be steps or time, not {self.lr_schedule!r}")
+        if self.lr_schedule == "time" and self.max_minutes is None:
+            raise TrainError("lr_schedule 'time' needs max_minutes (the wall time the schedule runs over)")
         if not self.targets:
             raise TrainError("targets: at least one module name")
 
@@ -227,7 +236,19 @@ def _plot_loss(rows: list[tuple[int, float]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _version_arguments(training_arguments: type, config: TrainConfig, checkpointing: bool) -> dict[str, Any]:
+def time_schedule_lr(peak: float, fraction: float, warmup: float) -> float:
+    """The learning rate at ``fraction`` (0..1) of a time-limited run: linear warm-up to
+    ``peak`` over the first ``warmup`` of the time, then a cosine to zero at 1."""
+    import math
+
+    fraction = min(max(fraction, 0.0), 1.0)
+    if warmup > 0 and fraction < warmup:
+        return peak * max(fraction / warmup, 0.01)
+    return peak * 0.5 * (1 + math.cos(math.pi * (fraction - warmup) / max(1 - warmup, 1e-9)))
+
+
+def _version_arguments(training_arguments: type, config: TrainConfig, checkpointing: bool,
+                       warmup: bool = True) -> dict[str, Any]:
     """Warm-up ratio, length-grouped batches and activation checkpointing, spelled as this
     ``transformers`` spells them (4.x: ``warmup_ratio``, ``group_by_length``,
     ``gradient_checkpointing``; 5.x: a float ``warmup_steps`` < 1,
@@ -238,7 +259,7 @@ def _version_arguments(training_arguments: type, config: TrainConfig, checkpoint
     params = inspect.signature(training_arguments.__init__).parameters
     out: dict[str, Any] = {}
     out["activation_checkpointing" if "activation_checkpointing" in params else "gradient_checkpointing"] = checkpointing
-    out["warmup_ratio" if "warmup_ratio" in params else "warmup_steps"] = config.warmup_ratio
+    out["warmup_ratio" if "warmup_ratio" in params else "warmup_steps"] = config.warmup_ratio if warmup else 0
     if "train_sampling_strategy" in params:
         out["train_sampling_strategy"] = "group_by_length"
     elif "group_by_length" in params:
@@ -339,17 +360,32 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                 control.should_training_stop = True
             return control
 
+    class TimeSchedule(TrainerCallback):
+        """``lr_schedule="time"``: warm-up and cosine over the fraction of ``max_minutes`` gone,
+        set on the optimizer before each step (the Trainer's own schedule is then constant)."""
+
+        def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
+            if optimizer is not None:
+                lr = time_schedule_lr(config.learning_rate, (time.monotonic() - started) / (config.max_minutes * 60),
+                                      config.warmup_ratio)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                schedule_lrs[state.global_step] = lr
+            return control
+
+    schedule_lrs: dict[int, float] = {}
+    by_time = config.lr_schedule == "time"
     args = TrainingArguments(
         output_dir=str(checkpoints), per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.grad_accum, learning_rate=config.learning_rate,
         num_train_epochs=config.epochs, max_steps=config.max_steps if config.max_steps is not None else -1,
-        lr_scheduler_type="cosine", logging_steps=config.logging_steps,
+        lr_scheduler_type="constant" if by_time else "cosine", logging_steps=config.logging_steps,
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, data_seed=config.seed,
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, report_to="none",
         remove_unused_columns=False, dataloader_num_workers=0, dataloader_pin_memory=cuda, disable_tqdm=False,
-        **_version_arguments(TrainingArguments, config, checkpointing))
+        **_version_arguments(TrainingArguments, config, checkpointing, warmup=not by_time))
     collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
-    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[TimeLimit()])
+    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[TimeLimit(), *([TimeSchedule()] if by_time else [])])
     result = trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
     seconds = time.monotonic() - started
 
@@ -358,11 +394,15 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     from lookplangraph.lm.training.gguf_lora import export_lora
 
     exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
-    losses = [(int(h["step"]), float(h["loss"])) for h in trainer.state.log_history if "loss" in h]
+    logged = [h for h in trainer.state.log_history if "loss" in h]
+    losses = [(int(h["step"]), float(h["loss"])) for h in logged]
+    # the learning rate of each logged step: the time schedule's own (the Trainer logs its constant peak)
+    lrs = [schedule_lrs.get(int(h["step"]) - 1, h.get("learning_rate")) if by_time else h.get("learning_rate")
+           for h in logged]
     with open(out / "loss.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["step", "loss"])
-        w.writerows(losses)
+        w.writerow(["step", "loss", "learning_rate"])
+        w.writerows((step, loss, lr) for (step, loss), lr in zip(losses, lrs))
     _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {len(rows)} examples")
     report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=len(rows),
                          left_out_too_long=too_long, answer_tokens=answer_tokens, prompt_tokens=prompt_tokens,
