@@ -182,6 +182,48 @@ def test_a_time_limited_run_follows_the_time_schedule(tiny_base, data, tmp_path,
     assert lrs[-1] < 0.1 * peak
 
 
+class PoisonGradients:
+    """A trainer callback (test harness) that makes every LoRA gradient NaN in the optimizer
+    steps it is given, the way one overflowing batch does after clipping."""
+
+    def __init__(self, steps):
+        from transformers import TrainerCallback
+
+        self.steps, self.hooks = set(steps), []
+        outer = self
+
+        class Callback(TrainerCallback):
+            def on_step_begin(self, args, state, control, model=None, **kwargs):
+                if state.global_step + 1 in outer.steps:
+                    outer.hooks = [p.register_hook(lambda g: g * float("nan"))
+                                   for p in model.parameters() if p.requires_grad]
+                return control
+
+            def on_step_end(self, args, state, control, **kwargs):
+                for h in outer.hooks:
+                    h.remove()
+                outer.hooks = []
+                return control
+
+        self.callback = Callback()
+
+
+def test_a_step_with_non_finite_gradients_is_skipped_and_the_adapter_stays_finite(tiny_base, data, tmp_path):
+    config = sft.TrainConfig(**CONFIG, max_steps=6)
+    report = sft.train(data, tiny_base, tmp_path, config, log=lambda _: None, callbacks=[PoisonGradients({3}).callback])
+    assert report.steps == 6 and report.skipped_steps == [3]
+    assert json.loads((tmp_path / "train.json").read_text())["skipped_steps"] == [3]
+    reader = gguf.GGUFReader(str(report.adapter_gguf))
+    assert all(np.isfinite(np.asarray(t.data, dtype=np.float32)).all() for t in reader.tensors)
+
+
+def test_a_run_whose_gradients_keep_failing_stops_and_exports_nothing(tiny_base, data, tmp_path):
+    config = sft.TrainConfig(**CONFIG, max_steps=50)
+    with pytest.raises(sft.TrainError, match=r"diverged: 3 of 4 optimizer steps had non-finite gradients \(steps \[2, 3, 4\]"):
+        sft.train(data, tiny_base, tmp_path, config, log=lambda _: None, callbacks=[PoisonGradients({2, 3, 4, 5}).callback])
+    assert not (tmp_path / "adapter.gguf").exists() and (tmp_path / "loss.csv").is_file()
+
+
 def test_llama_cpp_applies_the_exported_adapter_as_peft_does(trained, tiny_base):
     from peft import PeftModel
 

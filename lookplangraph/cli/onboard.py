@@ -275,7 +275,8 @@ def _distill_training(args) -> int:
         raise UsageError(str(exc)) from None
     state = "stopped by --max-minutes (run the same command to go on)" if r.stopped_by_time else "done"
     print(f"{state}: {r.steps} steps on {r.examples} examples ({r.left_out_too_long} too long), "
-          f"final loss {r.final_loss if r.final_loss is None else round(r.final_loss, 4)}, {r.seconds:.0f} s")
+          f"final loss {r.final_loss if r.final_loss is None else round(r.final_loss, 4)}, {r.seconds:.0f} s"
+          + (f"; {len(r.skipped_steps)} steps skipped for non-finite gradients" if r.skipped_steps else ""))
     print(f"written: {r.adapter_gguf}, {r.out / 'adapter'}/, {r.out / 'loss.csv'}, {r.out / 'loss.png'}, "
           f"{r.out / 'train.json'}; use it as --lm llamacpp:{args.base}+{r.adapter_gguf}")
     return EXIT_OK

@@ -27,9 +27,9 @@ import json
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from lookplangraph.lm.embedded import sha256_file
 
@@ -128,6 +128,7 @@ class TrainReport:
     seconds: float
     stopped_by_time: bool
     adapter_gguf: Path
+    skipped_steps: list[int] = field(default_factory=list)  # optimizer steps skipped: non-finite gradients
 
 
 def _need_extra():
@@ -214,6 +215,9 @@ def load_base(base_gguf: str | os.PathLike, dtype: Any):
         quantizer.remove_quantization_config(model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    # Pad on the right: a left-padded row starts with queries that may attend to nothing, which
+    # fused attention kernels turn into NaN gradients in batches of unequal lengths.
+    tokenizer.padding_side = "right"
     return model, tokenizer
 
 
@@ -269,12 +273,17 @@ def _version_arguments(training_arguments: type, config: TrainConfig, checkpoint
 
 def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.PathLike,
           config: TrainConfig | None = None, resume: bool = True,
-          log: Callable[[str], None] = print) -> TrainReport:
+          log: Callable[[str], None] = print, callbacks: Sequence[Any] = ()) -> TrainReport:
     """Fine-tune a LoRA on ``data`` (an ``sft.jsonl`` or its directory) over ``base_gguf``; see the
     module doc for what is written into ``out``. With ``resume`` (default) a run that finds a
     checkpoint in ``OUT/checkpoints`` goes on from it: the base, the data and the settings must be
     those recorded in ``OUT/settings.json`` (else :class:`TrainError`), except :data:`RUN_LENGTH`
-    (so a longer run can go on from a shorter one's last checkpoint)."""
+    (so a longer run can go on from a shorter one's last checkpoint).
+
+    An optimizer step whose gradients are not all finite is skipped (and listed in ``train.json``);
+    a run where that keeps happening (3 in a row, or over a tenth of at least 20 steps) stops and
+    raises :class:`TrainError` without exporting, as does one whose adapter weights are not
+    finite. ``callbacks``: more ``transformers`` trainer callbacks (after the run's own)."""
     config = config or TrainConfig()
     config.check()
     _need_extra()
@@ -347,14 +356,20 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         def __getitem__(self, i):
             return rows[i]
 
-    started = time.monotonic()
-    stopped = {"by_time": False}
+    clock = {"start": time.monotonic()}
+    stopped = {"by_time": False, "diverged": False}
+    skipped: list[int] = []
 
     class TimeLimit(TrainerCallback):
-        """Stops (and saves) after ``max_minutes`` of wall time."""
+        """Starts the clock when training begins (after loading and tokenizing) and stops (and
+        saves) after ``max_minutes`` of wall time."""
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            clock["start"] = time.monotonic()
+            return control
 
         def on_step_end(self, args, state, control, **kwargs):
-            if config.max_minutes is not None and time.monotonic() - started > config.max_minutes * 60:
+            if config.max_minutes is not None and time.monotonic() - clock["start"] > config.max_minutes * 60:
                 stopped["by_time"] = True
                 control.should_save = True
                 control.should_training_stop = True
@@ -366,11 +381,30 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
 
         def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
             if optimizer is not None:
-                lr = time_schedule_lr(config.learning_rate, (time.monotonic() - started) / (config.max_minutes * 60),
+                lr = time_schedule_lr(config.learning_rate, (time.monotonic() - clock["start"]) / (config.max_minutes * 60),
                                       config.warmup_ratio)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
                 schedule_lrs[state.global_step] = lr
+            return control
+
+    class FiniteGuard(TrainerCallback):
+        """Skips an optimizer step whose gradients are not all finite (one inf is enough for the
+        clipping to make every gradient NaN, and the adapter with them); stops the run when
+        that keeps happening."""
+
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            params = [p for p in model.parameters() if p.requires_grad and p.grad is not None]
+            if not params or bool(torch.stack([torch.isfinite(p.grad).all() for p in params]).all()):
+                return control
+            for p in params:
+                p.grad = None  # the optimizer leaves a parameter without a gradient as it is
+            step = state.global_step + 1
+            skipped.append(step)
+            in_a_row = len(skipped) >= 3 and skipped[-3:] == list(range(step - 2, step + 1))
+            if in_a_row or (step >= 20 and len(skipped) > step / 10):
+                stopped["diverged"] = True
+                control.should_training_stop = True
             return control
 
     schedule_lrs: dict[int, float] = {}
@@ -382,18 +416,13 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         lr_scheduler_type="constant" if by_time else "cosine", logging_steps=config.logging_steps,
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, data_seed=config.seed,
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, report_to="none",
-        remove_unused_columns=False, dataloader_num_workers=0, dataloader_pin_memory=cuda, disable_tqdm=False,
+        remove_unused_columns=False, logging_nan_inf_filter=False, dataloader_num_workers=0, dataloader_pin_memory=cuda, disable_tqdm=False,
         **_version_arguments(TrainingArguments, config, checkpointing, warmup=not by_time))
     collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
-    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[TimeLimit(), *([TimeSchedule()] if by_time else [])])
+    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[TimeLimit(), FiniteGuard(), *([TimeSchedule()] if by_time else []), *callbacks])
     result = trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
-    seconds = time.monotonic() - started
+    seconds = time.monotonic() - clock["start"]
 
-    adapter_dir = out / "adapter"
-    model.save_pretrained(str(adapter_dir))
-    from lookplangraph.lm.training.gguf_lora import export_lora
-
-    exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
     logged = [h for h in trainer.state.log_history if "loss" in h]
     losses = [(int(h["step"]), float(h["loss"])) for h in logged]
     # the learning rate of each logged step: the time schedule's own (the Trainer logs its constant peak)
@@ -403,15 +432,30 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         w = csv.writer(f)
         w.writerow(["step", "loss", "learning_rate"])
         w.writerows((step, loss, lr) for (step, loss), lr in zip(losses, lrs))
+    if stopped["diverged"]:
+        raise TrainError(f"training diverged: {len(skipped)} of {trainer.state.global_step} optimizer steps had "
+                         f"non-finite gradients (steps {skipped[:10]}{' ...' if len(skipped) > 10 else ''}); nothing "
+                         f"exported (see {out / 'loss.csv'}). Try a lower --lr or --dtype float32")
+    bad = [n for n, p in model.named_parameters() if p.requires_grad and not bool(torch.isfinite(p).all())]
+    if bad:
+        raise TrainError(f"the adapter holds non-finite weights ({len(bad)} tensors, e.g. {bad[0]}); nothing exported")
+
+    adapter_dir = out / "adapter"
+    model.save_pretrained(str(adapter_dir))
+    from lookplangraph.lm.training.gguf_lora import export_lora
+
+    exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
+
     _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {len(rows)} examples")
     report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=len(rows),
                          left_out_too_long=too_long, answer_tokens=answer_tokens, prompt_tokens=prompt_tokens,
                          final_loss=losses[-1][1] if losses else getattr(result, "training_loss", None), seconds=seconds,
-                         stopped_by_time=stopped["by_time"], adapter_gguf=exported.path)
+                         stopped_by_time=stopped["by_time"], adapter_gguf=exported.path, skipped_steps=skipped)
     record = {**settings, "steps": report.steps, "max_steps": int(trainer.state.max_steps),
               "examples": report.examples, "left_out_too_long": too_long,
               "prompt_tokens": prompt_tokens, "answer_tokens": answer_tokens, "final_loss": report.final_loss,
               "seconds_this_call": round(seconds, 1), "stopped_by_time": report.stopped_by_time,
+              "skipped_steps": skipped,
               "adapter_gguf_sha256": sha256_file(exported.path), "lora_pairs": exported.pairs,
               "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
               "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
