@@ -1,22 +1,15 @@
 #!/bin/sh
 # Prepares runs/carry/ for LoRA training on a lent GPU machine that receives at most 64 MiB per
-# call (the repository's ~3 MB included) and has torch, transformers, peft and accelerate but not
+# call (the repository's ~4.4 MB included) and has torch, transformers, peft and accelerate but not
 # gguf or pydantic (Python 3.12):
-#   runs/carry/base/   the base GGUF in 57 MiB chunks with a SHA-256 manifest (19 for the 1.5B)
-#   runs/carry/data/   sft.jsonl.gz (the expert's training data compresses ~60x)
+#   runs/carry/base/   the base GGUF in 58.5 MiB chunks with a SHA-256 manifest (19 for the 1.5B)
+#   runs/carry/data/   sft.jsonl.gz (the expert's training data compresses ~20x: 69,171 examples are 26 MB)
 #   runs/carry/wheels/ gguf and pydantic wheels for Python 3.12
 #
 #   benchmarks/distill_carry.sh [MODEL] [DATA_DIR]     # default qwen2.5-coder-1.5b runs/distill
 #
-# Then, on the machine (one call per chunk, back to back: it stays warm ~30 s; the last chunk
-# with data and wheels), and finally one call that joins and trains:
-#   pip install -q --no-index --no-deps --target /tmp/site runs/carry/wheels/*.whl && export PYTHONPATH=/tmp/site:. &&
-#   python3 -m lookplangraph.cli distill join runs/carry/base/*.manifest.json --out /tmp/base.gguf &&
-#   python3 -m lookplangraph.cli distill train --data runs/carry/data/sft.jsonl.gz --base /tmp/base.gguf \
-#       --out runs/lora15 --system-prompt compact --max-minutes 7 &&
-#   python3 -m lookplangraph.cli distill split runs/lora15/adapter.gguf --out $OUT/adapter --chunk-mib 15 &&
-#   cp runs/lora15/train.json runs/lora15/loss.csv runs/lora15/loss.png $OUT/
-# and here: lookplangraph distill join FILES_AT/adapter/adapter.gguf.manifest.json --out runs/lora15/adapter.gguf
+# Then, on the machine: benchmarks/distill_on_device.sh (probe, stash one chunk per call, train);
+# docs/guides/distillation.md gives the calls and what they cost.
 set -e
 MODEL=${1:-qwen2.5-coder-1.5b}
 DATA=${2:-runs/distill}
@@ -26,8 +19,8 @@ rm -rf "$OUT" && mkdir -p "$OUT/data" "$OUT/wheels"
 [ -f "$DATA/sft.jsonl" ] || { echo "no $DATA/sft.jsonl: run lookplangraph distill data --out $DATA" >&2; exit 1; }
 gzip -c "$DATA/sft.jsonl" > "$OUT/data/sft.jsonl.gz"
 BASE=$($PY -c "from lookplangraph.lm.embedded import ensure_model; print(ensure_model('$MODEL'))")
-$PY -m lookplangraph.cli distill split "$BASE" --out "$OUT/base" --chunk-mib 57
+$PY -m lookplangraph.cli distill split "$BASE" --out "$OUT/base" --chunk-mib 58.5
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  -d "$OUT/wheels" gguf==0.19.0 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
+  -d "$OUT/wheels" gguf==0.19.0 pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0
 du -sh "$OUT"/*

@@ -97,6 +97,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--lr-schedule", choices=["steps", "time"], default="steps",
                    help="cosine over the optimizer steps (default), or over the wall time of --max-minutes (a run "
                         "whose length a time limit sets then ends at a low learning rate)")
+    t.add_argument("--attention", choices=["sdpa", "eager"], default="sdpa",
+                   help="attention kernels (default sdpa: PyTorch's fused ones, without cuDNN's on CUDA; eager: "
+                        "plain matrix products, slower, for a run that still diverges)")
     t.add_argument("--checkpointing", choices=["auto", "on", "off"], default="auto",
                    help="activation checkpointing (default auto: on with CUDA; off is faster where memory allows)")
     t.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
@@ -268,6 +271,7 @@ def _distill_training(args) -> int:
                              max_length=args.max_length, examples=args.examples, seed=args.seed,
                              save_steps=args.save_steps, max_minutes=args.max_minutes, dtype=args.dtype,
                              lr_schedule=args.lr_schedule, gradient_checkpointing=args.checkpointing,
+                             attention=args.attention,
                              system=compact_prompt() if args.system_prompt == "compact" else None)
     try:
         r = sft.train(args.data, base, args.out, config, resume=not args.restart)

@@ -37,8 +37,10 @@ from lookplangraph.lm.embedded import sha256_file
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-#: Settings a resumed run may change: how long it trains and how often it saves or logs.
-RUN_LENGTH = ("epochs", "max_steps", "max_minutes", "save_steps", "logging_steps")
+#: Settings a resumed run may change: how long it trains, how often it saves or logs, and how it
+#: computes (the kernels and activation checkpointing change speed and memory, not the model).
+RESUMABLE_CHANGES = ("epochs", "max_steps", "max_minutes", "save_steps", "logging_steps", "attention",
+                     "gradient_checkpointing")
 
 
 class TrainError(ValueError):
@@ -58,7 +60,9 @@ class TrainConfig:
     (the Trainer's cosine over the optimizer steps of ``epochs``/``max_steps``) or ``time`` (the
     same warm-up and cosine over the wall time of ``max_minutes``, for a run whose length is set
     by a time limit: it ends at a learning rate near zero wherever the limit falls; a resumed run
-    starts the time schedule again). ``system``: the system message
+    starts the time schedule again). ``attention``: ``sdpa`` (PyTorch's fused kernels; on CUDA
+    without the cuDNN one, whose backward has been reported to give NaN gradients for Qwen2.5) or
+    ``eager`` (plain matrix products: slower, the safe choice if a run still diverges). ``system``: the system message
     every example is trained with instead of the one it was built with (None: as built), e.g. the
     planner's compact prompt, which the trained model is then run with.
     """
@@ -82,6 +86,7 @@ class TrainConfig:
     dtype: str = "auto"
     gradient_checkpointing: str = "auto"
     lr_schedule: str = "steps"
+    attention: str = "sdpa"
     system: str | None = None
 
     def check(self) -> None:
@@ -106,6 +111,8 @@ class TrainConfig:
             raise TrainError(f"dtype must be auto, float32, bfloat16 or float16, not {self.dtype!r}")
         if self.gradient_checkpointing not in ("auto", "on", "off"):
             raise TrainError(f"gradient_checkpointing must be auto, on or off, not {self.gradient_checkpointing!r}")
+        if self.attention not in ("sdpa", "eager"):
+            raise TrainError(f"attention must be sdpa or eager, not {self.attention!r}")
         if self.lr_schedule not in ("steps", "time"):
             raise TrainError(f"lr_schedule must be steps or time, not {self.lr_schedule!r}")
         if self.lr_schedule == "time" and self.max_minutes is None:
@@ -199,15 +206,17 @@ def tokenize_example(tokenizer, messages: list[dict[str, str]]) -> tuple[list[in
     return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
 
 
-def load_base(base_gguf: str | os.PathLike, dtype: Any):
-    """``(model, tokenizer)`` read from a GGUF file by ``transformers`` (dequantized to ``dtype``)."""
+def load_base(base_gguf: str | os.PathLike, dtype: Any, attention: str = "sdpa"):
+    """``(model, tokenizer)`` read from a GGUF file by ``transformers`` (dequantized to ``dtype``),
+    with the attention implementation ``attention`` (``sdpa`` or ``eager``)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     base_gguf = Path(base_gguf)
     if not base_gguf.is_file():
         raise TrainError(f"no base model file {base_gguf}")
     tokenizer = AutoTokenizer.from_pretrained(str(base_gguf.parent), gguf_file=base_gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(base_gguf.parent), gguf_file=base_gguf.name, dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(str(base_gguf.parent), gguf_file=base_gguf.name, dtype=dtype,
+                                                 attn_implementation=attention)
     # transformers marks a model read from GGUF as quantized (its loader is a "quantizer"), but the
     # weights are dequantized into plain tensors; unmarked, the Trainer takes it as the plain model it is.
     quantizer = getattr(model, "hf_quantizer", None)
@@ -277,7 +286,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     """Fine-tune a LoRA on ``data`` (an ``sft.jsonl`` or its directory) over ``base_gguf``; see the
     module doc for what is written into ``out``. With ``resume`` (default) a run that finds a
     checkpoint in ``OUT/checkpoints`` goes on from it: the base, the data and the settings must be
-    those recorded in ``OUT/settings.json`` (else :class:`TrainError`), except :data:`RUN_LENGTH`
+    those recorded in ``OUT/settings.json`` (else :class:`TrainError`), except :data:`RESUMABLE_CHANGES`
     (so a longer run can go on from a shorter one's last checkpoint).
 
     An optimizer step whose gradients are not all finite is skipped (and listed in ``train.json``);
@@ -305,7 +314,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         if settings_path.is_file():
             before = json.loads(settings_path.read_text())
             changed = [k for k in ("base_sha256", "data_sha256") if before.get(k) != settings.get(k)]
-            changed += [f"config.{k}" for k in settings["config"] if k not in RUN_LENGTH
+            changed += [f"config.{k}" for k in settings["config"] if k not in RESUMABLE_CHANGES
                         and before.get("config", {}).get(k) != settings["config"][k]]
             if changed:
                 raise TrainError(f"{out} holds checkpoints of a run with other {', '.join(changed)}: "
@@ -323,7 +332,9 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     else:
         dtype = getattr(torch, config.dtype)
     log(f"loading {base_gguf.name} (dequantizing to {str(dtype).removeprefix('torch.')}) ...")
-    model, tokenizer = load_base(base_gguf, dtype)
+    if cuda and config.attention == "sdpa":
+        torch.backends.cuda.enable_cudnn_sdp(False)  # flash and memory-efficient kernels stay
+    model, tokenizer = load_base(base_gguf, dtype, config.attention)
 
     rows, too_long, prompt_tokens, answer_tokens = [], 0, 0, 0
     from tqdm.auto import tqdm
