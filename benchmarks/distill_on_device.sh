@@ -9,7 +9,9 @@
 #   benchmarks/distill_on_device.sh train MINUTES [TRAIN ARGS...]
 #                                                    # join the base (SHA-256 checked), train with a time
 #                                                    #   schedule of MINUTES, and put the adapter (in <=15 MiB
-#                                                    #   chunks), train.json, loss.csv and loss.png in $OUT
+#                                                    #   chunks), train.json, loss.csv and loss.png in $OUT;
+#                                                    #   a run the NaN guard stops goes on once with
+#                                                    #   --attention eager for the time left
 #
 # Then here: lookplangraph distill join FILES_AT/adapter.gguf.manifest.json --out runs/lora15/adapter.gguf
 set -euo pipefail
@@ -53,10 +55,24 @@ train)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$CARRY"/wheels/*.whl
   fi
   python3 -m lookplangraph.cli distill join "$CARRY"/base/*.manifest.json --out /tmp/base.gguf
-  python3 -m lookplangraph.cli distill train --data "$CARRY/data/sft.jsonl.gz" --base /tmp/base.gguf --out /tmp/lora \
-    --system-prompt compact --max-minutes "$minutes" --lr-schedule time --max-steps 1000000 "$@" 2>&1 \
-    | tr '\r' '\n' | grep -v -E '^\s*$' | awk 'NR % 20 == 1 || /loss|examples|written|done|stopped|Error|error/' \
-    | tee "$OUT/train.log"
+  run_train() {  # MINUTES [MORE TRAIN ARGS...]
+    local m=$1
+    shift
+    python3 -m lookplangraph.cli distill train --data "$CARRY/data/sft.jsonl.gz" --base /tmp/base.gguf --out /tmp/lora \
+      --system-prompt compact --max-minutes "$m" --lr-schedule time --max-steps 1000000 "$@" 2>&1 \
+      | tr '\r' '\n' | grep -v -E '^\s*$' | awk 'NR % 20 == 1 || /loss|examples|written|done|stopped|Error|error/' \
+      | tee -a "$OUT/train.log"
+  }
+  started=$SECONDS
+  if ! run_train "$minutes" "$@"; then
+    # A run the NaN guard stopped (its weights are still finite): go on from its last checkpoint
+    # with plain attention kernels for the time left, once.
+    grep -q "training diverged" "$OUT/train.log" || exit 1
+    left=$(python3 -c "print(round($minutes - ($SECONDS - $started) / 60 - 1.5, 1))")
+    python3 -c "import sys; sys.exit(0 if $left > 0.5 else 1)" || { echo "no time left to retry" >&2; exit 1; }
+    echo "diverged: going on with --attention eager for $left minutes" | tee -a "$OUT/train.log"
+    run_train "$left" "$@" --attention eager
+  fi
   python3 -m lookplangraph.cli distill split /tmp/lora/adapter.gguf --out "$OUT" --chunk-mib 15
   cp /tmp/lora/train.json /tmp/lora/loss.csv "$OUT"/
   cp /tmp/lora/loss.png "$OUT"/ 2>/dev/null || true

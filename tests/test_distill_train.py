@@ -222,6 +222,9 @@ def test_a_run_whose_gradients_keep_failing_stops_and_exports_nothing(tiny_base,
     with pytest.raises(sft.TrainError, match=r"diverged: 3 of 4 optimizer steps had non-finite gradients \(steps \[2, 3, 4\]"):
         sft.train(data, tiny_base, tmp_path, config, log=lambda _: None, callbacks=[PoisonGradients({2, 3, 4, 5}).callback])
     assert not (tmp_path / "adapter.gguf").exists() and (tmp_path / "loss.csv").is_file()
+    assert (tmp_path / "checkpoints" / "checkpoint-4").is_dir()  # a rerun (say with --attention eager) goes on from it
+    again = sft.train(data, tiny_base, tmp_path, sft.TrainConfig(**CONFIG, max_steps=6, attention="eager"), log=lambda _: None)
+    assert again.steps == 6 and again.skipped_steps == [] and again.adapter_gguf.is_file()
 
 
 def test_llama_cpp_applies_the_exported_adapter_as_peft_does(trained, tiny_base):

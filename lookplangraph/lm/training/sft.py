@@ -290,8 +290,8 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     (so a longer run can go on from a shorter one's last checkpoint).
 
     An optimizer step whose gradients are not all finite is skipped (and listed in ``train.json``);
-    a run where that keeps happening (3 in a row, or over a tenth of at least 20 steps) stops and
-    raises :class:`TrainError` without exporting, as does one whose adapter weights are not
+    a run where that keeps happening (3 in a row, or over a tenth of at least 20 steps) stops with a
+    checkpoint of its last finite weights and raises :class:`TrainError` without exporting, as does one whose adapter weights are not
     finite. ``callbacks``: more ``transformers`` trainer callbacks (after the run's own)."""
     config = config or TrainConfig()
     config.check()
@@ -416,6 +416,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
             if in_a_row or (step >= 20 and len(skipped) > step / 10):
                 stopped["diverged"] = True
                 control.should_training_stop = True
+                control.should_save = True  # the weights are still the last finite ones: a rerun goes on from here
             return control
 
     schedule_lrs: dict[int, float] = {}
