@@ -170,6 +170,24 @@ def test_grounding_reply_is_a_goal(store):
     assert "node_goals" in lm.requests[0]["messages"][0]["content"]
 
 
+def test_an_empty_goal_is_sent_back_once_in_every_variant(store, kitchen):
+    from lookplangraph.cypher.agent import SENT_BACK
+
+    empty = {"node_goals": [], "count_goals": [], "formula": None}
+    goal = {"node_goals": [{"node": "apple-2", "relation": "inside", "destination": "fridge-1", "states": []}],
+            "count_goals": [], "formula": None}
+    for variant in ("agentic", "whole-graph"):
+        lm = ScriptedBackend([a(empty), a(goal)])  # scripted: the empty goal the 1.5B gave, then a goal
+        res = CypherAgent(lm, store, AgentConfig(variant=variant), graph=kitchen).ground("Put the apple in the fridge.")
+        assert res.answer == goal and res.calls == 2 and res.sent_back.startswith("the goal is empty")
+        assert lm.requests[1]["messages"][-1]["content"] == SENT_BACK.format(problem=res.sent_back)
+    lm = ScriptedBackend([a(empty), a(empty)])
+    res = CypherAgent(lm, store).ground("Put the apple in the fridge.")
+    assert res.answer == empty and res.calls == 2  # sent back once only: the second stands (and is judged wrong)
+    lm = ScriptedBackend([a(goal)])
+    assert CypherAgent(lm, store).ground("Put the apple in the fridge.").sent_back is None
+
+
 class _Overflowing(ScriptedBackend):
     """SCRIPTED: a backend whose prompt never fits its context."""
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from sgs.graph import Layer, Relation, SceneGraph
 
@@ -39,6 +39,9 @@ from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
 from lookplangraph.cypher.hints import LABELS, empty_result_note, is_empty, values
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.prompts import template
+
+#: what every variant says, once, to an answer that cannot be used (``_run``'s ``check``)
+SENT_BACK = "This answer cannot be used: {problem}. Reply again with the answer the task asks for."
 
 VARIANTS = ("agentic", "one-query", "whole-graph")
 TOOL = "run_cypher_query"
@@ -93,12 +96,27 @@ class AgentResult:
     lm_seconds: float = 0.0
     transcript: list[dict[str, str]] = field(default_factory=list)
     questioned: bool = False  # an answer right after an empty result was sent back once
+    sent_back: str | None = None  # why an unusable answer (an empty goal, say) was sent back once
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 # -- schemas --------------------------------------------------------------------------------------
+def goal_problem(answer: Any) -> str | None:
+    """Why ``answer`` is no usable goal (unreadable, or empty: an instruction always asks for
+    something), or None."""
+    from lookplangraph.cypher.grounding import parse_goal
+
+    try:
+        parse_goal(answer)
+    except ValueError as exc:
+        if str(exc) == "the goal is empty":
+            return "the goal is empty, but an instruction always asks for something: write its goal with the scene's node names"
+        return str(exc)
+    return None
+
+
 def goal_schema() -> dict[str, Any]:
     """The goal as the LM writes it (a :class:`grasif.goals.GoalSpec` without the frame flag)."""
     name = {"type": "string", "maxLength": 80}
@@ -189,7 +207,7 @@ class CypherAgent:
     def ground(self, instruction: str) -> AgentResult:
         """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict)."""
         return self._run("instructions (you turn them into goals)", template("cypher_goal"),
-                         f"Instruction: {instruction}", goal_schema())
+                         f"Instruction: {instruction}", goal_schema(), check=goal_problem)
 
     # internals ---------------------------------------------------------------------------------
     def _labelspace(self) -> str:
@@ -252,7 +270,10 @@ class CypherAgent:
             return f"ERROR: {exc}"
         return f"{parsed['node']} now has class {parsed['new_class']}."
 
-    def _run(self, task_kind: str, rules: str, user: str, answer: dict[str, Any]) -> AgentResult:
+    def _run(self, task_kind: str, rules: str, user: str, answer: dict[str, Any],
+             check: Callable[[Any], str | None] | None = None) -> AgentResult:
+        """The loop of every variant. ``check`` names what makes an answer unusable (None: usable);
+        such an answer is sent back once with that reason, in every variant."""
         cfg = self.config
         result = AgentResult()
         try:
@@ -290,6 +311,12 @@ class CypherAgent:
                         max_calls += 1
                         result.questioned = True
                         messages.append({"role": "user", "content": QUESTIONED})
+                        continue
+                    problem = check(parsed.get("answer")) if check is not None else None
+                    if problem is not None and result.sent_back is None:
+                        result.sent_back = problem
+                        max_calls += 1
+                        messages.append({"role": "user", "content": SENT_BACK.format(problem=problem)})
                         continue
                     result.answer = parsed.get("answer")
                     return result

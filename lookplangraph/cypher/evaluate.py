@@ -75,7 +75,7 @@ def run_item(task: str, item, scene, lm: LMBackend, store: GraphStore, config: A
     return {
         "id": item.id, "split": item.split, "part": getattr(item, "part", "dev"), "kind": getattr(item, "kind", "grounding"),
         "template": getattr(item, "template", ""), "variant": config.variant, "correct": correct,
-        "questioned": res.questioned,
+        "questioned": res.questioned, "sent_back": res.sent_back,
         "answer": res.answer, "expected": expected, "reason": reason, "error": res.error, "calls": res.calls,
         "queries": [q.__dict__ for q in res.queries], "input_tokens": res.input_tokens,
         "output_tokens": res.output_tokens, "cached_tokens": res.cached_tokens, "lm_seconds": round(res.lm_seconds, 3),
