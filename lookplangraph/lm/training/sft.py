@@ -62,9 +62,9 @@ class TrainConfig:
     by a time limit: it ends at a learning rate near zero wherever the limit falls; a resumed run
     starts the time schedule again). ``attention``: ``sdpa`` (PyTorch's fused kernels; on CUDA
     without the cuDNN one, whose backward has been reported to give NaN gradients for Qwen2.5) or
-    ``eager`` (plain matrix products: slower, the safe choice if a run still diverges). ``system``: the system message
-    every example is trained with instead of the one it was built with (None: as built), e.g. the
-    planner's compact prompt, which the trained model is then run with.
+    ``eager`` (plain matrix products: slower, the safe choice if a run still diverges).
+    ``system``: the system message every example is trained with instead of the one it was built
+    with (None: as built), e.g. the planner's compact prompt, which the trained model is then run with.
     """
 
     rank: int = 16
@@ -224,8 +224,8 @@ def load_base(base_gguf: str | os.PathLike, dtype: Any, attention: str = "sdpa")
         quantizer.remove_quantization_config(model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    # Pad on the right: a left-padded row starts with queries that may attend to nothing, which
-    # fused attention kernels turn into NaN gradients in batches of unequal lengths.
+    # Pad on the right (as transformers reads Qwen2.5's GGUF today, made explicit): a left-padded
+    # row starts with queries that attend to nothing, which fused attention kernels can turn into NaN.
     tokenizer.padding_side = "right"
     return model, tokenizer
 
@@ -291,8 +291,9 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
 
     An optimizer step whose gradients are not all finite is skipped (and listed in ``train.json``);
     a run where that keeps happening (3 in a row, or over a tenth of at least 20 steps) stops with a
-    checkpoint of its last finite weights and raises :class:`TrainError` without exporting, as does one whose adapter weights are not
-    finite. ``callbacks``: more ``transformers`` trainer callbacks (after the run's own)."""
+    checkpoint of its last finite weights and raises :class:`TrainError` without exporting, as does
+    one whose adapter weights are not finite. ``callbacks``: more ``transformers`` trainer
+    callbacks (after the run's own)."""
     config = config or TrainConfig()
     config.check()
     _need_extra()
@@ -428,10 +429,12 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         lr_scheduler_type="constant" if by_time else "cosine", logging_steps=config.logging_steps,
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, data_seed=config.seed,
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, report_to="none",
-        remove_unused_columns=False, logging_nan_inf_filter=False, dataloader_num_workers=0, dataloader_pin_memory=cuda, disable_tqdm=False,
+        remove_unused_columns=False, logging_nan_inf_filter=False, dataloader_num_workers=0,
+        dataloader_pin_memory=cuda, disable_tqdm=False,
         **_version_arguments(TrainingArguments, config, checkpointing, warmup=not by_time))
     collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
-    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[TimeLimit(), FiniteGuard(), *([TimeSchedule()] if by_time else []), *callbacks])
+    own = [TimeLimit(), FiniteGuard(), *([TimeSchedule()] if by_time else [])]
+    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[*own, *callbacks])
     result = trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
     seconds = time.monotonic() - clock["start"]
 
@@ -447,7 +450,8 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     if stopped["diverged"]:
         raise TrainError(f"training diverged: {len(skipped)} of {trainer.state.global_step} optimizer steps had "
                          f"non-finite gradients (steps {skipped[:10]}{' ...' if len(skipped) > 10 else ''}); nothing "
-                         f"exported (see {out / 'loss.csv'}). Try a lower --lr or --dtype float32")
+                         f"exported (see {out / 'loss.csv'}; the last finite weights are checkpointed). "
+                         "Go on with --attention eager, or start over with a lower --lr or --dtype float32")
     bad = [n for n, p in model.named_parameters() if p.requires_grad and not bool(torch.isfinite(p).all())]
     if bad:
         raise TrainError(f"the adapter holds non-finite weights ({len(bad)} tensors, e.g. {bad[0]}); nothing exported")
