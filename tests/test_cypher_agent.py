@@ -186,6 +186,10 @@ def test_an_empty_goal_is_sent_back_once_in_every_variant(store, kitchen):
     assert res.answer == empty and res.calls == 2  # sent back once only: the second stands (and is judged wrong)
     lm = ScriptedBackend([a(goal)])
     assert CypherAgent(lm, store).ground("Put the apple in the fridge.").sent_back is None
+    unclosed, closed = ({**empty, "formula": f} for f in ("(and (inside apple-2 fridge-1)", "(inside apple-2 fridge-1)"))
+    lm = ScriptedBackend([a(unclosed), a(closed)])  # scripted: a formula missing a parenthesis, then mended
+    res = CypherAgent(lm, store).ground("Put the apple in the fridge.")
+    assert "unbalanced parentheses" in res.sent_back and res.answer == closed
 
 
 class _Overflowing(ScriptedBackend):

@@ -104,13 +104,16 @@ class AgentResult:
 
 # -- schemas --------------------------------------------------------------------------------------
 def goal_problem(answer: Any) -> str | None:
-    """Why ``answer`` is no usable goal (unreadable, or empty: an instruction always asks for
-    something), or None."""
+    """Why ``answer`` is no usable goal (unreadable, a formula that does not parse, or empty: an
+    instruction always asks for something), or None. Reads nothing of the scene."""
+    from grasif.formula import Formula
     from lookplangraph.cypher.grounding import parse_goal
 
     try:
-        parse_goal(answer)
-    except ValueError as exc:
+        spec = parse_goal(answer)
+        if spec.formula:
+            Formula.parse(spec.formula)
+    except ValueError as exc:  # FormulaError included
         if str(exc) == "the goal is empty":
             return "the goal is empty, but an instruction always asks for something: write its goal with the scene's node names"
         return str(exc)
