@@ -104,18 +104,16 @@ class AgentResult:
 
 # -- schemas --------------------------------------------------------------------------------------
 def goal_problem(answer: Any) -> str | None:
-    """Why ``answer`` is no usable goal (unreadable, a formula that does not parse, or empty: an
-    instruction always asks for something), or None. Reads nothing of the scene."""
-    from grasif.formula import Formula
-    from lookplangraph.cypher.grounding import parse_goal
+    """Why ``answer`` is no usable goal (:func:`~.grounding.parse_goal`'s reason: unreadable, a
+    formula that does not parse, or empty, since an instruction always asks for something), or
+    None. Reads nothing of the scene."""
+    from lookplangraph.cypher.grounding import EMPTY_GOAL, parse_goal
 
     try:
-        spec = parse_goal(answer)
-        if spec.formula:
-            Formula.parse(spec.formula)
+        parse_goal(answer)
     except ValueError as exc:  # FormulaError included
-        if str(exc) == "the goal is empty":
-            return "the goal is empty, but an instruction always asks for something: write its goal with the scene's node names"
+        if str(exc) == EMPTY_GOAL:
+            return f"{EMPTY_GOAL}, but an instruction always asks for something: write its goal with the scene's node names"
         return str(exc)
     return None
 

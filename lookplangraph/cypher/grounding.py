@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from grasif.formula import Formula
 from grasif.goals import GoalSpec, changed_nodes, evaluate_goal
 from grasif.task import Task
 from grasif.validate import validate_plan
@@ -225,8 +226,14 @@ def build_item(task: Task, seed: int = 0) -> GroundingItem | None:
 
 
 # -- judging --------------------------------------------------------------------------------------
+#: :func:`parse_goal`'s reason for a goal that asks for nothing
+EMPTY_GOAL = "the goal is empty"
+
+
 def parse_goal(answer: Any) -> GoalSpec:
-    """The LM's goal (a dict in GoalSpec form, or a formula string); ``ValueError`` if unreadable."""
+    """The LM's goal (a dict in GoalSpec form, or a formula string); ``ValueError`` if unreadable
+    (a formula that does not parse included: :class:`grasif.formula.FormulaError`) or empty
+    (:data:`EMPTY_GOAL`)."""
     if isinstance(answer, str):
         answer = {"formula": answer}
     if not isinstance(answer, dict):
@@ -238,7 +245,9 @@ def parse_goal(answer: Any) -> GoalSpec:
         first = exc.errors()[0]
         raise ValueError(f"goal: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     if spec.is_empty():
-        raise ValueError("the goal is empty")
+        raise ValueError(EMPTY_GOAL)
+    if spec.formula:
+        Formula.parse(spec.formula)
     return spec.model_copy(update={"unchanged_elsewhere": False})
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 import os
 import random
 import time
@@ -252,8 +253,6 @@ def _plot_loss(rows: list[tuple[int, float]], path: Path, title: str) -> None:
 def time_schedule_lr(peak: float, fraction: float, warmup: float) -> float:
     """The learning rate at ``fraction`` (0..1) of a time-limited run: linear warm-up to
     ``peak`` over the first ``warmup`` of the time, then a cosine to zero at 1."""
-    import math
-
     fraction = min(max(fraction, 0.0), 1.0)
     if warmup > 0 and fraction < warmup:
         return peak * max(fraction / warmup, 0.01)
@@ -368,9 +367,12 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         def __getitem__(self, i):
             return rows[i]
 
+    # what the callbacks below share with this function
     clock = {"start": time.monotonic()}
     stopped = {"by_time": False, "diverged": False}
-    skipped: list[int] = []
+    skipped: list[int] = []  # optimizer steps whose gradients were not finite
+    by_time = config.lr_schedule == "time"
+    schedule_lrs: dict[int, float] = {}  # the time schedule's learning rate by step (0-based)
 
     class TimeLimit(TrainerCallback):
         """Starts the clock when training begins (after loading and tokenizing) and stops (and
@@ -420,8 +422,6 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                 control.should_save = True  # the weights are still the last finite ones: a rerun goes on from here
             return control
 
-    schedule_lrs: dict[int, float] = {}
-    by_time = config.lr_schedule == "time"
     args = TrainingArguments(
         output_dir=str(checkpoints), per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.grad_accum, learning_rate=config.learning_rate,
