@@ -4,8 +4,10 @@ For each planner and each rate, ``lookplangraph eval`` (the same :func:`evaluate
 VirtualHome, 6 BEHAVIOR and 29 office tasks of ``benchmarks/lm_eval.sh`` (grasif.heldout's
 evaluation tasks) with ``--failures RATE --failure-seed SEED`` into ``OUT/PLANNER_rRATE_SPLIT``
 (resumable: rerun to continue), then writes ``OUT/failure_curve.csv``, ``OUT/failure_curve.md``
-and ``OUT/failure_curve.png``: strict SR per planner and rate, the failures drawn, and the share
-of failures *recovered* (those in episodes that still succeeded).
+and ``OUT/failure_curve.png``: strict SR per planner and rate, the failures drawn, the share of
+failures *repaired* (the planner made the same attempt again and it went through:
+``EpisodeResult.low_level_repaired``, whatever became of the episode) and the share *recovered*
+(those in episodes that still succeeded).
 
 The default LM is the privileged EXPERT (a harness tool that reads the true graph, never a model
 row): it shows what recovery the harness allows. With ``--lm llamacpp:qwen2.5-coder-1.5b`` (hours
@@ -95,16 +97,24 @@ def main() -> int:
                                           "failure_seed": args.seed, "max_actions": args.max_actions})
             drawn = sum(len(r.get("low_level_failures", [])) for r in results)
             recovered = sum(len(r.get("low_level_failures", [])) for r in results if r["success"])
+            with_failures = [r for r in results if r.get("low_level_failures")]
+            repaired = (None if any("low_level_repaired" not in r for r in with_failures)  # results of older code
+                        else sum(r["low_level_repaired"] for r in with_failures))
             in_domain = [r for r in results if r["split"] != "office"]
             rows.append({"planner": planner, "rate": rate, "tasks": len(results),
                          "sr": sum(r["success"] for r in results) / len(results),
                          "sr_vh_bh": sum(r["success"] for r in in_domain) / len(in_domain),
                          "sr_office": sum(r["success"] for r in results if r["split"] == "office") / len(tasks["office"]),
-                         "failures": drawn, "recovered": recovered / drawn if drawn else None})
+                         "failures": drawn, "repaired": repaired / drawn if drawn and repaired is not None else None,
+                         "recovered": recovered / drawn if drawn else None})
             print(f"{planner} rate {rate:g}: SR {rows[-1]['sr']:.3f}, {drawn} failures, "
-                  f"recovered {'-' if not drawn else f'{recovered / drawn:.0%}'}", flush=True)
+                  f"repaired {share(rows[-1]['repaired'])}, recovered {share(rows[-1]['recovered'])}", flush=True)
     write(rows, args.out, args.lm)
     return 0
+
+
+def share(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
 
 
 def write(rows: list[dict], out: Path, lm: str) -> None:
@@ -114,12 +124,12 @@ def write(rows: list[dict], out: Path, lm: str) -> None:
         w.writeheader()
         w.writerows(rows)
     lines = [f"LM: {lm}{' (privileged harness tool, not a model)' if lm == 'expert' else ''}", "",
-             "| planner | failure rate | tasks | SR | SR VirtualHome+BEHAVIOR | SR office | failures drawn | recovered |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| planner | failure rate | tasks | SR | SR VirtualHome+BEHAVIOR | SR office | failures drawn | repaired "
+             "| recovered |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        rec = "–" if r["recovered"] is None else f"{r['recovered']:.0%}"
         lines.append(f"| {r['planner']} | {r['rate']:g} | {r['tasks']} | {r['sr']:.3f} | {r['sr_vh_bh']:.3f} | "
-                     f"{r['sr_office']:.3f} | {r['failures']} | {rec} |")
+                     f"{r['sr_office']:.3f} | {r['failures']} | {share(r['repaired'])} | {share(r['recovered'])} |")
     (out / "failure_curve.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     import matplotlib

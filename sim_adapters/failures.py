@@ -27,6 +27,9 @@ and the validator judge the final state as always. Where the other action is not
 other surface in the room, a container without a top), that failure is not drawn.
 
 Failures are transient: each attempt is drawn anew, so trying again (or another way) recovers.
+A failure counts as *repaired* when the same action (for a placement: with the same object
+held) later goes through as asked in the same episode; :attr:`LowLevelFailures.repaired` marks
+which. It measures whether a planner answered the report, whatever became of the episode.
 The draws come from ``random.Random(seed)`` made again at every ``reset``: the same seed and the
 same actions give the same failures. :data:`FEEDBACK` is the vocabulary, also what a person in a
 human-in-the-loop trial answers with (``f grasp``; :mod:`sim_adapters.human`).
@@ -94,7 +97,9 @@ class LowLevelFailures(Wrapper):
     probability ``rates[k]`` (:func:`parse_rates`: one rate for all kinds, or a table), drawn
     with ``seed`` (an int or a string: an evaluation seeds each task apart, ``"SEED:split/task"``,
     so that tasks do not share one sequence of draws). ``failures`` lists this episode's failures
-    as ``(step, kind, action)``."""
+    as ``(step, kind, action)``; ``repaired[i]`` is the step at which the action of
+    ``failures[i]`` later went through as asked (the same action, the same object held), ``None``
+    while it has not."""
 
     def __init__(self, env: Environment, rate: float | Mapping[str, float], seed: int | str = 0):
         super().__init__(env)
@@ -102,12 +107,14 @@ class LowLevelFailures(Wrapper):
         self.seed = seed
         self._rng = random.Random(self.seed)
         self.failures: list[tuple[int, str, str]] = []
+        self.repaired: list[int | None] = []
+        self._attempts: list[tuple[str, str | None]] = []  # per failure: (action, object held), to match repairs
         self._steps = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self.env.reset(seed=seed, options=options)
         self._rng = random.Random(self.seed)
-        self.failures, self._steps = [], 0
+        self.failures, self.repaired, self._attempts, self._steps = [], [], [], 0
 
     def _draw(self, kind: str) -> bool:
         rate = self.rates[kind]
@@ -125,9 +132,26 @@ class LowLevelFailures(Wrapper):
         if kind is None:
             return self._place(action, g)
         if not self._draw(kind):
-            return self.env.step(action)
-        self.failures.append((self._steps, kind, str(action)))
+            return self._as_asked(action, g)
+        self._failed(kind, action, g)
         return StepResult(False, failure_feedback(kind, action, here=g.agent.location or ""), info={"failure": kind})
+
+    def _failed(self, kind: str, action: Action, g: SceneGraph) -> None:
+        """Record a ``kind`` failure of ``action`` (``g``: the true graph before it)."""
+        self.failures.append((self._steps, kind, str(action)))
+        self.repaired.append(None)
+        self._attempts.append((str(action), g.agent.holding))
+
+    def _as_asked(self, action: Action, g: SceneGraph) -> StepResult:
+        """Step ``action`` in the environment as asked (``g``: the true graph before it); if it
+        goes through, it repairs the earlier failures of the same attempt."""
+        result = self.env.step(action)
+        if result.ok:
+            attempt = (str(action), g.agent.holding)
+            for i, (earlier, step) in enumerate(zip(self._attempts, self.repaired)):
+                if step is None and earlier == attempt:
+                    self.repaired[i] = self._steps
+        return result
 
     def _place(self, action: Action, g: SceneGraph) -> StepResult:
         """``put_on``/``put_inside`` (feasible in ``g``, the true graph now): a slip (another
@@ -137,10 +161,10 @@ class LowLevelFailures(Wrapper):
         if self._draw("slip"):
             other = self._other_surface(g, dest)
             if other is not None:
-                return self._instead("slip", action, make("put_on", None, None, other), held=held, instead=other)
+                return self._instead("slip", action, make("put_on", None, None, other), g, held=held, instead=other)
         if action.function_name == "put_inside" and self._draw("placement") and affords(g.nodes[dest], "put_on"):
-            return self._instead("placement", action, make("put_on", None, None, dest), held=held)
-        return self.env.step(action)
+            return self._instead("placement", action, make("put_on", None, None, dest), g, held=held)
+        return self._as_asked(action, g)
 
     def _other_surface(self, g: SceneGraph, dest: str) -> str | None:
         """A surface of the robot's room, other than ``dest``, that the held object can land on:
@@ -150,12 +174,13 @@ class LowLevelFailures(Wrapper):
                          if n != dest and node.layer is Layer.ASSET and affords(node, "put_on") and g.place_of(n) == here)
         return self._rng.choice(options) if options else None
 
-    def _instead(self, kind: str, action: Action, other: Action, **names: str) -> StepResult:
-        """Run ``other`` in the environment; report it as a ``kind`` failure of ``action``."""
+    def _instead(self, kind: str, action: Action, other: Action, g: SceneGraph, **names: str) -> StepResult:
+        """Run ``other`` in the environment; report it as a ``kind`` failure of ``action`` (``g``:
+        the true graph before it)."""
         result = self.env.step(other)
         if not result.ok:  # the environment would not do it either: the action goes as asked
-            return self.env.step(action)
-        self.failures.append((self._steps, kind, str(action)))
+            return self._as_asked(action, g)
+        self._failed(kind, action, g)
         info = {**result.info, "failure": kind}
         return StepResult(True, failure_feedback(kind, action, **names), result.observation, info,
                           result.truncated, outcome=other)

@@ -129,6 +129,36 @@ def test_a_placement_ends_on_top_instead_of_inside():
     assert "on top of cabinet-1, not inside" in r.feedback
 
 
+def test_a_failure_is_repaired_when_the_same_attempt_later_goes_through():
+    """A failed grasp is repaired by a later pick_up of the same object; a slip by putting the same
+    object on the same surface again; another action repairs nothing."""
+    env = LowLevelFailures(GraphEnvironment(room_with_a_cup()), {"grasp": 0.5, "slip": 0.5}, seed=0)
+    env.reset()
+    for _ in range(20):  # until a grasp fails once
+        if not env.step(make("pick_up", "cup-1")).ok:
+            break
+        assert env.step(make("put_on", None, None, "table-1")).ok or env.failures
+    else:
+        pytest.fail("no grasp failed in 20 tries at rate 0.5")
+    grasp = next(i for i, (_, kind, _) in enumerate(env.failures) if kind == "grasp" and env.repaired[i] is None)
+    env.step(make("turn_on", "cup-1"))  # refused (a cup has no switch): repairs nothing
+    assert env.repaired[grasp] is None
+    env.rates["grasp"] = 0.0
+    assert env.step(make("pick_up", "cup-1")).ok
+    assert env.repaired[grasp] > env.failures[grasp][0]  # the step of the pick_up that went through
+
+    env = LowLevelFailures(GraphEnvironment(room_with_a_cup()), only("slip"), seed=0)
+    env.reset()
+    assert env.step(make("pick_up", "cup-1")).ok
+    assert env.step(make("put_on", None, None, "shelf-1")).info["failure"] == "slip"
+    assert env.repaired == [None]
+    env.rates["slip"] = 0.0
+    assert env.step(make("pick_up", "cup-1")).ok and env.repaired == [None]
+    assert env.step(make("put_on", None, None, "shelf-1")).ok and env.repaired == [4]  # steps: pick_up, put_on (slipped), pick_up, put_on
+    env.reset()
+    assert env.failures == [] and env.repaired == []
+
+
 def test_refused_actions_stay_refused_and_the_draws_repeat_with_the_seed(tasks):
     task = stapler_task(tasks)
     env = LowLevelFailures(GraphEnvironment(task.graph), 0.5, seed=7)
@@ -170,6 +200,7 @@ def test_the_expert_recovers_from_every_transient_failure(tasks, planner):
         assert result.success, (task.id, result.termination, result.goal_not_met)
         failures += len(env.failures)
         kinds += sum(1 for r in records if r.failure)
+        assert result.low_level_repaired == len(env.failures)  # every failed attempt was made again, and went through
     assert failures >= 8 and kinds > 0  # failures happened, and the records name them
 
 

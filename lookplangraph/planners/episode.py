@@ -74,6 +74,7 @@ class EpisodeResult:
     failure: str | None = None  # baselines: why no plan ran (a kind: parse_error, unsolvable, infeasible_step ...)
     success_with_correction: bool | None = None  # static plans: the verdict had the SGS corrected them
     low_level_failures: list[str] = field(default_factory=list)  # "kind: action" per failure (sim_adapters.failures)
+    low_level_repaired: int = 0  # how many of them were repaired: the same action later went through as asked
 
 
 R = TypeVar("R", bound=EpisodeResult)
@@ -144,6 +145,7 @@ def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: "list[StepR
         goal_not_met=goal.not_met(),
         config=asdict(cfg), moves=list(getattr(env, "moves", [])), infeasible=infeasible,
         low_level_failures=[f"{kind}: {action}" for _, kind, action in failures_of(env)],
+        low_level_repaired=sum(step is not None for step in failures_of(env, "repaired")),
         augmentation=augmentation, augmentation_calls=len(perceived),
         augmentation_prompt_tokens=sum(p["prompt_tokens"] for p in perceived),
         augmentation_completion_tokens=sum(p["completion_tokens"] for p in perceived),
@@ -151,12 +153,13 @@ def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: "list[StepR
     )
 
 
-def failures_of(env) -> list:
+def failures_of(env, attr: str = "failures") -> list:
     """The episode's low-level failures, ``(step, kind, action)``, of the
-    :class:`sim_adapters.failures.LowLevelFailures` among ``env``'s wrappers; none without one."""
+    :class:`sim_adapters.failures.LowLevelFailures` among ``env``'s wrappers (``attr="repaired"``:
+    the step that repaired each, or ``None``); none without one."""
     find = getattr(env, "get_wrapper_attr", None)
     try:
-        return list(find("failures") if find is not None else getattr(env, "failures", []))
+        return list(find(attr) if find is not None else getattr(env, attr, []))
     except AttributeError:
         return []
 
