@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grasif import dataset, heldout  # noqa: E402
-from lookplangraph.evaluation.runner import evaluate  # noqa: E402
+from lookplangraph.evaluation.runner import evaluate, failure_counts  # noqa: E402
 from lookplangraph.planners.config import PlannerConfig  # noqa: E402
 
 PLANNERS = ("lookplangraph", "react", "sayplan", "sayplan-lite", "llm-as-p")
@@ -95,11 +95,8 @@ def main() -> int:
                                     failure_seed=args.seed, log=lambda line: print(line, file=sys.stderr),
                                     meta={"lm": args.lm, "planner": planner, "failures": rate,
                                           "failure_seed": args.seed, "max_actions": args.max_actions})
-            drawn = sum(len(r.get("low_level_failures", [])) for r in results)
-            recovered = sum(len(r.get("low_level_failures", [])) for r in results if r["success"])
-            with_failures = [r for r in results if r.get("low_level_failures")]
-            repaired = (None if any("low_level_repaired" not in r for r in with_failures)  # results of older code
-                        else sum(r["low_level_repaired"] for r in with_failures))
+            counts = failure_counts(results)
+            drawn, repaired, recovered = counts["drawn"], counts["repaired"], counts["recovered"]
             in_domain = [r for r in results if r["split"] != "office"]
             rows.append({"planner": planner, "rate": rate, "tasks": len(results),
                          "sr": sum(r["success"] for r in results) / len(results),

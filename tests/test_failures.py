@@ -5,6 +5,7 @@ tool that reads the true graph, not a language model."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -250,6 +251,20 @@ def test_a_person_reports_a_failure_in_the_same_words(tasks):
     assert not r.ok and "failure" not in r.info and r.feedback.endswith("the operator reports: the lift is out of order")
 
 
+def test_failure_counts_of_results():
+    from lookplangraph.evaluation.runner import failure_counts, failure_text
+
+    rows = [{"success": True, "low_level_failures": ["grasp: pick_up(a)", "slip: put_on(b)"], "low_level_repaired": 2},
+            {"success": False, "low_level_failures": ["grasp: pick_up(c)"], "low_level_repaired": 0},
+            {"success": False, "low_level_failures": [], "low_level_repaired": 0}]
+    assert failure_counts(rows) == {"drawn": 3, "repaired": 2, "recovered": 2, "kinds": {"grasp": 2, "slip": 1}}
+    assert failure_text(rows) == ("low-level failures: 3 (grasp 2, slip 1); repaired (the same attempt later went "
+                                  "through): 2 (67%); in episodes that succeeded: 2 (67%)")
+    assert failure_text(rows[2:]) is None
+    del rows[1]["low_level_repaired"]  # a result written before repairs were counted
+    assert failure_counts(rows)["repaired"] is None and "repaired (the same attempt later went through): unknown" in failure_text(rows)
+
+
 def test_cli_eval_with_failures(tmp_path, capsys):
     from lookplangraph.cli import main
 
@@ -263,6 +278,13 @@ def test_cli_eval_with_failures(tmp_path, capsys):
     assert config["failures"] == 0.1 and config["failure_seed"] == 2
     failed_steps = [json.loads(line) for p in (out / "traces").iterdir() for line in p.read_text().splitlines()]
     assert any(rec["failure"] for rec in failed_steps)
-    capsys.readouterr()
+    drawn = sum(len(r["low_level_failures"]) for r in rows)
+    repaired = sum(r["low_level_repaired"] for r in rows)
+    assert drawn > 0 and repaired == drawn  # the expert makes every failed attempt again
+    printed = capsys.readouterr().out
+    assert f"low-level failures: {drawn} (" in printed and f"in episodes that succeeded: {drawn} (100%)" in printed
+    with open(out / "summary.csv") as f:
+        per_task = list(csv.DictReader(f))
+    assert sum(int(r["low_level_failures"]) for r in per_task) == drawn
     assert main(args[:-2] + ["--failures", "1.5", "--out", str(tmp_path / "bad")]) == 2
     assert "[0, 1)" in capsys.readouterr().err

@@ -266,7 +266,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from lookplangraph.evaluation.runner import evaluate, now_stamp, summary_text
+    from lookplangraph.evaluation.runner import evaluate, failure_text, now_stamp, summary_text
 
     s = _settings(args)
     tasks = select_tasks(s, args.data_dir)
@@ -274,7 +274,7 @@ def cmd_eval(args) -> int:
     out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
     kept = f"finished episodes are kept in {out / 'results.jsonl'}; rerun the same command to resume"
     try:
-        evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
+        rows = evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, processes=s.processes,
                  failures=s.failures, failure_seed=s.failure_seed, progress=progress_bar(),
                  meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
@@ -288,6 +288,8 @@ def cmd_eval(args) -> int:
     except ValueError as exc:
         raise UsageError(f"{exc} ({kept})") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))
+    if failure_text(rows):
+        print(failure_text(rows))
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
     return EXIT_OK
 

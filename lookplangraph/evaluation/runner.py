@@ -391,15 +391,47 @@ def write_summary(rows: list[dict], out: Path) -> dict:
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["split", "task_id", "success", "success_changed_only", "precision", "actions", "gt_actions",
-                    "tokens", "lm_calls", "termination", "wall_s", "lm_s_per_call", "no_change"])
+                    "tokens", "lm_calls", "termination", "wall_s", "lm_s_per_call", "no_change",
+                    "low_level_failures", "low_level_repaired"])
         for r in sorted(rows, key=lambda r: (r["split"], r["task_id"])):
             per = r["lm_seconds"] / r["lm_calls"] if r["lm_calls"] else 0.0
             lenient = r.get("success_changed_only")
             w.writerow([r["split"], r["task_id"], int(r["success"]), "" if lenient is None else int(lenient),
                         f"{r['precision']:.3f}", len(r["actions"]),
                         r.get("gt_actions"), r["prompt_tokens"] + r["completion_tokens"], r["lm_calls"],
-                        r["termination"], f"{r['wall_s']:.2f}", f"{per:.2f}", int(r.get("no_change", False))])
+                        r["termination"], f"{r['wall_s']:.2f}", f"{per:.2f}", int(r.get("no_change", False)),
+                        len(r.get("low_level_failures", [])), r.get("low_level_repaired", "")])
     return summary
+
+
+def failure_counts(rows: list[dict]) -> dict:
+    """The low-level failures (:mod:`sim_adapters.failures`) of results ``rows``: ``drawn``,
+    ``repaired`` (their attempt later went through; ``None`` when a row with failures predates
+    the count), ``recovered`` (in episodes that still succeeded) and ``kinds`` (kind → number)."""
+    with_failures = [r for r in rows if r.get("low_level_failures")]
+    kinds: dict[str, int] = {}
+    for r in with_failures:
+        for failure in r["low_level_failures"]:
+            kind = failure.partition(":")[0]
+            kinds[kind] = kinds.get(kind, 0) + 1
+    repaired = (None if any("low_level_repaired" not in r for r in with_failures)
+                else sum(r["low_level_repaired"] for r in with_failures))
+    return {"drawn": sum(kinds.values()), "repaired": repaired,
+            "recovered": sum(len(r["low_level_failures"]) for r in with_failures if r["success"]), "kinds": kinds}
+
+
+def failure_text(rows: list[dict]) -> str | None:
+    """One line on the low-level failures of ``rows`` (:func:`failure_counts`); ``None`` without any."""
+    c = failure_counts(rows)
+    if not c["drawn"]:
+        return None
+
+    def share(n: int | None) -> str:
+        return "unknown" if n is None else f"{n} ({n / c['drawn']:.0%})"
+
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(c["kinds"].items()))
+    return (f"low-level failures: {c['drawn']} ({kinds}); repaired (the same attempt later went through): "
+            f"{share(c['repaired'])}; in episodes that succeeded: {share(c['recovered'])}")
 
 
 def summary_text(summary: dict) -> str:
