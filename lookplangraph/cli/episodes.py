@@ -288,8 +288,9 @@ def cmd_eval(args) -> int:
     except ValueError as exc:
         raise UsageError(f"{exc} ({kept})") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))
-    if failure_text(rows):
-        print(failure_text(rows))
+    failures = failure_text(rows)
+    if failures:
+        print(failures)
     print(f"results: {out / 'results.jsonl'}; summary: {out / 'summary.csv'}, {out / 'summary.json'}")
     return EXIT_OK
 
