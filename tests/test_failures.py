@@ -155,7 +155,8 @@ def test_a_failure_is_repaired_when_the_same_attempt_later_goes_through():
     assert env.repaired == [None]
     env.rates["slip"] = 0.0
     assert env.step(make("pick_up", "cup-1")).ok and env.repaired == [None]
-    assert env.step(make("put_on", None, None, "shelf-1")).ok and env.repaired == [4]  # steps: pick_up, put_on (slipped), pick_up, put_on
+    # steps: pick_up, put_on (slipped), pick_up, put_on: the fourth repairs the slip
+    assert env.step(make("put_on", None, None, "shelf-1")).ok and env.repaired == [4]
     env.reset()
     assert env.failures == [] and env.repaired == []
 
@@ -262,7 +263,8 @@ def test_failure_counts_of_results():
                                   "through): 2 (67%); in episodes that succeeded: 2 (67%)")
     assert failure_text(rows[2:]) is None
     del rows[1]["low_level_repaired"]  # a result written before repairs were counted
-    assert failure_counts(rows)["repaired"] is None and "repaired (the same attempt later went through): unknown" in failure_text(rows)
+    assert failure_counts(rows)["repaired"] is None
+    assert "repaired (the same attempt later went through): unknown" in failure_text(rows)
 
 
 def test_cli_eval_with_failures(tmp_path, capsys):
