@@ -108,13 +108,13 @@ class LowLevelFailures(Wrapper):
         self._rng = random.Random(self.seed)
         self.failures: list[tuple[int, str, str]] = []
         self.repaired: list[int | None] = []
-        self._attempts: list[tuple[str, str | None]] = []  # per failure: (action, object held), to match repairs
+        self._open: dict[tuple[str, str | None], list[int]] = {}  # (action, object held) -> its unrepaired failures
         self._steps = 0
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self.env.reset(seed=seed, options=options)
         self._rng = random.Random(self.seed)
-        self.failures, self.repaired, self._attempts, self._steps = [], [], [], 0
+        self.failures, self.repaired, self._open, self._steps = [], [], {}, 0
 
     def _draw(self, kind: str) -> bool:
         rate = self.rates[kind]
@@ -138,19 +138,17 @@ class LowLevelFailures(Wrapper):
 
     def _failed(self, kind: str, action: Action, g: SceneGraph) -> None:
         """Record a ``kind`` failure of ``action`` (``g``: the true graph before it)."""
+        self._open.setdefault((str(action), g.agent.holding), []).append(len(self.failures))
         self.failures.append((self._steps, kind, str(action)))
         self.repaired.append(None)
-        self._attempts.append((str(action), g.agent.holding))
 
     def _as_asked(self, action: Action, g: SceneGraph) -> StepResult:
         """Step ``action`` in the environment as asked (``g``: the true graph before it); if it
         goes through, it repairs the earlier failures of the same attempt."""
         result = self.env.step(action)
-        if result.ok:
-            attempt = (str(action), g.agent.holding)
-            for i, (earlier, step) in enumerate(zip(self._attempts, self.repaired)):
-                if step is None and earlier == attempt:
-                    self.repaired[i] = self._steps
+        if result.ok and self._open:
+            for i in self._open.pop((str(action), g.agent.holding), ()):
+                self.repaired[i] = self._steps
         return result
 
     def _place(self, action: Action, g: SceneGraph) -> StepResult:
