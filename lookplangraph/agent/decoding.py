@@ -29,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sgs.actions import FUNCTIONS, RELATIONS, Action
 
+from lookplangraph.planners.config import answer_format
+
 class ActionReply(BaseModel):
     """The reply object: the action fields of :class:`sgs.actions.Action`, then a short reason."""
 
@@ -103,8 +105,7 @@ def action_schema(names: "Iterable[str] | Vocabulary | None" = None, *, reason_f
                           **(_nullable(inner) if inner else {"type": "null"})}
     if reason_max_length is not None:
         props["reason"]["maxLength"] = int(reason_max_length)
-    order = ["function_name", "node", "relation", "destination"]
-    order = ["reason", *order] if reason_first else [*order, "reason"]
+    order = _key_order(reason_first, reason_max_length)
     return {
         "title": "ActionReply",
         "type": "object",
@@ -112,6 +113,13 @@ def action_schema(names: "Iterable[str] | Vocabulary | None" = None, *, reason_f
         "required": order,
         "additionalProperties": False,
     }
+
+
+def _key_order(reason_first: bool, reason_max_length: int | None) -> list[str]:
+    """The reply's keys in the order the grammar enforces them (:func:`answer_format`)."""
+    action = ["function_name", "node", "relation", "destination"]
+    fmt = answer_format(reason_first, reason_max_length)
+    return action if fmt == "action" else ["reason", *action] if fmt == "reason+action" else [*action, "reason"]
 
 
 def reply_format_instructions(reason_first: bool = False) -> str:
@@ -242,8 +250,7 @@ def boxes_schema(boxes: list[Box], *, reason_first: bool = False, reason_max_len
     reason: dict[str, Any] = {"type": "string"}
     if reason_max_length is not None:
         reason["maxLength"] = int(reason_max_length)
-    order = ["function_name", *_SLOTS]
-    order = ["reason", *order] if reason_first else [*order, "reason"]
+    order = _key_order(reason_first, reason_max_length)
     options = []
     for (node, relation, destination), fns in groups.items():
         fns = [f for f in FUNCTIONS if f in fns] + [f for f in fns if f not in FUNCTIONS]

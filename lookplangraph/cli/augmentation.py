@@ -49,7 +49,7 @@ def cmd_gam_eval(args) -> int:
     """Table III: the graph augmentation scored against true subgraphs, on GraSIF (the parser
     stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
     from grasif import dataset
-    from lookplangraph.lm import LMError, make_backend
+    from lookplangraph.lm import AdapterError, LMError, make_backend
     from lookplangraph.evaluation.gam_eval import bank_cases, evaluate, sample_cases, table
     from vlm.gam import GraphAugmentation
 
@@ -96,6 +96,8 @@ def cmd_gam_eval(args) -> int:
     def backend(spec: str, cache_name: str):
         try:
             lm = make_backend(spec)
+        except AdapterError as exc:
+            raise UsageError(str(exc)) from None
         except LMError as exc:
             raise Unavailable(str(exc)) from None
         if args.cache:

@@ -196,13 +196,16 @@ def _close_progress_bars() -> None:
 
 def error_code(exc: BaseException) -> int | None:
     """The exit code of an error that the commands report without a traceback (None for others):
-    :class:`UsageError` 2; :class:`Unavailable`, :class:`lookplangraph.lm.LMError` and a store
-    or simulator that cannot be reached 3."""
+    :class:`UsageError` and :class:`lookplangraph.lm.AdapterError` (a LoRA file that does not fit)
+    2; :class:`Unavailable`, :class:`lookplangraph.lm.LMError` and a store or simulator that cannot
+    be reached 3."""
     if isinstance(exc, UsageError):
         return EXIT_USAGE
     if isinstance(exc, Unavailable):
         return EXIT_UNAVAILABLE
     lm = sys.modules.get("lookplangraph.lm.base")
+    if lm is not None and isinstance(exc, lm.AdapterError):
+        return EXIT_USAGE
     if lm is not None and isinstance(exc, lm.LMError):
         return EXIT_UNAVAILABLE
     return None

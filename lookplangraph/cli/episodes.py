@@ -206,11 +206,13 @@ def _lm_factory(s, out: Path, args=None):
 
 def _made(factory, *args):
     """``factory(*args)`` for a single episode: an LM (or augmentation) that cannot be made is
-    unavailable (3), a mode without its backend is bad input (2)."""
-    from lookplangraph.lm import LMError
+    unavailable (3), a mode without its backend or a LoRA adapter that does not fit is bad input (2)."""
+    from lookplangraph.lm import AdapterError, LMError
 
     try:
         return factory(*args)
+    except AdapterError as exc:  # a LoRA file that does not fit: bad input
+        raise UsageError(str(exc)) from None
     except LMError as exc:
         raise Unavailable(str(exc)) from None
     except ValueError as exc:

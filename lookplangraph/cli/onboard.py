@@ -272,7 +272,8 @@ def _distill_training(args) -> int:
                              save_steps=args.save_steps, max_minutes=args.max_minutes, dtype=args.dtype,
                              lr_schedule=args.lr_schedule, gradient_checkpointing=args.checkpointing,
                              attention=args.attention,
-                             system=compact_prompt() if args.system_prompt == "compact" else None)
+                             system=compact_prompt() if args.system_prompt == "compact" else None,
+                             system_name="compact" if args.system_prompt == "compact" else "full")
     try:
         r = sft.train(args.data, base, args.out, config, resume=not args.restart)
     except sft.TrainError as exc:

@@ -49,7 +49,7 @@ def add_parsers(sub) -> None:
 
 def cmd_trial(args) -> int:
     """A human-in-the-loop trial (lookplangraph/apps/trial/): the web console or the terminal."""
-    from lookplangraph.lm import LMError
+    from lookplangraph.lm import AdapterError, LMError
     from lookplangraph.planners.config import PlannerConfig
     from lookplangraph.evaluation.settings import DEFAULT_LM
     from lookplangraph.apps.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
@@ -83,7 +83,7 @@ def cmd_trial(args) -> int:
             trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
                                  vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
         lm, augmentation = backends_for(trial)
-    except TrialError as exc:
+    except (TrialError, AdapterError) as exc:
         raise UsageError(str(exc)) from None
     except LMError as exc:
         raise Unavailable(str(exc)) from None

@@ -114,6 +114,26 @@ def reference() -> str:
     return "\n".join(reference_lines(RunSettings, skip=("config",))) + "\n" + settings_reference()
 
 
+def _settle_prompt(s: RunSettings, note: Callable[[str], None]) -> None:
+    """Settle the ``auto`` prompt settings from the LM's LoRA adapter before anything runs, so
+    that results record the prompt used (:meth:`PlannerConfig.settled`); an explicit prompt other
+    than the adapter's own is kept, with a note. Raises :class:`~lookplangraph.lm.AdapterError`
+    for an adapter that cannot be read."""
+    from lookplangraph.lm.base import AdapterError, LMError
+    from lookplangraph.lm.specs import spec_adapter
+
+    try:
+        adapter = spec_adapter(s.lm, s.lm_options)
+    except AdapterError:
+        raise
+    except LMError:
+        adapter = None  # not a backend spec at all: make_backend says so when the run starts
+    s.config, notes = s.config.settled(adapter)
+    if s.planner == "lookplangraph":
+        for line in notes:
+            note(f"note: {line} (recorded in the results)")
+
+
 def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], None] | None = None) -> RunSettings:
     """Settings from ``path`` (TOML) with ``overrides`` (flags; ``None`` values are ignored; a
     planner key overrides the config's). Old flat keys load and ``note`` (default: stderr) is told
@@ -146,6 +166,7 @@ def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], No
 
     if s.planner not in PLANNER_NAMES:
         raise SettingsError(f"planner must be one of {', '.join(PLANNER_NAMES)}, not {s.planner!r}")
+    _settle_prompt(s, note or (lambda line: print(line, file=sys.stderr)))
     if s.augmentation == "vlm" and not s.vlm:
         raise SettingsError("augmentation vlm needs a describer: --vlm SPEC (a model that sees images, e.g. "
                             "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 or openai:gpt-4o)")

@@ -28,14 +28,15 @@ protocol), :mod:`.json_reply` (reading JSON from replies tolerantly), :mod:`.str
 client-side schema check), :mod:`.images`, :mod:`.openai_compat` (:class:`OpenAIBackend`),
 :mod:`.llamacpp` (:class:`LlamaCppBackend`), :mod:`.scripted` (:class:`ScriptedBackend`),
 :mod:`.specs` (:func:`parse_spec`, :func:`make_backend`), :mod:`.cache`, :mod:`.pool` and
-:mod:`.embedded` (the embedded GGUF models). The backends' public names are importable from the
+:mod:`.embedded` (the embedded GGUF models and the adapters shipped for them), :mod:`.lora` (a LoRA
+adapter's metadata and its fit to a base). The backends' public names are importable from the
 package.
 """
 
 from __future__ import annotations
 
 from lookplangraph.lm.base import (
-    CONSTRAINT_MODES, Completion, ContextOverflow, ImageError, LMBackend, LMError, LMUnavailable, Relaxed, Usage,
+    CONSTRAINT_MODES, AdapterError, Completion, ContextOverflow, ImageError, LMBackend, LMError, LMUnavailable, Relaxed, Usage,
 )
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, image_mime, image_part, with_images
 from lookplangraph.lm.json_reply import check_reply, read_json
@@ -45,7 +46,7 @@ from lookplangraph.lm.scripted import ScriptedBackend
 from lookplangraph.lm.specs import make_backend, parse_spec
 
 __all__ = [
-    "Usage", "Completion", "Relaxed", "LMBackend", "LMError", "ImageError", "image_part", "image_mime",
+    "Usage", "Completion", "Relaxed", "LMBackend", "LMError", "AdapterError", "ImageError", "image_part", "image_mime",
     "with_images", "read_json", "check_reply", "CONSTRAINT_MODES", "ContextOverflow", "LMUnavailable",
     "OpenAIBackend", "LlamaCppBackend", "ScriptedBackend", "make_backend", "parse_spec", "default_threads",
     "default_gpu_layers", "DEFAULT_MAX_IMAGE_BYTES", "GRAMMAR_FIELDS", "GRAMMAR_MODES", "STRUCTURED_MODES",

@@ -34,6 +34,12 @@ class LMUnavailable(LMError):
         self.refused, self.status = refused, status
 
 
+class AdapterError(LMError):
+    """A LoRA adapter that cannot be used with its base: missing, not a GGUF LoRA, cut short, made
+    for another base model (tensor shapes, the base's SHA-256 it records), or run with a prompt
+    other than its own without saying so. Bad input, not an unavailable LM: the CLI exits 2."""
+
+
 class ImageError(LMError):
     """An image given to :meth:`LMBackend.complete` cannot be sent: missing file, not an image of a
     type servers accept, too large, or a backend without vision."""

@@ -109,8 +109,13 @@ class AdapterSpec:
 
 
 #: Adapters shipped for the embedded models, ``{model: {name: spec}}`` (``lookplangraph distill
-#: train`` makes them; none has been trained and measured yet).
-ADAPTERS: dict[str, dict[str, AdapterSpec]] = {}
+#: train`` makes them; each has its model card beside it, ``lpg-v0.md``).
+ADAPTERS: dict[str, dict[str, AdapterSpec]] = {
+    "qwen2.5-coder-1.5b": {
+        "lpg-v0": AdapterSpec("lpg-v0", "qwen2.5-coder-1.5b", "lpg-v0.gguf",
+                              "3690a80854c456991a64d1e7bda6b9be789efc12cd964c65c95eebaa4600cdbb"),
+    },
+}
 
 
 def models_dir() -> Path:

@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from lookplangraph.lm import structured
-from lookplangraph.lm.base import Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion
+from lookplangraph.lm.base import (
+    AdapterError, Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion,
+)
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
+from lookplangraph.lm.lora import check_adapter
 
 
 def default_threads() -> int:
@@ -153,7 +156,10 @@ class LlamaCppBackend:
     LoRA file (``lookplangraph distill train`` writes one) or the name of an adapter shipped for
     that model (:data:`lookplangraph.lm.embedded.ADAPTERS`); see :func:`resolve_adapter`. Grammars,
     refusal exclusion and the prompt cache work with it unchanged; ``lora_scale`` in ``lm_options``
-    scales it (default 1).
+    scales it (default 1). The adapter is checked against the base before llama.cpp sees it
+    (:func:`lookplangraph.lm.lora.check_adapter`: a missing, corrupt or ill-fitting file, or one
+    trained on another base, raises :class:`AdapterError`); :attr:`adapter` keeps what it records,
+    the prompt it was trained with among it.
 
     Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
     and the llama-cpp-python chat handler of that family as ``chat_handler`` (a key of
@@ -186,9 +192,14 @@ class LlamaCppBackend:
         label = model if model in models.MODELS else str(path)
         if adapter is not None:
             if "lora_path" in llama_kwargs:
-                raise LMError(f"{model}+{adapter}: the adapter is given twice (in the spec and as lora_path)")
+                raise AdapterError(f"{model}+{adapter}: the adapter is given twice (in the spec and as lora_path)")
             llama_kwargs["lora_path"] = str(resolve_adapter(model, adapter))
             label = f"{label}+{adapter}"
+        #: the checked LoRA adapter (:class:`lookplangraph.lm.lora.AdapterInfo`), None without one
+        self.adapter = None
+        if llama_kwargs.get("lora_path"):
+            spec = models.MODELS.get(model)
+            self.adapter = check_adapter(llama_kwargs["lora_path"], path, spec.sha256 if spec else None)
         if n_threads is None:
             n_threads = default_threads()
         llama_kwargs.setdefault("n_threads_batch", n_threads)
@@ -280,8 +291,8 @@ class LlamaCppBackend:
 
 def resolve_adapter(model: str, adapter: str) -> Path:
     """The GGUF LoRA file of ``MODEL+ADAPTER``: ADAPTER as a path to an existing file, else as the
-    name of an adapter shipped for the embedded model ``model``; raises :class:`LMError` naming
-    the adapters that exist."""
+    name of an adapter shipped for the embedded model ``model``; raises :class:`AdapterError`
+    naming the adapters that exist."""
     from lookplangraph.lm import embedded as models
 
     path = Path(adapter).expanduser()
@@ -292,10 +303,10 @@ def resolve_adapter(model: str, adapter: str) -> Path:
         try:
             return shipped[adapter].path()
         except models.ModelError as exc:
-            raise LMError(str(exc)) from None
+            raise AdapterError(str(exc)) from None
     known = ", ".join(f"{m}+{a}" for m, names in models.ADAPTERS.items() for a in names) or "none yet"
-    raise LMError(f"no adapter file {path} and no adapter {adapter!r} shipped for {model!r} (shipped: {known}); "
-                  "train one with `lookplangraph distill train` and give its adapter.gguf path")
+    raise AdapterError(f"no adapter file {path} and no adapter {adapter!r} shipped for {model!r} (shipped: {known}); "
+                       "train one with `lookplangraph distill train` and give its adapter.gguf path")
 
 
 #: ``chat_handler`` names of :class:`LlamaCppBackend` (as ``llama_cpp.server --chat_format``) and

@@ -35,6 +35,26 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     raise LMError(f"unknown backend kind {kind!r} in {spec!r}; use llamacpp:, openai: or scripted:")
 
 
+def spec_adapter(spec: str, options: dict[str, Any] | None = None):
+    """The LoRA adapter of a backend spec (``llamacpp:MODEL+ADAPTER``, or ``lora_path`` in its
+    ``options``), read and checked on its own without loading any model
+    (:func:`lookplangraph.lm.lora.read_adapter`); None for a spec without one. Raises
+    :class:`~lookplangraph.lm.AdapterError` for an adapter that cannot be read."""
+    from pathlib import Path
+
+    from lookplangraph.lm.llamacpp import resolve_adapter
+    from lookplangraph.lm.lora import read_adapter
+
+    kind, model, _ = parse_spec(spec)
+    if kind != "llamacpp":
+        return None
+    path = (options or {}).get("lora_path")
+    if path is None and "+" in model and not Path(model).expanduser().is_file():
+        base, _, adapter = model.rpartition("+")
+        path = resolve_adapter(base, adapter)
+    return None if path is None else read_adapter(path)
+
+
 def make_backend(spec: str, **opts: Any) -> LMBackend:
     """Build a backend from a spec (see :func:`parse_spec`); ``opts`` go to its constructor.
 

@@ -22,8 +22,27 @@ fields are top-level keys and each section is a table named after it::
 
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Iterable
+
+from lookplangraph.prompts import PROMPT_LAYOUTS
+
+#: The decision's reply formats, by the order of their keys: the action then a reason (the
+#: default), the reason first (``reason_first``), or the action alone (``reason_max_length = 0``:
+#: no ``reason`` key, the fewest tokens to decode). A trained adapter records the one its
+#: examples had (:mod:`lookplangraph.lm.lora`); the schema is
+#: :func:`lookplangraph.agent.decoding.action_schema`'s.
+ANSWER_FORMATS = ("action+reason", "reason+action", "action")
+
+
+def answer_format(reason_first: bool = False, reason_max_length: int | None = None) -> str:
+    """The :data:`ANSWER_FORMATS` name of the reply settings (``reason_max_length`` 0 drops the reason)."""
+    if reason_max_length is not None and reason_max_length < 0:
+        raise ValueError(f"reason_max_length must be 0 (no reason) or more, not {reason_max_length}")
+    if reason_max_length == 0:
+        return "action"
+    return "reason+action" if reason_first else "action+reason"
+
 
 #: ``PlannerConfig.correction`` values (:mod:`lookplangraph.planners.lookplangraph`)
 CORRECTION_MODES = ("rules", "feedback", "none")
@@ -142,10 +161,16 @@ class PlannerConfig:
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")
     reason_first: bool = setting(False, "the decision's reply gives its reason before the action")
     reason_max_length: int | None = setting(None, "cap of the reason in characters (default: 300 in process, none "
-                                                  "at servers)")
-    system_prompt: str = setting("full", "LookPlanGraph's system message: full (role, action contracts, answer format, "
+                                                  "at servers; 0: no reason, the action alone)")
+    system_prompt: str = setting("auto", "LookPlanGraph's system message: auto (the one the LM's LoRA adapter was "
+                                         "trained with, else full), full (role, action contracts, answer format, "
                                          "examples) or compact (two sentences, for a model fine-tuned with distill "
-                                         "train --system-prompt compact)", choices=("full", "compact"))
+                                         "train --system-prompt compact); a prompt other than an adapter's own only "
+                                         "when set explicitly", choices=("auto", "full", "compact"))
+    prompt_layout: str = setting("auto", "LookPlanGraph's user message: auto (the LM adapter's own, else "
+                                          "scene-history), scene-history (instruction, scene, steps) or history-scene "
+                                          "(instruction, places, steps, then the scene: the KV cache serves the steps)",
+                                 choices=("auto", *PROMPT_LAYOUTS))
     demonstrations: int = setting(0, "LookPlanGraph: the k train-pool expert trajectories most like the task "
                                      "(BM25), written before it in the system message (0: none)")
     demonstration_file: str | None = setting(None, "demonstrations to retrieve from (default: the shipped "
@@ -159,12 +184,56 @@ class PlannerConfig:
 
     def __post_init__(self):
         check_choices(self)
+        if self.reason_max_length is not None and self.reason_max_length < 0:
+            raise ValueError(f"reason_max_length must be 0 (no reason) or more, not {self.reason_max_length}")
         if self.demonstrations < 0 or self.demonstration_chars < 200:
             raise ValueError(f"demonstrations must be >= 0 and demonstration_chars >= 200, not "
                              f"{self.demonstrations} and {self.demonstration_chars}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def settled(self, adapter=None) -> "tuple[PlannerConfig, list[str]]":
+        """This config with every ``auto`` prompt setting replaced by what the LM's LoRA
+        ``adapter`` (a :class:`lookplangraph.lm.lora.AdapterInfo`, None for a model without one)
+        was trained with: its system prompt, its prompt layout, and its answer format where
+        ``reason_max_length`` is not set (``action``: 0, no reason). Returns the settled copy and
+        one note per explicit setting that differs from the adapter's own (kept: a prompt other
+        than the adapter's is a choice, recorded with the results). Raises
+        :class:`~lookplangraph.lm.AdapterError` when the adapter's recorded system prompt is not
+        this version's text of that name."""
+        from lookplangraph.prompts import SYSTEM_PROMPTS, system_prompt
+
+        meta = adapter.metadata if adapter is not None else {}
+        own = {"system_prompt": meta.get("lookplangraph.system_prompt_name"),
+               "prompt_layout": meta.get("lookplangraph.prompt_layout"),
+               "answer_format": meta.get("lookplangraph.answer_format")}
+        name = own["system_prompt"]
+        if name is not None:
+            recorded = meta.get("lookplangraph.system_prompt")
+            if name not in SYSTEM_PROMPTS or (recorded is not None and recorded.strip() != system_prompt(name).strip()):
+                if self.system_prompt == "auto":
+                    from lookplangraph.lm.base import AdapterError
+
+                    raise AdapterError(
+                        f"{adapter.path} was trained with a system prompt ({name!r}) that this version does not have "
+                        f"as it was; set system_prompt (--system-prompt) to {' or '.join(SYSTEM_PROMPTS)} to run it anyway")
+                own["system_prompt"] = None
+        notes = [f"{adapter.path.name} was trained with {key} = {own[key]}; running it with {getattr(self, key)} as set"
+                 for key in ("system_prompt", "prompt_layout")
+                 if own[key] and getattr(self, key) not in ("auto", own[key])]
+        changes: dict[str, Any] = {
+            "system_prompt": own["system_prompt"] or "full" if self.system_prompt == "auto" else self.system_prompt,
+            "prompt_layout": own["prompt_layout"] or "scene-history" if self.prompt_layout == "auto"
+            else self.prompt_layout}
+        fmt = own["answer_format"]
+        if fmt:
+            if self.reason_max_length is None and fmt == "action":
+                changes["reason_max_length"] = 0
+            have = answer_format(self.reason_first, changes.get("reason_max_length", self.reason_max_length))
+            if have != fmt:
+                notes.append(f"{adapter.path.name} was trained with answers {fmt}; running it with {have} as set")
+        return replace(self, **changes), notes
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, where: str = "config") -> "PlannerConfig":

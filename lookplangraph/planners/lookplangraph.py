@@ -81,7 +81,7 @@ from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.view import inapplicable, names_in, render_view, view, vocabulary
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
-from lookplangraph.prompts import compact_prompt, dynamic_prompt, static_prompt
+from lookplangraph.prompts import dynamic_prompt, system_prompt
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
@@ -101,7 +101,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     env.reset()
     initial_true = env.true_graph()
     memory = MemoryGraph(task.graph, priors=cfg.priors)
-    static = static_prompt() if cfg.system_prompt == "full" else compact_prompt()
+    cfg, _ = cfg.settled(getattr(lm, "adapter", None))  # "auto": the prompt the LM's adapter was trained with
+    static = system_prompt(cfg.system_prompt)
     if cfg.demonstrations > 0:
         static += "\n\n" + task_demonstrations(task, cfg.demonstrations, cfg.demonstration_file,
                                                  cfg.demonstration_chars)
@@ -124,7 +125,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_inapplicable:
             excluded += [k for k in inapplicable(memory, flat_names(names)) if k not in refused]
-        dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback)
+        dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
+                                 cfg.prompt_layout)
         reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
                        reason_max_length=cfg.reason_max_length)
         if on_reply is not None:

@@ -30,12 +30,43 @@ def compact_prompt() -> str:
     return template("compact").strip()
 
 
-def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, str]], feedback: str | None) -> str:
-    """``history``: (reason, action, result) per accepted action, oldest first."""
+#: the planner's ``system_prompt`` settings that name a template (``auto`` chooses one of them)
+SYSTEM_PROMPTS = {"full": "static", "compact": "compact"}
+
+
+def system_prompt(name: str) -> str:
+    """The text of the system message ``name`` (a key of :data:`SYSTEM_PROMPTS`)."""
+    if name not in SYSTEM_PROMPTS:
+        raise ValueError(f"unknown system prompt {name!r}; known: {', '.join(SYSTEM_PROMPTS)}")
+    return static_prompt() if name == "full" else compact_prompt()
+
+
+#: Orders of the user message (the ``prompt_layout`` setting). ``scene-history``: instruction,
+#: scene, previous steps, feedback (what the first adapter was trained with). ``history-scene``:
+#: instruction, the list of places, previous steps, then the rest of the scene and feedback: what
+#: stays the same within an episode comes first and the history only grows at its end, so a
+#: backend's prefix cache (llama.cpp in process, a server's prefix caching) serves all of it and
+#: evaluates only the scene of this step and the feedback anew.
+PROMPT_LAYOUTS = ("scene-history", "history-scene")
+
+
+def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, str]], feedback: str | None,
+                   layout: str = "scene-history") -> str:
+    """The user message of one decision. ``history``: (reason, action, result) per accepted
+    action, oldest first (a step without a reason is written as its action alone); ``layout``
+    one of :data:`PROMPT_LAYOUTS` (``history-scene`` moves the scene's first line, the places,
+    before the history)."""
     if history:
-        steps = "".join(f"\n- {reason or '(no reason)'} -> {action}{f' [{result}]' if result else ''}"
+        steps = "".join(f"\n- {f'{reason} -> ' if reason else ''}{action}{f' [{result}]' if result else ''}"
                         for reason, action, result in history)
     else:
         steps = "none."
     fb = f"Feedback on your last answer: {feedback}\n" if feedback else ""
-    return template("dynamic").format(instruction=instruction, scene=scene, history=steps, feedback=fb)
+    if layout == "scene-history":
+        return template("dynamic").format(instruction=instruction, scene=scene, history=steps, feedback=fb)
+    if layout != "history-scene":
+        raise ValueError(f"unknown prompt layout {layout!r}; layouts: {', '.join(PROMPT_LAYOUTS)}")
+    first, _, rest = scene.partition("\n")
+    places, scene = (first, rest) if first.startswith("Places:") else ("", scene)
+    return template("dynamic_history_first").format(instruction=instruction, places=places, scene=scene,
+                                                    history=steps, feedback=fb)

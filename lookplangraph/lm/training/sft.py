@@ -66,6 +66,8 @@ class TrainConfig:
     ``eager`` (plain matrix products: slower, the safe choice if a run still diverges).
     ``system``: the system message every example is trained with instead of the one it was built
     with (None: as built), e.g. the planner's compact prompt, which the trained model is then run with.
+    ``system_name``: the planner's ``system_prompt`` setting whose text the examples' system
+    message is (recorded in the adapter, so that the planner runs it with that prompt).
     """
 
     rank: int = 16
@@ -89,6 +91,7 @@ class TrainConfig:
     lr_schedule: str = "steps"
     attention: str = "sdpa"
     system: str | None = None
+    system_name: str = "full"
 
     def check(self) -> None:
         """Raise :class:`TrainError` for a setting that cannot work."""
@@ -158,6 +161,25 @@ def data_file(path: str | os.PathLike) -> Path:
     if not path.is_file():
         raise TrainError(f"no training data at {path}: write it with `lookplangraph distill data --out DIR`")
     return path
+
+
+def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, base_sha256: str) -> dict[str, str]:
+    """The ``lookplangraph.*`` metadata the exported adapter carries (:mod:`lookplangraph.lm.lora`):
+    the base's SHA-256, the system message the examples were trained with (``system``) and its
+    name (``config.system_name``), and the prompt layout and answer format the data records in
+    its ``counts.json`` (``distill data``; data written before they were recorded had
+    ``scene-history`` and ``action+reason``)."""
+    from lookplangraph.lm.lora import training_metadata
+
+    counts: dict[str, Any] = {}
+    path = data_file(data).parent / "counts.json"
+    if path.is_file():
+        try:
+            counts = json.loads(path.read_text())
+        except ValueError:
+            counts = {}
+    return training_metadata(base_sha256, config.system_name, system, counts.get("prompt_layout", "scene-history"),
+                             counts.get("answer_format", "action+reason"))
 
 
 def with_system(messages: list[dict[str, str]], system: str | None) -> list[dict[str, str]]:
@@ -314,8 +336,9 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         if settings_path.is_file():
             before = json.loads(settings_path.read_text())
             changed = [k for k in ("base_sha256", "data_sha256") if before.get(k) != settings.get(k)]
+            defaults = asdict(TrainConfig())  # a key an older run did not record had its default
             changed += [f"config.{k}" for k in settings["config"] if k not in RESUMABLE_CHANGES
-                        and before.get("config", {}).get(k) != settings["config"][k]]
+                        and before.get("config", {}).get(k, defaults[k]) != settings["config"][k]]
             if changed:
                 raise TrainError(f"{out} holds checkpoints of a run with other {', '.join(changed)}: "
                                  "use another --out, or the same settings to resume")
@@ -461,6 +484,10 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     from lookplangraph.lm.training.gguf_lora import export_lora
 
     exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
+    from lookplangraph.lm.lora import stamp_adapter
+
+    system = next((m["content"] for m in examples[0] if m["role"] == "system"), "") if examples else ""
+    stamp_adapter(exported.path, exported.path, prompt_metadata(config, system, data, settings["base_sha256"]))
 
     _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {len(rows)} examples")
     report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=len(rows),

@@ -1,0 +1,240 @@
+"""LoRA adapters: the GGUF header reader, the checks against a base, the metadata an adapter carries,
+the shipped adapter, and the prompt settings a run takes from it.
+
+Tiny base models and adapters are written with the ``gguf`` package (the distill extra) so that
+every failure kind is made on purpose; the shipped adapter and the embedded 0.5B model are the
+real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lookplangraph.lm import AdapterError, embedded
+from lookplangraph.lm.lora import (
+    GGUFFormatError, META_KEYS, check_adapter, read_adapter, read_header, stamp_adapter, training_metadata,
+)
+from lookplangraph.planners.config import PlannerConfig, answer_format
+from lookplangraph.prompts import dynamic_prompt, system_prompt
+
+gguf = pytest.importorskip("gguf")
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "lookplangraph" / "lm" / "adapters" / "lpg-v0.gguf"
+BASE_SHAPES = {"blk.0.attn_q.weight": (16, 16), "blk.0.ffn_up.weight": (32, 16)}  # numpy (out, in)
+
+
+def write_base(path: Path, shapes=BASE_SHAPES, arch: str = "qwen2") -> Path:
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_type(gguf.GGUFType.MODEL)
+    for name, shape in shapes.items():
+        w.add_tensor(name, np.ones(shape, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def write_adapter(path: Path, shapes=BASE_SHAPES, rank: int = 4, arch: str = "qwen2", meta: dict | None = None) -> Path:
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_type(gguf.GGUFType.ADAPTER)
+    w.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    w.add_float32(gguf.Keys.Adapter.LORA_ALPHA, 8.0)
+    for key, value in (meta or {}).items():
+        w.add_string(key, value)
+    rng = np.random.default_rng(0)
+    for name, (out, inp) in shapes.items():
+        w.add_tensor(f"{name}.lora_a", rng.standard_normal((rank, inp)).astype(np.float16))
+        w.add_tensor(f"{name}.lora_b", rng.standard_normal((out, rank)).astype(np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def sha(path: Path) -> str:
+    return embedded.sha256_file(path)
+
+
+def test_a_fitting_adapter_is_read_and_checked(tmp_path):
+    base = write_base(tmp_path / "base.gguf")
+    info = check_adapter(write_adapter(tmp_path / "a.gguf"), base)
+    assert (info.rank, info.alpha, info.architecture) == (4, 8.0, "qwen2")
+    assert info.targets == tuple(sorted(BASE_SHAPES))
+    assert info.metadata == {}
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("missing", "no adapter file"),
+    ("garbage", "not a GGUF file"),
+    ("truncated_header", "cut short"),
+    ("truncated_data", "cut short"),
+    ("base_as_adapter", "not a GGUF LoRA adapter"),
+])
+def test_an_unusable_adapter_file_is_a_clear_error(tmp_path, damage, message):
+    good = write_adapter(tmp_path / "good.gguf")
+    path = tmp_path / "bad.gguf"
+    if damage == "garbage":
+        path.write_bytes(b"PK\x03\x04 not a gguf at all" * 10)
+    elif damage == "truncated_header":
+        path.write_bytes(good.read_bytes()[:100])
+    elif damage == "truncated_data":
+        path.write_bytes(good.read_bytes()[:-64])
+    elif damage == "base_as_adapter":
+        write_base(path)
+    with pytest.raises(AdapterError, match=message):
+        read_adapter(path)
+
+
+def test_an_adapter_for_another_base_is_refused_by_shape_name_architecture_and_hash(tmp_path):
+    base = write_base(tmp_path / "base.gguf")
+    wider = {k: (out * 2, inp * 2) for k, (out, inp) in BASE_SHAPES.items()}
+    with pytest.raises(AdapterError, match="does not fit the base.*another model size"):
+        check_adapter(write_adapter(tmp_path / "wide.gguf", wider), base)
+    with pytest.raises(AdapterError, match="does not have"):
+        check_adapter(write_adapter(tmp_path / "other.gguf", {"blk.7.attn_k.weight": (16, 16)}), base)
+    with pytest.raises(AdapterError, match="adapter for a llama model"):
+        check_adapter(write_adapter(tmp_path / "llama.gguf", arch="llama"), base)
+    stranger = write_adapter(tmp_path / "hash.gguf", meta={"lookplangraph.base_sha256": "0" * 64})
+    with pytest.raises(AdapterError, match="trained on a base with SHA-256 0000"):
+        check_adapter(stranger, base)
+    own = write_adapter(tmp_path / "own.gguf", meta={"lookplangraph.base_sha256": sha(base)})
+    assert check_adapter(own, base).metadata["lookplangraph.base_sha256"] == sha(base)
+    # a known hash given by the caller (the embedded registry's) is used instead of hashing the file
+    with pytest.raises(AdapterError, match="trained on a base"):
+        check_adapter(own, base, base_sha256="f" * 64)
+
+
+def test_stamping_keeps_every_tensor_and_key_and_never_leaves_half_a_file(tmp_path):
+    src = write_adapter(tmp_path / "a.gguf")
+    meta = training_metadata("ab" * 32, "compact", system_prompt("compact"), "history-scene", "action", {"steps": 3})
+    info = stamp_adapter(src, tmp_path / "stamped.gguf", meta)
+    assert info.metadata == meta and info.system_prompt_name == "compact" and info.answer_format == "action"
+    before, after = gguf.GGUFReader(str(src)), gguf.GGUFReader(str(info.path))
+    assert [t.name for t in before.tensors] == [t.name for t in after.tensors]
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(before.tensors, after.tensors))
+    assert float(after.fields["adapter.lora.alpha"].contents()) == 8.0
+    # stamping again replaces a key instead of adding a second one
+    again = stamp_adapter(info.path, info.path, {"lookplangraph.answer_format": "action+reason"})
+    assert again.answer_format == "action+reason" and again.metadata["lookplangraph.base_sha256"] == "ab" * 32
+    assert list(read_header(again.path).kv).count("lookplangraph.answer_format") == 1
+    with pytest.raises(AdapterError, match="unknown adapter metadata key"):
+        stamp_adapter(src, tmp_path / "x.gguf", {"lookplangraph.colour": "blue"})
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF" + b"\0" * 10)
+    with pytest.raises(AdapterError):
+        stamp_adapter(tmp_path / "broken.gguf", tmp_path / "y.gguf", meta)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gguf", "broken.gguf", "stamped.gguf"]
+
+
+def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_prompt():
+    spec = embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v0"]
+    assert spec.path() == SHIPPED and SHIPPED.stat().st_size <= 40 << 20
+    info = read_adapter(SHIPPED)
+    assert set(info.metadata) == set(META_KEYS)
+    assert info.metadata["lookplangraph.base_sha256"] == embedded.MODELS["qwen2.5-coder-1.5b"].sha256
+    # the prompt it was trained with is this version's compact prompt, byte for byte
+    assert info.system_prompt_name == "compact"
+    assert info.metadata["lookplangraph.system_prompt"].strip() == system_prompt("compact")
+    assert (info.metadata["lookplangraph.prompt_layout"], info.answer_format) == ("scene-history", "action+reason")
+    training = json.loads(info.metadata["lookplangraph.training"])
+    assert training["steps"] == 376 and training["device"] == "NVIDIA H200"
+    assert (info.rank, len(info.targets)) == (16, 196)
+
+
+def test_auto_prompt_settings_follow_the_adapter_and_an_explicit_other_prompt_is_noted(tmp_path):
+    own = read_adapter(SHIPPED)
+    cfg, notes = PlannerConfig().settled(own)
+    assert (cfg.system_prompt, cfg.prompt_layout, notes) == ("compact", "scene-history", [])
+    cfg, notes = PlannerConfig().settled(None)
+    assert (cfg.system_prompt, cfg.prompt_layout, cfg.reason_max_length) == ("full", "scene-history", None)
+    cfg, notes = PlannerConfig(system_prompt="full", reason_max_length=0).settled(own)
+    assert cfg.system_prompt == "full" and cfg.reason_max_length == 0
+    assert len(notes) == 2 and "system_prompt = compact" in notes[0] and "answers action+reason" in notes[1]
+    # an adapter trained on answers without a reason runs without one unless a length is set
+    short = stamp_adapter(write_adapter(tmp_path / "a.gguf"), tmp_path / "short.gguf",
+                          training_metadata("0" * 64, "full", system_prompt("full"), "history-scene", "action"))
+    cfg, notes = PlannerConfig().settled(short)
+    assert (cfg.prompt_layout, cfg.reason_max_length, notes) == ("history-scene", 0, [])
+    # a recorded prompt text this version does not have: refused under auto, allowed when set
+    drifted = stamp_adapter(short.path, tmp_path / "drift.gguf", {"lookplangraph.system_prompt": "You are a toaster."})
+    with pytest.raises(AdapterError, match="set system_prompt"):
+        PlannerConfig().settled(drifted)
+    assert PlannerConfig(system_prompt="compact").settled(drifted)[0].system_prompt == "compact"
+
+
+def test_run_settings_settle_the_prompt_from_the_spec_without_loading_a_model():
+    from lookplangraph.evaluation.settings import load_settings
+
+    s = load_settings(None, {"lm": "llamacpp:qwen2.5-coder-1.5b+lpg-v0"})
+    assert (s.config.system_prompt, s.config.prompt_layout) == ("compact", "scene-history")
+    assert s.as_dict()["system_prompt"] == "compact"  # what results record
+    notes = []
+    s = load_settings(None, {"lm": "llamacpp:qwen2.5-coder-1.5b+lpg-v0", "system_prompt": "full"}, note=notes.append)
+    assert s.config.system_prompt == "full" and "trained with system_prompt = compact" in notes[0]
+    assert load_settings(None, {"lm": "openai:gpt-4o"}).config.system_prompt == "full"
+    with pytest.raises(AdapterError, match="no adapter file"):
+        load_settings(None, {"lm": "llamacpp:qwen2.5-coder-1.5b+/nowhere/adapter.gguf"})
+
+
+def run_cli(capsys, *args: str):
+    """``lookplangraph ARGS`` in this process: (exit code, stderr)."""
+    from lookplangraph.cli import main
+
+    code = main(list(args))
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("adapter, message", [
+    ("/nowhere/adapter.gguf", "no adapter file /nowhere/adapter.gguf"),
+    ("lpg-v9", "no adapter 'lpg-v9' shipped for 'qwen2.5-coder-1.5b'"),
+])
+def test_the_cli_exits_2_on_an_adapter_it_cannot_find(capsys, adapter, message):
+    code, err = run_cli(capsys, "run", "--split", "office", "--task", "office-01",
+                        "--lm", f"llamacpp:qwen2.5-coder-1.5b+{adapter}")
+    assert code == 2 and message in err, err
+
+
+def test_the_cli_exits_2_on_a_corrupt_adapter(capsys, tmp_path):
+    bad = tmp_path / "adapter.gguf"
+    bad.write_bytes(SHIPPED.read_bytes()[:4096])
+    code, err = run_cli(capsys, "run", "--split", "office", "--task", "office-01",
+                        "--lm", f"llamacpp:qwen2.5-coder-1.5b+{bad}")
+    assert code == 2 and "cut short" in err, err
+
+
+@pytest.mark.skipif(not embedded.is_available("qwen2.5-coder-0.5b"), reason="the 0.5B model's parts are not installed")
+def test_the_cli_exits_2_on_an_adapter_of_another_base_before_llama_cpp_loads_it(capsys):
+    # the real 1.5B adapter on the real 0.5B base: the shapes differ (hidden size 1536 against 896)
+    code, err = run_cli(capsys, "run", "--split", "office", "--task", "office-01", "--max-actions", "1",
+                        "--lm", f"llamacpp:qwen2.5-coder-0.5b+{SHIPPED}")
+    assert code == 2 and "does not fit the base" in err and "another model size" in err, err
+
+
+def test_answer_formats_and_prompt_layouts():
+    from lookplangraph.agent.decoding import action_schema, constrained_schema
+
+    assert answer_format() == "action+reason" and answer_format(True) == "reason+action"
+    assert answer_format(False, 0) == answer_format(True, 0) == "action"
+    assert list(action_schema(["a-1"], reason_max_length=0)["properties"]) == [
+        "function_name", "node", "relation", "destination"]
+    excluded = constrained_schema(["a-1", "b-1"], [("go_to", "a-1", None, None)], reason_max_length=0)
+    assert all("reason" not in o["properties"] for o in excluded["anyOf"])
+    with pytest.raises(ValueError, match="reason_max_length"):
+        PlannerConfig(reason_max_length=-1)
+    scene = "Places: kitchen-1, hall-1.\nYou are in hall-1 and hold nothing.\nAssets here: none."
+    history = [("look", "go_to(kitchen-1)", ""), ("", "discover_objects(table-1)", "saw cup-1")]
+    old = dynamic_prompt("Bring the cup.", scene, history, None)
+    assert old.index("Places:") < old.index("You are in") < old.index("Previous steps")
+    new = dynamic_prompt("Bring the cup.", scene, history, "try again", layout="history-scene")
+    assert new.index("Places:") < new.index("Previous steps") < new.index("You are in") < new.index("Feedback")
+    assert "- look -> go_to(kitchen-1)\n- discover_objects(table-1) [saw cup-1]" in new
+    # the next step's prompt begins with this step's prompt up to the end of its history
+    longer = dynamic_prompt("Bring the cup.", scene.replace("hall-1 and", "kitchen-1 and"),
+                            history + [("", "pick_up(cup-1)", "")], None, layout="history-scene")
+    assert longer.startswith(new[: new.index("\nScene now:")])
+    with pytest.raises(ValueError, match="unknown prompt layout"):
+        dynamic_prompt("x", scene, [], None, layout="sideways")
