@@ -16,13 +16,15 @@ same actions as the first, and its successes, then writes ``OUT/decisions.csv`` 
 ``OUT/summary.md``. Nothing else should run on the machine meanwhile (the clocks are wall time).
 
     .venv/bin/python benchmarks/bench_decision.py --out runs/bench_decision \\
-        --variant as-trained \\
+        --variant grammar:opt.jump_forward=false \\
+        --variant jump \\
         --variant no-reason:reason_max_length=0 \\
         --variant history-scene:prompt_layout=history-scene \\
         --variant no-exclusions:exclude_refused=false,exclude_inapplicable=false \\
         --variant merged:lm=llamacpp:/tmp/merged-q4km.gguf
 
-A variant is ``NAME[:KEY=VALUE,...]``: planner settings (``PlannerConfig`` keys), or ``lm=SPEC``.
+A variant is ``NAME[:KEY=VALUE,...]``: planner settings (``PlannerConfig`` keys), ``lm=SPEC``, or
+``opt.KEY=VALUE`` for the backend (``opt.jump_forward=false``: the grammar decode).
 """
 
 from __future__ import annotations
@@ -58,9 +60,10 @@ COLUMNS = ("prompt", "cached", "evaluated", "completion", "prompt_s", "decode_s"
            "total_s")
 
 
-def parse_variant(text: str) -> tuple[str, str | None, dict]:
+def parse_variant(text: str) -> tuple[str, str | None, dict, dict]:
+    """``NAME[:KEY=VALUE,...]`` -> (name, lm spec or None, planner settings, backend options)."""
     name, _, body = text.partition(":")
-    lm, settings = None, {}
+    lm, settings, options = None, {}, {}
     for item in filter(None, body.split(",")):
         key, sep, value = item.partition("=")
         if not sep:
@@ -68,9 +71,13 @@ def parse_variant(text: str) -> tuple[str, str | None, dict]:
         if key == "lm":
             lm = value
             continue
-        settings[key] = json.loads(value) if value in ("true", "false", "null") or value.lstrip("-").isdigit() else value
+        parsed = json.loads(value) if value in ("true", "false", "null") or value.lstrip("-").isdigit() else value
+        if key.startswith("opt."):
+            options[key[4:]] = parsed
+        else:
+            settings[key] = parsed
     PlannerConfig.from_dict(settings, where=f"variant {name}")  # a bad key or value stops here
-    return name, lm, settings
+    return name, lm, settings, options
 
 
 class Clocks:
@@ -156,15 +163,15 @@ def main() -> None:
     args = ap.parse_args()
     data = default_data_dir()
     tasks = [load_task(data / f"{t}.json") for t in args.tasks]
-    variants = [parse_variant(v) for v in (args.variant or ["as-trained"])]
+    variants = [parse_variant(v) for v in (args.variant or ["default"])]
     lm_options = {"n_threads": args.threads} if args.threads else {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, "
           f"{len(tasks)} tasks, --max-actions {args.max_actions}")
     rows, episodes = [], []
-    for name, lm, settings in variants:
-        r, e = run_variant(name, lm or args.lm, settings, tasks, args.max_actions, lm_options)
+    for name, lm, settings, options in variants:
+        r, e = run_variant(name, lm or args.lm, settings, tasks, args.max_actions, {**lm_options, **options})
         rows += r
         episodes += e
     with open(out / "decisions.csv", "w", newline="") as f:
@@ -176,7 +183,7 @@ def main() -> None:
     head = ("| variant | decisions | success | same actions | prompt tok | cached | evaluated | completion | "
             "prompt eval s | decode s | schema s | grammar s | rest s | total s (p50) | total s (p90) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for name, lm, settings in variants:
+    for name, lm, settings, options in variants:
         mine = [r for r in rows if r["variant"] == name]
         eps = [e for e in episodes if e["variant"] == name]
         same = sum(e["actions"] == reference.get(e["task"]) for e in eps)
@@ -186,7 +193,8 @@ def main() -> None:
                      f"{med['prompt_s']:.2f} | {med['decode_s']:.2f} | {med['schema_s']:.3f} | {med['grammar_s']:.3f} | "
                      f"{med['rest_s']:.2f} | {med['total_s']:.2f} | {pct([r['total_s'] for r in mine], 0.9):.2f} |")
     text = "\n".join(lines)
-    settings_text = "\n".join(f"- {n}: lm {lm or args.lm}, {settings or 'its own settings'}" for n, lm, settings in variants)
+    settings_text = "\n".join(f"- {n}: lm {lm or args.lm}, {settings or 'its own settings'}, backend {options or 'default'}"
+                              for n, lm, settings, options in variants)
     (out / "summary.md").write_text(text + "\n\n" + settings_text + "\n")
     print(text)
     print(settings_text)

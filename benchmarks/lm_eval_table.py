@@ -6,12 +6,14 @@ Each argument is the OUT prefix given to ``lm_eval.sh`` (its directories ``OUT_v
 and ``OUT_office``; a missing one is "not run"). Per row: the episodes finished, strict SR, APP,
 LM calls per task, how episodes ended (``done`` / ``max_actions`` / ``unresolved`` / other), prompt
 tokens per call with the share the prefix cache evaluated once, and seconds per decision (median
+and 90th percentile over the decisions in the run's traces; where a run has no traces, the median
 over episodes of LM seconds / LM calls; only indicative on a shared machine). Markdown on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -24,11 +26,28 @@ from lookplangraph.evaluation.runner import read_results  # noqa: E402
 SPLITS = (("vh", "VirtualHome"), ("bh", "BEHAVIOR"), ("office", "office"))
 ENDS = ("done", "max_actions", "unresolved")
 HEADER = ("| run | part | tasks | SR (strict) | APP | LM calls/task | ends (done / max_actions / unresolved / other) "
-          "| prompt tokens/call (cached) | s/decision (median) |\n|---|---|---|---|---|---|---|---|---|")
+          "| prompt tokens/call (cached) | s/decision (p50 / p90) |\n|---|---|---|---|---|---|---|---|---|")
 
 
-def row(run: str, part: str, results: list[dict]) -> str:
-    """One Markdown row over ``results`` (rows of ``results.jsonl``)."""
+def decision_seconds(run_dir: Path) -> list[float]:
+    """The seconds of every LM decision in ``run_dir/traces/*.jsonl`` (empty without traces)."""
+    out = []
+    for trace in sorted((run_dir / "traces").glob("*.jsonl")) if (run_dir / "traces").is_dir() else ():
+        for line in trace.read_text().splitlines():
+            step = json.loads(line)
+            if step.get("seconds") is not None and step.get("prompt_tokens"):
+                out.append(float(step["seconds"]))
+    return out
+
+
+def quantile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def row(run: str, part: str, results: list[dict], decisions: list[float] | None = None) -> str:
+    """One Markdown row over ``results`` (rows of ``results.jsonl``) and the seconds of their
+    ``decisions`` (from the traces; None: estimated from the results)."""
     if not results:
         return f"| {run} | {part} | not run | | | | | | |"
     ends = Counter(r["termination"] for r in results)
@@ -39,7 +58,10 @@ def row(run: str, part: str, results: list[dict]) -> str:
     cached = sum(r.get("cached_tokens", 0) for r in results)
     per_decision = [r["lm_seconds"] / r["lm_calls"] for r in results if r.get("lm_calls")]
     tokens = f"{prompt / calls:.0f} ({cached / calls:.0f})" if calls else "–"
-    seconds = f"{median(per_decision):.1f}" if per_decision else "–"
+    if decisions:
+        seconds = f"{median(decisions):.1f} / {quantile(decisions, 0.9):.1f}"
+    else:
+        seconds = f"{median(per_decision):.1f} / –" if per_decision else "–"
     return (f"| {run} | {part} | {len(results)} | {successes / len(results):.3f} ({successes}) | "
             f"{mean(r['precision'] for r in results):.3f} | {calls / len(results):.2f} | "
             f"{' / '.join(str(ends.get(k, 0)) for k in ENDS)} / {other} | {tokens} | {seconds} |")
@@ -51,13 +73,15 @@ def main() -> int:
     args = ap.parse_args()
     print(HEADER)
     for prefix in args.prefixes:
-        everything = []
+        everything, seconds = [], []
         for suffix, part in SPLITS:
             path = Path(f"{prefix}_{suffix}") / "results.jsonl"
             results = read_results(path) if path.exists() else []
+            decisions = decision_seconds(path.parent)
             everything += results
-            print(row(Path(prefix).name, part, results))
-        print(row(Path(prefix).name, "**all**", everything))
+            seconds += decisions
+            print(row(Path(prefix).name, part, results, decisions))
+        print(row(Path(prefix).name, "**all**", everything, seconds))
     return 0
 
 

@@ -238,3 +238,39 @@ def test_answer_formats_and_prompt_layouts():
     assert longer.startswith(new[: new.index("\nScene now:")])
     with pytest.raises(ValueError, match="unknown prompt layout"):
         dynamic_prompt("x", scene, [], None, layout="sideways")
+
+
+@pytest.mark.skipif(not embedded.is_available("qwen2.5-coder-0.5b"), reason="the 0.5B model's parts are not installed")
+def test_merging_adds_the_adapter_to_the_real_base_and_keeps_its_record(tmp_path):
+    from gguf import quants
+
+    from lookplangraph.lm.lora import merged_record
+    from lookplangraph.lm.specs import spec_adapter
+    from lookplangraph.lm.training.merge import merge_lora
+
+    base = embedded.ensure_model("qwen2.5-coder-0.5b")
+    target = "blk.0.ffn_up.weight"
+    shape = read_header(base).tensors[target].shape  # ggml [in, out]
+    meta = training_metadata(embedded.MODELS["qwen2.5-coder-0.5b"].sha256, "compact", system_prompt("compact"),
+                             "history-scene", "action")
+    adapter = write_adapter(tmp_path / "a.gguf", {target: (shape[1], shape[0])}, rank=2, meta=meta)
+    report = merge_lora(base, adapter, tmp_path / "merged.gguf", file_type="q8_0",
+                        base_sha256=embedded.MODELS["qwen2.5-coder-0.5b"].sha256)
+    assert report.merged == 1 and not list(tmp_path.glob("*.part"))
+
+    def weight(path, name):
+        t = next(t for t in gguf.GGUFReader(str(path)).tensors if t.name == name)
+        return quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(shape[1], shape[0])
+
+    lora = {t.name: np.asarray(t.data, dtype=np.float32) for t in gguf.GGUFReader(str(adapter)).tensors}
+    delta = 8.0 / 2 * lora[target + ".lora_b"] @ lora[target + ".lora_a"]
+    moved = weight(report.path, target) - weight(base, target)
+    assert np.corrcoef(moved.ravel(), delta.ravel())[0, 1] > 0.99
+    untouched = "blk.1.ffn_up.weight"
+    assert np.abs(weight(report.path, untouched) - weight(base, untouched)).max() < 0.05
+    # the merged model still says which prompt it was trained with, and a run settles on it
+    assert merged_record(report.path).metadata == meta and merged_record(base) is None
+    assert spec_adapter(f"llamacpp:{report.path}").answer_format == "action"
+    with pytest.raises(AdapterError, match="does not fit the base"):
+        merge_lora(base, SHIPPED, tmp_path / "never.gguf")
+    assert not (tmp_path / "never.gguf").exists()

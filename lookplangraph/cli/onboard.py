@@ -118,6 +118,17 @@ def add_parsers(sub) -> None:
     e.add_argument("--base", default="qwen2.5-coder-1.5b", metavar="MODEL", help="the base: embedded name or GGUF path")
     e.add_argument("--out", required=True, metavar="FILE", help="the GGUF LoRA to write")
     e.add_argument("--dtype", choices=["f16", "f32"], default="f16", help="tensor type (default f16)")
+    m = add_command(dsub, "merge", help="a LoRA adapter merged into its base and quantized again (no LoRA cost per token)",
+                    description="Check the adapter against the base, add it to the base's dequantized weights, and "
+                                "quantize the result with llama.cpp's own quantizer (minutes on 2 cores). The merged "
+                                "model keeps the adapter's prompt metadata; run it as --lm llamacpp:OUT.",
+                    examples=["lookplangraph distill merge --adapter lpg-v0 --out ~/models/lpg-v0-q4_k_m.gguf",
+                              "lookplangraph distill merge --adapter runs/lora15/adapter.gguf --out merged.gguf --type q8_0"])
+    m.add_argument("--adapter", required=True, metavar="FILE|NAME", help="a GGUF LoRA, or the name of a shipped adapter")
+    m.add_argument("--base", default="qwen2.5-coder-1.5b", metavar="MODEL", help="the base: embedded name or GGUF path")
+    m.add_argument("--out", required=True, metavar="FILE", help="the merged GGUF to write")
+    m.add_argument("--type", default="q4_k_m", choices=["q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16"],
+                   help="quantization of the merged model (default q4_k_m, the embedded base's)")
     sp = add_command(dsub, "split", help="cut a file into checked chunks (to carry it to a GPU machine)",
                      description="Cut FILE into chunks of at most --chunk-mib MiB with a manifest of SHA-256 sums; "
                                  "`distill join` checks and puts them back together.",
@@ -183,7 +194,7 @@ def cmd_distill(args) -> int:
     """Distillation: training data from the expert (evaluation.trajectories: ``distill data``,
     ``distill validate``), LoRA training and export (training: ``distill train``, ``distill
     export``), and checked chunks for carrying files to a GPU machine (``distill split``, ``distill join``)."""
-    if args.distill_command in ("train", "export", "split", "join"):
+    if args.distill_command in ("train", "export", "merge", "split", "join"):
         return _distill_training(args)
     from grasif import dataset
     from grasif.heldout import in_train_pool
@@ -235,6 +246,30 @@ def _base_model_file(spec: str) -> Path:
         raise UsageError(f"--base: {exc}") from None
 
 
+def _merge(args, base: Path) -> int:
+    from tqdm import tqdm
+
+    from lookplangraph.lm import AdapterError, embedded
+    from lookplangraph.lm.llamacpp import resolve_adapter
+    from lookplangraph.lm.training.merge import merge_lora
+
+    adapter = resolve_adapter(args.base, args.adapter)
+    spec = embedded.MODELS.get(args.base)
+    with tqdm(total=None, desc="merge", unit="tensor") as bar:
+        def step(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        try:
+            r = merge_lora(base, adapter, args.out, file_type=args.type, base_sha256=spec.sha256 if spec else None,
+                           progress=step)
+        except AdapterError as exc:
+            raise UsageError(str(exc)) from None
+    print(f"{r.path}: {r.merged} weights merged, {r.size / 2**20:.0f} MiB {args.type}; merge {r.merge_seconds:.0f} s, "
+          f"quantization {r.quantize_seconds:.0f} s; use it as --lm llamacpp:{r.path}")
+    return EXIT_OK
+
+
 def _distill_training(args) -> int:
     from lookplangraph.lm.training import chunks
 
@@ -266,6 +301,8 @@ def _distill_training(args) -> int:
         print(f"{r.path}: {r.pairs} LoRA pairs, rank {r.rank}, alpha {r.alpha:g}, {r.architecture}, "
               f"{r.bytes / 2**20:.1f} MiB; use it as --lm llamacpp:{args.base}+{r.path}")
         return EXIT_OK
+    if args.distill_command == "merge":
+        return _merge(args, base)
     config = sft.TrainConfig(rank=args.rank, alpha=args.alpha, learning_rate=args.lr, epochs=args.epochs,
                              max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
                              max_length=args.max_length, examples=args.examples, seed=args.seed,

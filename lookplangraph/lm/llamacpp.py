@@ -15,7 +15,8 @@ from lookplangraph.lm.base import (
     AdapterError, Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion,
 )
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
-from lookplangraph.lm.lora import check_adapter
+from lookplangraph.lm.jump import FlatSchema, JumpDecoder, flat_schema
+from lookplangraph.lm.lora import check_adapter, merged_record
 
 
 def default_threads() -> int:
@@ -172,7 +173,7 @@ class LlamaCppBackend:
     def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None,
                  seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, verbose: bool = False, mmproj: str | os.PathLike | None = None,
                  chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
-                 extra_buffers: bool | None = None, **llama_kwargs: Any):
+                 extra_buffers: bool | None = None, jump_forward: bool = True, **llama_kwargs: Any):
         try:
             import llama_cpp
         except ImportError:
@@ -195,8 +196,9 @@ class LlamaCppBackend:
                 raise AdapterError(f"{model}+{adapter}: the adapter is given twice (in the spec and as lora_path)")
             llama_kwargs["lora_path"] = str(resolve_adapter(model, adapter))
             label = f"{label}+{adapter}"
-        #: the checked LoRA adapter (:class:`lookplangraph.lm.lora.AdapterInfo`), None without one
-        self.adapter = None
+        #: the checked LoRA adapter, or the record of one merged into the model file
+        #: (:class:`lookplangraph.lm.lora.AdapterInfo`); None for neither
+        self.adapter = None if model in models.MODELS else merged_record(path)
         if llama_kwargs.get("lora_path"):
             spec = models.MODELS.get(model)
             self.adapter = check_adapter(llama_kwargs["lora_path"], path, spec.sha256 if spec else None)
@@ -216,6 +218,11 @@ class LlamaCppBackend:
         except Exception as exc:
             raise LMError(f"llama.cpp could not load {path}: {exc}") from None
         self._grammars: dict[str | None, Any] = {}
+        #: greedy replies to flat schemas decoded with the text they fix evaluated in batches
+        #: (:mod:`lookplangraph.lm.jump`); other requests go through the grammar
+        self.jump_forward = bool(jump_forward)
+        self._jump: JumpDecoder | None = None
+        self._formatter = None
 
     def _grammar(self, schema: dict[str, Any] | None, gbnf: str | None = None) -> Any:
         """The compiled grammar of a reply schema or of GBNF text (cached)."""
@@ -260,6 +267,10 @@ class LlamaCppBackend:
         if grammar is not None and schema is not None:
             raise ValueError("complete() takes a schema or a grammar, not both")
         wire_schema = structured.json_schema(schema)
+        flat = flat_schema(wire_schema) if (self.jump_forward and grammar is None and not images
+                                            and self.temperature == 0 and self.vision is None) else None
+        if flat is not None:
+            return self._complete_jump(messages, flat, schema, max_tokens)
         if grammar is not None:
             grammar = self._grammar(None, grammar)
         elif wire_schema is not None:
@@ -287,6 +298,39 @@ class LlamaCppBackend:
         usage = Usage(prompt_tokens=n_prompt, completion_tokens=int(u.get("completion_tokens", 0)), cached_tokens=cached)
         text = out["choices"][0]["message"].get("content") or ""
         return checked_completion(text, schema, usage, seconds)
+
+
+    def prompt_tokens(self, messages: list[dict[str, Any]]) -> list[int]:
+        """The tokens of ``messages`` as ``create_chat_completion`` makes them: the model's own
+        chat template (from its GGUF), tokenized with special tokens."""
+        if self._formatter is None:
+            from llama_cpp import llama_chat_format
+
+            llm = self.llm
+            eos, bos = llm.token_eos(), llm.token_bos()
+            self._formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=llm.metadata["tokenizer.chat_template"],
+                eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llm._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos])
+        result = self._formatter(messages=messages)
+        return self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+
+    def _complete_jump(self, messages: list[dict[str, Any]], flat: FlatSchema, schema: Any,
+                       max_tokens: int | None) -> Completion:
+        """:meth:`complete` of a flat schema by :class:`~lookplangraph.lm.jump.JumpDecoder`."""
+        if "tokenizer.chat_template" not in self.llm.metadata:
+            raise LMError(f"{self.name}: the model has no chat template (tokenizer.chat_template)")
+        t0 = time.perf_counter()
+        prompt = self.prompt_tokens(messages)
+        if len(prompt) >= self.llm.n_ctx():
+            raise ContextOverflow(f"{self.name}: Requested tokens ({len(prompt)}) exceed context window of "
+                                  f"{self.llm.n_ctx()} (raise n_ctx in lm_options)")
+        if self._jump is None:
+            self._jump = JumpDecoder(self.llm)
+        budget = min(self.max_tokens if max_tokens is None else max_tokens, self.llm.n_ctx() - len(prompt))
+        text, cached, n = self._jump.decode(prompt, flat, budget)
+        usage = Usage(prompt_tokens=len(prompt), completion_tokens=n, cached_tokens=cached)
+        return checked_completion(text, schema, usage, time.perf_counter() - t0)
 
 
 def resolve_adapter(model: str, adapter: str) -> Path:

@@ -233,6 +233,20 @@ def read_adapter(path: str | os.PathLike) -> AdapterInfo:
                        max(ranks), tuple(sorted(pairs)), meta)
 
 
+def merged_record(path: str | os.PathLike) -> AdapterInfo | None:
+    """The ``lookplangraph.*`` record of a model file into which an adapter was merged
+    (``distill merge``), as an :class:`AdapterInfo` without tensors; None for a model without one
+    or a file that cannot be read as GGUF (llama.cpp then says what is wrong with it)."""
+    try:
+        h = read_header(path)
+    except (GGUFFormatError, OSError):
+        return None
+    meta = {k: v for k, v in h.kv.items() if k.startswith("lookplangraph.") and isinstance(v, str)}
+    if not meta or h.kv.get("general.type") == "adapter":
+        return None
+    return AdapterInfo(Path(path), str(h.kv.get("general.architecture", "")), None, 0, (), meta)
+
+
 def check_adapter(adapter: str | os.PathLike, base: str | os.PathLike, base_sha256: str | None = None) -> AdapterInfo:
     """:func:`read_adapter`, then its fit to the base GGUF at ``base``: the same architecture, every
     adapted weight present in the base with the shapes the pair needs (``lora_a`` ``[in, r]``,

@@ -38,12 +38,14 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
 def spec_adapter(spec: str, options: dict[str, Any] | None = None):
     """The LoRA adapter of a backend spec (``llamacpp:MODEL+ADAPTER``, or ``lora_path`` in its
     ``options``), read and checked on its own without loading any model
-    (:func:`lookplangraph.lm.lora.read_adapter`); None for a spec without one. Raises
-    :class:`~lookplangraph.lm.AdapterError` for an adapter that cannot be read."""
+    (:func:`lookplangraph.lm.lora.read_adapter`), or the record of an adapter merged into the
+    model file of ``llamacpp:PATH`` (:func:`~lookplangraph.lm.lora.merged_record`); None for a
+    spec without either. Raises :class:`~lookplangraph.lm.AdapterError` for an adapter that
+    cannot be read."""
     from pathlib import Path
 
     from lookplangraph.lm.llamacpp import resolve_adapter
-    from lookplangraph.lm.lora import read_adapter
+    from lookplangraph.lm.lora import merged_record, read_adapter
 
     kind, model, _ = parse_spec(spec)
     if kind != "llamacpp":
@@ -52,7 +54,10 @@ def spec_adapter(spec: str, options: dict[str, Any] | None = None):
     if path is None and "+" in model and not Path(model).expanduser().is_file():
         base, _, adapter = model.rpartition("+")
         path = resolve_adapter(base, adapter)
-    return None if path is None else read_adapter(path)
+    if path is not None:
+        return read_adapter(path)
+    file = Path(model).expanduser()
+    return merged_record(file) if file.is_file() else None
 
 
 def make_backend(spec: str, **opts: Any) -> LMBackend:

@@ -1,0 +1,257 @@
+"""Greedy decoding of a flat JSON reply schema in process, with the text the schema fixes evaluated
+in batches ("jump-forward" decoding).
+
+A grammar-constrained decode samples every token of the reply one forward pass at a time, the
+ones the schema leaves no choice about (``{"function_name":``, ``", "node":``, the rest of a name
+once its first tokens single it out) as much as the ones it does. On a CPU each such pass costs
+about as much as a pass over a short batch, so most of a short structured reply's time goes to
+text that was known in advance. :class:`JumpDecoder` decodes the same replies greedily, choosing
+only where the schema offers a choice and evaluating known text as one batch:
+
+* The schemas it takes (:func:`flat_schema`) are objects with a fixed key order, all keys
+  required, whose values are a finite set of strings and/or null (``enum``, a nullable ``enum``,
+  ``null``) or a free string (``maxLength`` caps it), or an ``anyOf`` of such objects with the same
+  keys (the planner's replies minus excluded actions). Anything else returns None and the caller
+  uses its grammar.
+* The reply is written the way ``json.dumps`` writes it (``{"key": value, ...}``), the layout the
+  training data has. Between values the text ``, "key":`` is fixed. A value is chosen among its
+  candidates (`` "kitchen-1",``, `` null,``; the last one ends with ``}``) token by token: the
+  allowed tokens are those whose text is a prefix of some remaining candidate, and the one with
+  the highest logit is taken (greedy, as the grammar's sampler at temperature 0). Once a single
+  candidate is left, the rest of it is fixed. With several left that share the next bytes, those
+  bytes are fixed where every candidate's own tokens begin with their tokens; otherwise all but
+  their last token (the last one is left to the model, where it may merge with what follows).
+* A free string takes any token without a quote, backslash or control character, until the model
+  picks a token that closes it (``"`` followed by what the schema puts next) or the string reaches
+  its ``maxLength`` (then it is closed).
+* Fixed text is tokenized as the tokenizer would and evaluated in one batch, together with the
+  chosen token before it; text after the last choice is not evaluated at all.
+
+The result is the same JSON text a grammar decode would give, except where the model would have
+split fixed text into unusual tokens (this decoder always uses the tokenizer's own split). Whether
+a model decides the same with it is measured (``benchmarks/bench_decision.py``: same actions).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: a value slot: a tuple of JSON literals (``" \\"kitchen-1\\""``, ``" null"``), or an int: a
+#: free string of at most that many characters
+Slot = "tuple[str, ...] | int"
+
+
+@dataclass(frozen=True)
+class FlatSchema:
+    """A schema :class:`JumpDecoder` can decode: the keys in order and, per variant of an
+    ``anyOf``, the allowed values of each key (:data:`Slot`)."""
+
+    keys: tuple[str, ...]
+    variants: tuple[tuple[Any, ...], ...]
+
+
+def _literals(prop: dict) -> "tuple[str, ...] | int | None":
+    """The values one property allows: JSON literals, a free string's cap, or None (unsupported)."""
+    prop = {k: v for k, v in prop.items() if k not in ("description", "title")}
+    if prop.get("type") == "null" and len(prop) == 1:
+        return ("null",)
+    if prop.get("type") == "string" and set(prop) <= {"type", "enum"} and "enum" in prop:
+        return tuple(json.dumps(v) for v in prop["enum"] if isinstance(v, str)) or None
+    if prop.get("type") == "string" and set(prop) <= {"type", "maxLength"}:
+        return int(prop.get("maxLength", 1 << 20))
+    if set(prop) == {"anyOf"}:
+        out: list[str] = []
+        for option in prop["anyOf"]:
+            values = _literals(option)
+            if not isinstance(values, tuple):
+                return None
+            out += [v for v in values if v not in out]
+        return tuple(out)
+    return None
+
+
+def flat_schema(schema: dict | None) -> FlatSchema | None:
+    """The :class:`FlatSchema` of a JSON schema (module doc), None for one outside that form."""
+    if not isinstance(schema, dict):
+        return None
+    objects = schema["anyOf"] if set(schema) - {"title", "description"} == {"anyOf"} else [schema]
+    keys, variants = None, []
+    for obj in objects:
+        if not isinstance(obj, dict) or obj.get("type") != "object" or obj.get("additionalProperties") is not False:
+            return None
+        props = obj.get("properties") or {}
+        order = tuple(props)
+        if not order or list(obj.get("required") or []) != list(order) or (keys is not None and order != keys):
+            return None
+        keys = order
+        slots = tuple(_literals(props[k]) for k in order)
+        if any(s is None for s in slots):
+            return None
+        variants.append(slots)
+    return FlatSchema(keys, tuple(variants)) if keys else None
+
+
+class JumpDecoder:
+    """Greedy jump-forward decoding of :class:`FlatSchema` replies with a ``llama_cpp.Llama``
+    (module doc). It keeps llama-cpp-python's own bookkeeping (``input_ids``, ``n_tokens``) so
+    that the prefix cache of the next call, grammar-decoded or not, sees what is in the KV cache.
+    The vocabulary's pieces are read once, on first use (about a second for 150k tokens)."""
+
+    def __init__(self, llm):
+        self.llm = llm
+        self._pieces: list[bytes] | None = None
+        self._feed: list[int] = []  # tokens to evaluate before the next choice
+        self._n = 0  # tokens of the reply so far
+
+    def _vocab(self) -> None:
+        if self._pieces is not None:
+            return
+        n = self.llm.n_vocab()
+        pieces = []
+        for i in range(n):
+            try:
+                pieces.append(self.llm.detokenize([i], special=False))
+            except Exception:  # noqa: BLE001 - a token llama.cpp cannot render is never allowed
+                pieces.append(b"")
+        self._pieces = pieces
+        self._ids: dict[bytes, int] = {}
+        for i, p in enumerate(pieces):
+            if p and p not in self._ids:
+                self._ids[p] = i
+        bad = b'"\\' + bytes(range(32))
+        self._safe = np.array([bool(p) and not any(b in bad for b in p) for p in pieces])
+        self._chars = np.array([len(p.decode("utf-8", "ignore")) for p in pieces])
+
+    # -- evaluation --------------------------------------------------------------------------
+    def _start(self, prompt: list[int]) -> int:
+        """Keep the longest prefix of ``prompt`` already in the KV cache and feed the rest (it is
+        evaluated in one batch with the reply's first fixed text); the tokens served from the
+        cache."""
+        llm = self.llm
+        common = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens].tolist(), prompt):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)  # the last token is evaluated again for its logits
+        if common > 0 and llm._ctx.kv_cache_seq_rm(-1, common, -1):
+            llm.n_tokens = common
+        else:
+            llm.reset()
+            common = 0
+        self._feed = list(prompt[common:])
+        return common
+
+    def _tokens(self, text: bytes) -> list[int]:
+        return self.llm.tokenize(text, add_bos=False, special=False) if text else []
+
+    def _logits(self) -> np.ndarray:
+        """The logits after everything fed so far (the feed is evaluated in one batch first)."""
+        if self._feed:
+            self.llm.eval(self._feed)
+            self._feed = []
+        return np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
+
+    # -- decoding ----------------------------------------------------------------------------
+    def decode(self, prompt: list[int], schema: FlatSchema, max_tokens: int) -> tuple[str, int, int]:
+        """The reply text for ``prompt`` (chat-formatted tokens), with the number of prompt tokens
+        served from the KV cache and the reply's token count. Fixed text is fed to the model
+        only when a later choice needs it: nothing after the last choice is evaluated."""
+        self._vocab()
+        cached = self._start(prompt)
+        self._n = 0
+        out: list[bytes] = []
+        alive = list(range(len(schema.variants)))
+        last = len(schema.keys) - 1
+        for k, key in enumerate(schema.keys):
+            lead = (b"{" if k == 0 else b" ") + json.dumps(key).encode() + b":"
+            tail = b"}" if k == last else b","
+            slots = [schema.variants[v][k] for v in alive]
+            if isinstance(slots[0], int):
+                self._fix(lead + b' "')
+                body = self._free_string(min(s for s in slots if isinstance(s, int)), tail, max_tokens)
+                out.append(lead + b' "' + body + b'"' + tail)
+                continue
+            self._fix(lead)
+            values = list(dict.fromkeys(v for s in slots if isinstance(s, tuple) for v in s))
+            chosen = self._choose([b" " + v.encode() + tail for v in values])
+            out.append(lead + b" " + values[chosen].encode() + tail)
+            alive = [v for v in alive
+                     if isinstance(schema.variants[v][k], tuple) and values[chosen] in schema.variants[v][k]]
+        self._feed = []
+        return b"".join(out).decode("utf-8", "replace"), cached, self._n
+
+    def _fix(self, text: bytes) -> None:
+        """Text the schema fixes: fed with the next evaluation."""
+        tokens = self._tokens(text)
+        self._feed += tokens
+        self._n += len(tokens)
+
+    def _choose(self, candidates: list[bytes]) -> int:
+        """The index of the candidate the model writes next (greedy among the tokens that spell a
+        prefix of some candidate still possible); the chosen one's rest is fixed text."""
+        alive = list(range(len(candidates)))
+        pos = 0
+        while len(alive) > 1:
+            shared = _common_prefix([candidates[i][pos:] for i in alive])
+            jump = self._tokens(shared)
+            if any(self._tokens(candidates[i][pos:])[:len(jump)] != jump for i in alive):
+                jump = jump[:-1]  # the last shared token may merge with what follows: the model's choice
+            for t in jump:
+                self._feed.append(t)
+                self._n += 1
+                pos += len(self._pieces[t])
+            logits = self._logits()
+            best, best_piece, best_logit = None, b"", -np.inf
+            for i in alive:
+                rest = candidates[i][pos:]
+                for end in range(1, len(rest) + 1):
+                    t = self._ids.get(rest[:end])
+                    if t is not None and logits[t] > best_logit:
+                        best, best_piece, best_logit = t, rest[:end], float(logits[t])
+            if best is None:  # no token spells the next bytes (cannot happen with a byte-level vocabulary)
+                raise RuntimeError(f"no token continues {[candidates[i][pos:] for i in alive][:3]}")
+            self._feed.append(best)
+            self._n += 1
+            alive = [i for i in alive if candidates[i][pos:pos + len(best_piece)] == best_piece]
+            pos += len(best_piece)
+        self._fix(candidates[alive[0]][pos:])
+        return alive[0]
+
+    def _free_string(self, max_chars: int, tail: bytes, max_tokens: int) -> bytes:
+        """A free string's body, decoded after its opening quote until the model closes it (a
+        token ``"`` plus the start of ``tail``), it reaches ``max_chars`` characters, or the
+        reply reaches ``max_tokens``; the closing quote and the rest of ``tail`` are fixed."""
+        body = b""
+        chars = 0
+        closers = {self._ids[c]: c for c in (b'"' + tail[:i] for i in range(len(tail) + 1)) if c in self._ids}
+        while chars < max_chars and self._n < max_tokens:
+            logits = self._logits()
+            masked = np.where(self._safe & (self._chars + chars <= max_chars), logits, -np.inf)
+            best = int(masked.argmax())
+            close = max(closers, key=lambda t: logits[t]) if closers else None
+            if close is not None and (not np.isfinite(masked[best]) or logits[close] >= masked[best]):
+                self._feed.append(close)
+                self._n += 1
+                self._fix(tail[len(closers[close]) - 1:])
+                return body
+            if not np.isfinite(masked[best]):
+                break
+            self._feed.append(best)
+            self._n += 1
+            body += self._pieces[best]
+            chars += int(self._chars[best])
+        self._fix(b'"' + tail)
+        return body
+
+
+def _common_prefix(texts: list[bytes]) -> bytes:
+    first, last = min(texts), max(texts)
+    i = 0
+    while i < len(first) and first[i] == last[i]:
+        i += 1
+    return first[:i]
