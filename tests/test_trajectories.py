@@ -63,3 +63,25 @@ def test_an_evaluation_task_is_refused_before_anything_is_written(pool, tmp_path
     with pytest.raises(heldout.LeakError, match="file120_1"):
         build_data(evaluation, tmp_path / "out", seeds=[None])
     assert not (tmp_path / "out").exists()
+
+
+def test_data_in_the_short_format_has_no_reasons_puts_the_steps_first_and_says_so(pool, tmp_path):
+    from lookplangraph.lm.training.sft import TrainConfig, prompt_metadata
+
+    out = tmp_path / "v2"
+    counts = build_data(pool[0][:2], out, seeds=[None], augmentations=(), prompt_layout="history-scene",
+                        answer_format="action")
+    lines = [json.loads(x) for x in (out / "sft.jsonl").read_text().splitlines()]
+    assert counts.examples == len(lines) > 0
+    for line in lines:
+        user, answer = line["messages"][1]["content"], json.loads(line["messages"][2]["content"])
+        assert list(answer) == ["function_name", "node", "relation", "destination"]
+        assert user.index("Previous steps:") < user.index("Scene now:")
+    recorded = json.loads((out / "counts.json").read_text())
+    assert (recorded["prompt_layout"], recorded["answer_format"]) == ("history-scene", "action")
+    meta = prompt_metadata(TrainConfig(), lines[0]["messages"][0]["content"], out, "0" * 64)
+    assert (meta["lookplangraph.prompt_layout"], meta["lookplangraph.answer_format"]) == ("history-scene", "action")
+    assert meta["lookplangraph.system_prompt_name"] == "full"
+    assert meta["lookplangraph.system_prompt"] == static_prompt()
+    with pytest.raises(ValueError, match="answer format"):
+        build_data(pool[0][:1], tmp_path / "bad", seeds=[None], augmentations=(), answer_format="haiku")

@@ -63,6 +63,12 @@ def add_parsers(sub) -> None:
     d.add_argument("--correction", choices=CORRECTION_MODES, default="rules", help="correction mode (default rules)")
     d.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200)")
     d.add_argument("--limit", type=int, metavar="N", help="only the first N train-pool tasks")
+    d.add_argument("--prompt-layout", choices=["scene-history", "history-scene"], default="scene-history",
+                   help="the examples' user message: scene then steps (default, the v0 adapter's), or steps before "
+                        "the scene (history-scene: the KV cache serves the steps at run time)")
+    d.add_argument("--answer-format", choices=["action+reason", "reason+action", "action"], default="action+reason",
+                   help="the examples' replies: the action then a reason (default, the v0 adapter's), the reason "
+                        "first, or the action alone (the fewest tokens to decode)")
     v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
                     description="Replay each successful episode from its true initial graph through the SGS (every "
                                 "action feasible, the goal holds at the end) and read every example's answer back "
@@ -226,7 +232,8 @@ def cmd_distill(args) -> int:
     if bad:
         raise UsageError(f"--augment: unknown kind(s) {', '.join(bad)}; use {', '.join(trajectories.AUGMENTATIONS)} or none")
     counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
-                                     max_actions=args.max_actions, progress=progress_bar("expert episodes"))
+                                     max_actions=args.max_actions, progress=progress_bar("expert episodes"),
+                                     prompt_layout=args.prompt_layout, answer_format=args.answer_format)
     print(f"{len(pool)} train-pool tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
           f"by augmentation {counts.by_kind}; {counts.augmentations_left_out} augmented copies left out as unsolvable)")
     print(f"{counts.examples} examples; prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} "

@@ -130,7 +130,8 @@ class Expert:
     def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
         """The next answer as the planner's reply text. The expert works from the true state (module
         doc); of the prompt it reads only whether its last answer was refused (the planner's
-        feedback line, ReAct's "Nothing happens."), and of the request only SayPlan's schema."""
+        feedback line, ReAct's "Nothing happens."), and of the request only SayPlan's schema and
+        whether (and where) a decision's schema has a ``reason`` (the answer format)."""
         if self.task is None:
             raise ExpertError("the expert answers only inside an episode: call begin_episode(task, env, planner, "
                               "config) first (the runner does)")
@@ -143,7 +144,10 @@ class Expert:
             action, _ = self.next_action(last.startswith(REACT_REFUSED))
             return self._reply(self._react_command(action))
         action, reason = self.next_action(FEEDBACK_MARK in last)
-        return self._reply(json.dumps({**action.model_dump(), "reason": reason}))
+        reply = action.model_dump()
+        if _asks_reason(request.get("schema")):
+            reply = {"reason": reason, **reply} if _reason_first(request.get("schema")) else {**reply, "reason": reason}
+        return self._reply(json.dumps(reply))
 
     # -- static plans -----------------------------------------------------------------------------
     def _static_plan(self) -> list[Action]:
@@ -451,3 +455,23 @@ def _sayplan_words(graph: SceneGraph, plan: list[Action]) -> list[str]:
         else:
             out += [f"access({a.node})", f"{fn}({a.node})"]
     return out
+
+
+def _schema_keys(schema: Any) -> list[str]:
+    """The property names of a decision's reply schema in order (of its first variant)."""
+    if isinstance(schema, dict):
+        if "anyOf" in schema and schema["anyOf"]:
+            return _schema_keys(schema["anyOf"][0])
+        return list((schema.get("properties") or {}))
+    return []
+
+
+def _asks_reason(schema: Any) -> bool:
+    """Whether the reply should carry a reason: no schema (free replies), or one with ``reason``."""
+    keys = _schema_keys(schema)
+    return not keys or "reason" in keys
+
+
+def _reason_first(schema: Any) -> bool:
+    keys = _schema_keys(schema)
+    return bool(keys) and keys[0] == "reason"

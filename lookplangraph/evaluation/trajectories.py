@@ -50,7 +50,7 @@ from lookplangraph.agent.demonstrations import Demonstration, write_demonstratio
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.evaluation.expert import Expert
 from lookplangraph.evaluation.runner import make_env
-from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
 
 #: augmentation kinds besides the task as it is (None)
@@ -88,6 +88,8 @@ class Counts:
     answer_tokens: int = 0
     augmentations_left_out: int = 0
     tokenizer: str = ""
+    prompt_layout: str = "scene-history"
+    answer_format: str = "action+reason"
     by_kind: dict[str, int] = field(default_factory=dict)
 
 
@@ -131,15 +133,22 @@ def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: Exp
 
 def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augmentations: tuple[str, ...] = AUGMENTATIONS,
                correction: str = "rules", max_actions: int = 60, progress: Callable[[int, int, dict], None] | None = None,
-               manifest: dict | None = None) -> Counts:
+               manifest: dict | None = None, prompt_layout: str = "scene-history",
+               answer_format: str = "action+reason") -> Counts:
     """Write ``sft.jsonl``, ``episodes.jsonl``, ``demonstrations.jsonl.gz`` and ``counts.json``
-    into ``out`` (module doc); each file appears whole or not at all."""
+    into ``out`` (module doc); each file appears whole or not at all. ``prompt_layout`` (the
+    user message's order) and ``answer_format`` (:data:`~lookplangraph.planners.config.ANSWER_FORMATS`)
+    are the format of the examples, recorded in ``counts.json`` and from there in the adapter."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:
         raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
-    cfg = PlannerConfig(max_actions=max_actions, correction=correction)
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, not {answer_format!r}")
+    cfg = PlannerConfig(max_actions=max_actions, correction=correction, prompt_layout=prompt_layout,
+                        reason_first=answer_format == "reason+action",
+                        reason_max_length=0 if answer_format == "action" else None)
     out.mkdir(parents=True, exist_ok=True)
-    counts = Counts()
+    counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format)
     tokens = _token_counter()
     counts.tokenizer = tokens.__doc__ or ""
     demos: list[Demonstration] = []
