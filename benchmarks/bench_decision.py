@@ -80,6 +80,17 @@ def parse_variant(text: str) -> tuple[str, str | None, dict, dict]:
     return name, lm, settings, options
 
 
+def timed(fn, add):
+    """``fn`` that hands the seconds of each call to ``add``."""
+    def call(*a, **kw):
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **kw)
+        finally:
+            add(time.perf_counter() - t0)
+    return call
+
+
 class Clocks:
     """Per-decision clocks around one LlamaCppBackend (its llama.cpp context and grammar cache)."""
 
@@ -88,16 +99,8 @@ class Clocks:
 
         self.lib, self.lm, self.ctx = llama_cpp, lm, lm.llm._ctx.ctx
         self.schema_s = self.grammar_s = 0.0
-        grammar, self._complete = lm._grammar, lm.complete
-
-        def timed_grammar(*a, **kw):
-            t0 = time.perf_counter()
-            try:
-                return grammar(*a, **kw)
-            finally:
-                self.grammar_s += time.perf_counter() - t0
-
-        lm._grammar = timed_grammar
+        self._complete = lm.complete
+        lm._grammar = timed(lm._grammar, lambda s: setattr(self, "grammar_s", self.grammar_s + s))
         lm.complete = self.complete
         self.rows: list[dict] = []
 
@@ -121,15 +124,7 @@ def run_variant(name: str, spec: str, settings: dict, tasks: list, max_actions: 
     lm = make_backend(spec, **lm_options)
     clocks = Clocks(lm)
     build = decide_module.constrained_schema
-
-    def timed_schema(*a, **kw):
-        t0 = time.perf_counter()
-        try:
-            return build(*a, **kw)
-        finally:
-            clocks.schema_s += time.perf_counter() - t0
-
-    decide_module.constrained_schema = timed_schema
+    decide_module.constrained_schema = timed(build, lambda s: setattr(clocks, "schema_s", clocks.schema_s + s))
     episodes = []
     try:
         cfg = PlannerConfig.from_dict({"max_actions": max_actions, **settings})
