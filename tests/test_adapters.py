@@ -274,3 +274,13 @@ def test_merging_adds_the_adapter_to_the_real_base_and_keeps_its_record(tmp_path
     with pytest.raises(AdapterError, match="does not fit the base"):
         merge_lora(base, SHIPPED, tmp_path / "never.gguf")
     assert not (tmp_path / "never.gguf").exists()
+
+
+def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_other_planners():
+    from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM, load_settings
+
+    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v0" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
+    s = load_settings(None, {})
+    assert (s.lm, s.config.system_prompt) == (DEFAULT_LM, "compact")
+    assert load_settings(None, {"planner": "react"}).lm == BASE_LM
+    assert load_settings(None, {"planner": "react", "lm": DEFAULT_LM}).lm == DEFAULT_LM

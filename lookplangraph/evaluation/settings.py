@@ -37,7 +37,11 @@ from lookplangraph.planners.config import (
 #: ``augmentation`` values (:mod:`lookplangraph.agent.perception`, :class:`vlm.gam.GraphAugmentation`)
 AUGMENTATION_MODES = ("ground_truth", "parser", "vlm")
 
-DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b"
+#: the embedded base model: the default LM of every planner but LookPlanGraph, and of ``reproduce``
+BASE_LM = "llamacpp:qwen2.5-coder-1.5b"
+#: LookPlanGraph's default LM: the base with the shipped adapter trained on its decisions (its
+#: model card: ``lookplangraph/lm/adapters/lpg-v0.md``)
+DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v0"
 
 
 class SettingsError(ValueError):
@@ -50,7 +54,9 @@ class RunSettings:
 
     planner: str = setting("lookplangraph", "lookplangraph | llm-as-p | llm+p | sayplan | sayplan-lite | react | "
                                             "sg-rwr (lookplangraph.planners)")
-    lm: str = setting(DEFAULT_LM, "the planner's backend spec (lookplangraph.lm.make_backend)")
+    lm: str = setting(DEFAULT_LM, "the planner's backend spec (lookplangraph.lm.make_backend); unset, the other "
+                                  f"planners get the base model {BASE_LM} (the adapter learned LookPlanGraph's "
+                                  "decisions only)")
     lm_options: dict = field(default_factory=dict, metadata={"help": "passed to the backend, e.g. { n_ctx = 4096 }"})
     split: str | None = setting(None, "virtualhome | behavior | office")
     tasks: list | None = setting(None, "task ids (default: all of the split)")
@@ -162,6 +168,8 @@ def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], No
         s = RunSettings(**run, config=config)
     except (TypeError, ValueError) as exc:
         raise SettingsError(str(exc)) from None
+    if "lm" not in run and s.planner != "lookplangraph":
+        s.lm = BASE_LM
     from lookplangraph.planners import PLANNER_NAMES
 
     if s.planner not in PLANNER_NAMES:

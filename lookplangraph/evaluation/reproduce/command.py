@@ -24,7 +24,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("tables", nargs="+", choices=[*ORDER, "all"], metavar="TABLE",
                    help=f"which tables: {', '.join(ORDER)} or all (every one)")
-    p.add_argument("--lm", default=None, metavar="SPEC", help="the LM of every row (default: llamacpp:qwen2.5-coder-1.5b)")
+    p.add_argument("--lm", default=None, metavar="SPEC", help="the LM of every row (default: the base model llamacpp:qwen2.5-coder-1.5b, "
+                                                          "the same for every planner as in the paper)")
     p.add_argument("--vlm", metavar="SPEC", help="a describer that sees images (Table III and Table II's BEHAVIOR column, "
                                                  "with --bank)")
     p.add_argument("--bank", metavar="DIR", help="an OmniGibson image bank (lookplangraph gam-eval --bank), for --vlm")
@@ -60,7 +61,7 @@ def cmd_reproduce(args) -> int:
     from lookplangraph.evaluation.reproduce.report import write_report
     from lookplangraph.evaluation.reproduce.run import (Options, ReproduceError, check_out, default_configs_dir, plan,
                                              run_cells, run_injection)
-    from lookplangraph.evaluation.settings import DEFAULT_LM, SettingsError
+    from lookplangraph.evaluation.settings import BASE_LM, SettingsError
 
     names = list(ORDER) if "all" in args.tables else [n for n in ORDER if n in args.tables]
     if args.limit is not None and args.limit < 1:
@@ -77,7 +78,7 @@ def cmd_reproduce(args) -> int:
         print("error: --vlm and --bank go together (the VLM needs the bank's pictures; GraSIF has graphs, not images)",
               file=sys.stderr)
         return 2
-    opts = Options(lm=args.lm or DEFAULT_LM, out=Path(args.out),
+    opts = Options(lm=args.lm or BASE_LM, out=Path(args.out),
                    data_dir=Path(args.data_dir) if args.data_dir else dataset.default_data_dir(),
                    configs=Path(args.configs) if args.configs else default_configs_dir(), vlm=args.vlm, bank=args.bank,
                    limit=args.limit, seed=args.seed, concurrency=max(1, args.concurrency),
