@@ -125,6 +125,8 @@ def _settle_prompt(s: RunSettings, note: Callable[[str], None]) -> None:
     that results record the prompt used (:meth:`PlannerConfig.settled`); an explicit prompt other
     than the adapter's own is kept, with a note. Raises :class:`~lookplangraph.lm.AdapterError`
     for an adapter that cannot be read."""
+    if s.planner != "lookplangraph":  # the prompt settings are LookPlanGraph's only
+        return
     from lookplangraph.lm.base import AdapterError, LMError
     from lookplangraph.lm.specs import spec_adapter
 
@@ -135,9 +137,8 @@ def _settle_prompt(s: RunSettings, note: Callable[[str], None]) -> None:
     except LMError:
         adapter = None  # not a backend spec at all: make_backend says so when the run starts
     s.config, notes = s.config.settled(adapter)
-    if s.planner == "lookplangraph":
-        for line in notes:
-            note(f"note: {line} (recorded in the results)")
+    for line in notes:
+        note(f"note: {line} (recorded in the results)")
 
 
 def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], None] | None = None) -> RunSettings:
