@@ -140,7 +140,10 @@ class LlamaCppBackend:
     to a ``.gguf`` file. Decoding is greedy (``temperature=0``); a requested ``schema`` is compiled
     into a grammar (what ``response_format={"type": "json_object", "schema": ...}`` does, except
     that a schema the converter cannot handle raises :class:`LMError` instead of silently falling
-    back to free JSON). Grammars are cached per schema.
+    back to free JSON). Grammars are cached per schema. A greedy reply to a flat schema (the
+    planner's decisions) is decoded without the grammar by jump-forward decoding
+    (:mod:`lookplangraph.lm.jump`: the model runs only where the schema leaves a choice, fixed
+    text is evaluated in batches); ``jump_forward=False`` keeps every request on the grammar.
 
     Prompt cache: llama-cpp-python keeps the tokens of the previous call in its KV cache and only
     evaluates the part of the new prompt after the longest common token prefix. ``cached_tokens``
