@@ -30,12 +30,13 @@ def compact_prompt() -> str:
     return template("compact").strip()
 
 
-#: the planner's ``system_prompt`` settings that name a template (``auto`` chooses one of them)
-SYSTEM_PROMPTS = {"full": "static", "compact": "compact"}
+#: the planner's ``system_prompt`` settings that name a system message (``auto`` chooses one)
+SYSTEM_PROMPTS = ("full", "compact")
 
 
 def system_prompt(name: str) -> str:
-    """The text of the system message ``name`` (a key of :data:`SYSTEM_PROMPTS`)."""
+    """The text of the system message ``name`` (one of :data:`SYSTEM_PROMPTS`): ``full`` the static
+    prompt, ``compact`` the trained model's two sentences."""
     if name not in SYSTEM_PROMPTS:
         raise ValueError(f"unknown system prompt {name!r}; known: {', '.join(SYSTEM_PROMPTS)}")
     return static_prompt() if name == "full" else compact_prompt()

@@ -4,13 +4,15 @@ llama.cpp applies a GGUF LoRA at run time: two extra small matrix products per a
 token. :func:`merge_lora` removes them: every weight of the base is dequantized (the ``gguf``
 package), each adapted weight ``W`` becomes ``W + scale * alpha / r * B @ A``, the result is
 written as an F16 GGUF (a temporary file beside ``out``), and ``llama_model_quantize`` of
-llama-cpp-python turns it into the requested type (``q4_k_m`` by default: the recipe the
-embedded base was made with). The merged model carries the adapter's ``lookplangraph.*`` metadata
-(:mod:`lookplangraph.lm.lora`), so a planner still runs it with the prompt it was trained with.
+llama-cpp-python turns it into the requested type (``q8_0`` by default). The merged model
+carries the adapter's ``lookplangraph.*`` metadata (:mod:`lookplangraph.lm.lora`), so a planner
+still runs it with the prompt it was trained with.
 
-Quantizing again adds its own rounding to the base's: whether the merged model decides as the
-adapter does is measured (``benchmarks/bench_decision.py``: same actions, same successes), not
-assumed. Needs the ``distill`` extra (gguf, numpy) and llama-cpp-python.
+Quantizing again adds its own rounding to the base's, and a LoRA update is small: merged into
+the 1.5B and quantized to Q4_K_M, ``lpg-v0``'s update was lost (the merged weights moved with
+correlation 0.04 to it, and the model decided like the base; results log, 2026-11-27). Whether a
+merged model decides as the adapter does is measured (``benchmarks/bench_decision.py``: same
+actions, same successes), not assumed. Needs the ``distill`` extra (gguf, numpy) and llama-cpp-python.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class MergeReport:
     quantize_seconds: float
 
 
-def merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, *, file_type: str = "q4_k_m",
+def merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, *, file_type: str = "q8_0",
                scale: float = 1.0, threads: int | None = None, base_sha256: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> MergeReport:
     """Write ``base`` with ``adapter`` merged into it at ``out`` (module doc), quantized as
