@@ -271,7 +271,8 @@ class LlamaCppBackend:
             raise ValueError("complete() takes a schema or a grammar, not both")
         wire_schema = structured.json_schema(schema)
         flat = flat_schema(wire_schema) if (self.jump_forward and grammar is None and not images
-                                            and self.temperature == 0 and self.vision is None) else None
+                                            and self.temperature == 0 and self.vision is None
+                                            and "tokenizer.chat_template" in self.llm.metadata) else None
         if flat is not None:
             return self._complete_jump(messages, flat, schema, max_tokens)
         if grammar is not None:
@@ -302,7 +303,6 @@ class LlamaCppBackend:
         text = out["choices"][0]["message"].get("content") or ""
         return checked_completion(text, schema, usage, seconds)
 
-
     def prompt_tokens(self, messages: list[dict[str, Any]]) -> list[int]:
         """The tokens of ``messages`` as ``create_chat_completion`` makes them: the model's own
         chat template (from its GGUF), tokenized with special tokens."""
@@ -320,9 +320,8 @@ class LlamaCppBackend:
 
     def _complete_jump(self, messages: list[dict[str, Any]], flat: FlatSchema, schema: Any,
                        max_tokens: int | None) -> Completion:
-        """:meth:`complete` of a flat schema by :class:`~lookplangraph.lm.jump.JumpDecoder`."""
-        if "tokenizer.chat_template" not in self.llm.metadata:
-            raise LMError(f"{self.name}: the model has no chat template (tokenizer.chat_template)")
+        """:meth:`complete` of a flat schema by :class:`~lookplangraph.lm.jump.JumpDecoder` (a model
+        whose GGUF has a chat template; others take the grammar path)."""
         t0 = time.perf_counter()
         prompt = self.prompt_tokens(messages)
         if len(prompt) >= self.llm.n_ctx():
