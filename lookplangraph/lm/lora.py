@@ -21,7 +21,6 @@ when :func:`stamp_adapter` copies it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import struct
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lookplangraph.lm.base import AdapterError
+from lookplangraph.lm.embedded import sha256_file
 
 #: Metadata keys of an adapter trained by this project (all strings).
 META_KEYS = {
@@ -117,6 +117,10 @@ def _value(f: BinaryIO, vtype: int, keep: bool = True) -> Any:
             size = struct.calcsize(_SCALARS[etype]) * n
             data = _read(f, size)
             return list(struct.unpack(f"<{n}{_SCALARS[etype][1]}", data)) if keep and n <= 4096 else n
+        if etype == _STRING and not (keep and n <= 4096):  # a vocabulary: skip it without decoding
+            for _ in range(n):
+                f.seek(_unpack(f, "<Q"), os.SEEK_CUR)
+            return n
         items = [_value(f, etype, keep=False) for _ in range(n)]
         return items if keep and n <= 4096 else n
     raise GGUFFormatError(f"unknown metadata value type {vtype}")
@@ -171,14 +175,20 @@ def _check_data(h: GGUFHeader) -> None:
 @dataclass(frozen=True)
 class AdapterInfo:
     """A checked GGUF LoRA adapter: its file, architecture, ``alpha``, rank, the base weights it
-    adapts and its ``lookplangraph.*`` metadata (:data:`META_KEYS`; empty for other adapters)."""
+    adapts with the shapes of their pairs, and its ``lookplangraph.*`` metadata (:data:`META_KEYS`;
+    empty for other adapters)."""
 
     path: Path
     architecture: str
     alpha: float | None
     rank: int
-    targets: tuple[str, ...]
+    pairs: dict[str, tuple[tuple[int, ...], tuple[int, ...]]]  # base weight -> (lora_a, lora_b) ggml shapes
     metadata: dict[str, str]
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The base weights the adapter changes, sorted."""
+        return tuple(sorted(self.pairs))
 
     @property
     def system_prompt_name(self) -> str | None:
@@ -219,18 +229,22 @@ def read_adapter(path: str | os.PathLike) -> AdapterInfo:
         pairs.setdefault(base, {})[part] = t
     if not pairs:
         raise AdapterError(f"{path} holds no LoRA tensors")
-    ranks = set()
+    shapes = {}
     for base, ab in pairs.items():
         if set(ab) != {"lora_a", "lora_b"}:
             raise AdapterError(f"{path}: {base} has {', '.join(ab)} without its partner matrix")
         a, b = ab["lora_a"].shape, ab["lora_b"].shape
         if len(a) != 2 or len(b) != 2 or a[1] != b[0]:
             raise AdapterError(f"{path}: {base}.lora_a {list(a)} and .lora_b {list(b)} do not make a LoRA pair")
-        ranks.add(a[1])
-    meta = {k: v for k, v in h.kv.items() if k.startswith("lookplangraph.") and isinstance(v, str)}
+        shapes[base] = (a, b)
     alpha = h.kv.get("adapter.lora.alpha")
     return AdapterInfo(path, str(h.kv.get("general.architecture", "")), None if alpha is None else float(alpha),
-                       max(ranks), tuple(sorted(pairs)), meta)
+                       max(a[1] for a, _ in shapes.values()), shapes, _record(h))
+
+
+def _record(h: GGUFHeader) -> dict[str, str]:
+    """The ``lookplangraph.*`` metadata of a file."""
+    return {k: v for k, v in h.kv.items() if k.startswith("lookplangraph.") and isinstance(v, str)}
 
 
 def merged_record(path: str | os.PathLike) -> AdapterInfo | None:
@@ -241,10 +255,10 @@ def merged_record(path: str | os.PathLike) -> AdapterInfo | None:
         h = read_header(path)
     except (GGUFFormatError, OSError):
         return None
-    meta = {k: v for k, v in h.kv.items() if k.startswith("lookplangraph.") and isinstance(v, str)}
+    meta = _record(h)
     if not meta or h.kv.get("general.type") == "adapter":
         return None
-    return AdapterInfo(Path(path), str(h.kv.get("general.architecture", "")), None, 0, (), meta)
+    return AdapterInfo(Path(path), str(h.kv.get("general.architecture", "")), None, 0, {}, meta)
 
 
 def check_adapter(adapter: str | os.PathLike, base: str | os.PathLike, base_sha256: str | None = None) -> AdapterInfo:
@@ -261,32 +275,22 @@ def check_adapter(adapter: str | os.PathLike, base: str | os.PathLike, base_sha2
     barch = str(bh.kv.get("general.architecture", ""))
     if info.architecture and barch and info.architecture != barch:
         raise AdapterError(f"{info.path} is an adapter for a {info.architecture} model; the base {base} is {barch}")
-    ah = read_header(info.path)
-    for target in info.targets:
+    for target, (a, b) in info.pairs.items():
         w = bh.tensors.get(target)
         if w is None:
             raise AdapterError(f"{info.path} adapts {target}, which the base {base} does not have: "
                                "an adapter for another model")
-        a, b = ah.tensors[target + ".lora_a"].shape, ah.tensors[target + ".lora_b"].shape
         if len(w.shape) != 2 or a[0] != w.shape[0] or b[1] != w.shape[1]:
             raise AdapterError(f"{info.path} does not fit the base {base}: {target} is {list(w.shape)} in the base, "
                                f"the adapter's pair is lora_a {list(a)} / lora_b {list(b)} "
                                "(an adapter for another model size)")
     want = info.metadata.get("lookplangraph.base_sha256")
     if want:
-        have = base_sha256 or _sha256(Path(base))
+        have = base_sha256 or sha256_file(Path(base))
         if have != want:
             raise AdapterError(f"{info.path} was trained on a base with SHA-256 {want[:16]}..., not on {base} "
                                f"({have[:16]}...): use the base it was trained on")
     return info
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(8 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _kv_string(key: str, value: str) -> bytes:
