@@ -207,11 +207,15 @@ def test_the_cli_exits_2_on_a_corrupt_adapter(capsys, tmp_path):
 
 
 @pytest.mark.skipif(not embedded.is_available("qwen2.5-coder-0.5b"), reason="the 0.5B model's parts are not installed")
-def test_the_cli_exits_2_on_an_adapter_of_another_base_before_llama_cpp_loads_it(capsys):
+def test_the_cli_exits_2_on_an_adapter_of_another_base_before_llama_cpp_loads_it(capsys, tmp_path):
     # the real 1.5B adapter on the real 0.5B base: the shapes differ (hidden size 1536 against 896)
     code, err = run_cli(capsys, "run", "--split", "office", "--task", "office-01", "--max-actions", "1",
                         "--lm", f"llamacpp:qwen2.5-coder-0.5b+{SHIPPED}")
     assert code == 2 and "does not fit the base" in err and "another model size" in err, err
+    # eval reports it the same way (the backend is made inside its workers)
+    code, err = run_cli(capsys, "eval", "--split", "office", "--limit", "1", "--out", str(tmp_path / "eval"),
+                        "--lm", f"llamacpp:qwen2.5-coder-0.5b+{SHIPPED}")
+    assert code == 2 and "does not fit the base" in err, err
 
 
 def test_answer_formats_and_prompt_layouts():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lookplangraph.cli.conventions import (EXIT_OK, Unavailable, UsageError, add_command, check_spec_flags,
-                                           deprecated, progress_bar)
+                                           deprecated, lm_failure, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, split_flag
 
 
@@ -49,7 +49,7 @@ def cmd_gam_eval(args) -> int:
     """Table III: the graph augmentation scored against true subgraphs, on GraSIF (the parser
     stage on written descriptions) or on an image bank (``--bank``: its pictures and descriptions)."""
     from grasif import dataset
-    from lookplangraph.lm import AdapterError, LMError, make_backend
+    from lookplangraph.lm import LMError, make_backend
     from lookplangraph.evaluation.gam_eval import bank_cases, evaluate, sample_cases, table
     from vlm.gam import GraphAugmentation
 
@@ -96,10 +96,8 @@ def cmd_gam_eval(args) -> int:
     def backend(spec: str, cache_name: str):
         try:
             lm = make_backend(spec)
-        except AdapterError as exc:
-            raise UsageError(str(exc)) from None
         except LMError as exc:
-            raise Unavailable(str(exc)) from None
+            raise lm_failure(exc) from None
         if args.cache:
             from lookplangraph.lm.cache import CachedBackend
 

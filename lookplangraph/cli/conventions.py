@@ -45,6 +45,16 @@ class Unavailable(Exception):
     optional package): ``error: MESSAGE`` on stderr, exit code 3."""
 
 
+def lm_failure(exc: Exception, message: str | None = None) -> Exception:
+    """The command error for something a run needs and could not make or reach (an LM, a
+    simulator, a sandbox): :class:`UsageError` for a LoRA adapter that does not fit
+    (:class:`lookplangraph.lm.AdapterError`: bad input, 2), :class:`Unavailable` otherwise (3);
+    ``message`` replaces the error's own text. Raise it ``from None``."""
+    lm = sys.modules.get("lookplangraph.lm.base")
+    kind = UsageError if lm is not None and isinstance(exc, lm.AdapterError) else Unavailable
+    return kind(str(exc) if message is None else message)
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C with a message (what is kept, how to go on): printed as one line, exit code 130
     (any ``KeyboardInterrupt(message)`` is; this one says so where it is raised)."""

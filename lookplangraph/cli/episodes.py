@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPEC, Interrupted, Unavailable, UsageError,
-                                           YesNo, add_command, check_spec_flags, deprecated, progress_bar)
+                                           YesNo, add_command, check_spec_flags, deprecated, lm_failure, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, select_tasks, split_flag
 from lookplangraph.planners.config import CORRECTION_MODES
 
@@ -208,15 +208,14 @@ def _lm_factory(s, out: Path, args=None):
 
 def _made(factory, *args):
     """``factory(*args)`` for a single episode: an LM (or augmentation) that cannot be made is
-    unavailable (3), a mode without its backend or a LoRA adapter that does not fit is bad input (2)."""
-    from lookplangraph.lm import AdapterError, LMError
+    unavailable (3), a mode without its backend or a LoRA adapter that does not fit is bad input
+    (2; :func:`lm_failure`)."""
+    from lookplangraph.lm import LMError
 
     try:
         return factory(*args)
-    except AdapterError as exc:  # a LoRA file that does not fit: bad input
-        raise UsageError(str(exc)) from None
     except LMError as exc:
-        raise Unavailable(str(exc)) from None
+        raise lm_failure(exc) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -261,7 +260,7 @@ def cmd_run(args) -> int:
                                     echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
                                     planner=s.planner)
     except _unavailable_kinds() as exc:
-        raise Unavailable(str(exc)) from None
+        raise lm_failure(exc) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(format_result(result))
@@ -288,7 +287,7 @@ def cmd_eval(args) -> int:
     except (Unavailable, UsageError):
         raise
     except _unavailable_kinds() as exc:
-        raise Unavailable(f"{exc} ({kept})") from None
+        raise lm_failure(exc, f"{exc} ({kept})") from None
     except ValueError as exc:
         raise UsageError(f"{exc} ({kept})") from None
     print(summary_text(json.loads((out / "summary.json").read_text())))

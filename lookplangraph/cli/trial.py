@@ -8,7 +8,7 @@ from pathlib import Path
 from grasif.task import TaskError, load_task
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, Interrupted, Unavailable, UsageError, add_command,
-                                           check_spec_flags)
+                                           check_spec_flags, lm_failure)
 from lookplangraph.cli.tasks import read_goal, read_graph
 from lookplangraph.planners.config import CORRECTION_MODES
 
@@ -49,7 +49,7 @@ def add_parsers(sub) -> None:
 
 def cmd_trial(args) -> int:
     """A human-in-the-loop trial (lookplangraph/apps/trial/): the web console or the terminal."""
-    from lookplangraph.lm import AdapterError, LMError
+    from lookplangraph.lm import LMError
     from lookplangraph.planners.config import PlannerConfig
     from lookplangraph.evaluation.settings import DEFAULT_LM
     from lookplangraph.apps.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
@@ -83,10 +83,10 @@ def cmd_trial(args) -> int:
             trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
                                  vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
         lm, augmentation = backends_for(trial)
-    except (TrialError, AdapterError) as exc:
+    except TrialError as exc:
         raise UsageError(str(exc)) from None
     except LMError as exc:
-        raise Unavailable(str(exc)) from None
+        raise lm_failure(exc) from None
     s = trial.settings
     print(f"Trial {trial.dir}: {trial.task.instruction}")
     print(f"LM {s['lm']}; photos {'described by ' + s['vlm'] if s.get('vlm') else 'kept, not read (no --vlm): type descriptions'}; "
