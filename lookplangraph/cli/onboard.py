@@ -10,7 +10,8 @@ from pathlib import Path
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
-from lookplangraph.planners.config import CORRECTION_MODES
+from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES
+from lookplangraph.prompts import PROMPT_LAYOUTS
 
 
 def add_parsers(sub) -> None:
@@ -63,10 +64,10 @@ def add_parsers(sub) -> None:
     d.add_argument("--correction", choices=CORRECTION_MODES, default="rules", help="correction mode (default rules)")
     d.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200)")
     d.add_argument("--limit", type=int, metavar="N", help="only the first N train-pool tasks")
-    d.add_argument("--prompt-layout", choices=["scene-history", "history-scene"], default="scene-history",
+    d.add_argument("--prompt-layout", choices=PROMPT_LAYOUTS, default="scene-history",
                    help="the examples' user message: scene then steps (default, the v0 adapter's), or steps before "
                         "the scene (history-scene: the KV cache serves the steps at run time)")
-    d.add_argument("--answer-format", choices=["action+reason", "reason+action", "action"], default="action+reason",
+    d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
                    help="the examples' replies: the action then a reason (default, the v0 adapter's), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
     v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",

@@ -145,8 +145,9 @@ class Expert:
             return self._reply(self._react_command(action))
         action, reason = self.next_action(FEEDBACK_MARK in last)
         reply = action.model_dump()
-        if _asks_reason(request.get("schema")):
-            reply = {"reason": reason, **reply} if _reason_first(request.get("schema")) else {**reply, "reason": reason}
+        keys = _schema_keys(request.get("schema"))
+        if not keys or "reason" in keys:  # free replies, or a schema with a reason (first or last)
+            reply = {"reason": reason, **reply} if keys[:1] == ["reason"] else {**reply, "reason": reason}
         return self._reply(json.dumps(reply))
 
     # -- static plans -----------------------------------------------------------------------------
@@ -464,14 +465,3 @@ def _schema_keys(schema: Any) -> list[str]:
             return _schema_keys(schema["anyOf"][0])
         return list((schema.get("properties") or {}))
     return []
-
-
-def _asks_reason(schema: Any) -> bool:
-    """Whether the reply should carry a reason: no schema (free replies), or one with ``reason``."""
-    keys = _schema_keys(schema)
-    return not keys or "reason" in keys
-
-
-def _reason_first(schema: Any) -> bool:
-    keys = _schema_keys(schema)
-    return bool(keys) and keys[0] == "reason"
