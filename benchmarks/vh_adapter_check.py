@@ -35,6 +35,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", help="GraSIF data directory (default: build from the installed package)")
     parser.add_argument("--dynamic", type=int, metavar="SEED", help="also check dynamic mode with this seed")
+    parser.add_argument("--dynamic-mode", default="anywhere", choices=["paper", "anywhere"],
+                        help="the dynamic mode (sim_adapters.dynamic; default anywhere: every task is perturbed)")
     args = parser.parse_args()
     t0 = time.perf_counter()
     tasks = (dataset.load_split(Path(args.data_dir), vh.SPLIT) if args.data_dir else vh.build_tasks("paper"))
@@ -64,8 +66,10 @@ def main() -> int:
         t3 = time.perf_counter()
         same = 0
         for task in tasks:
-            env = DynamicPerturbation(VirtualHomeEnvironment(task, backend), task.goal, args.dynamic)
-            graph_env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, args.dynamic)
+            env = DynamicPerturbation(VirtualHomeEnvironment(task, backend), task.goal, args.dynamic, mode=args.dynamic_mode,
+                                      key=f"{task.split}/{task.id}")
+            graph_env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, args.dynamic, mode=args.dynamic_mode,
+                                      key=f"{task.split}/{task.id}")
             env.reset()  # the moves are drawn at reset
             graph_env.reset()
             same += env.moves == graph_env.moves and env.true_graph() == graph_env.true_graph()

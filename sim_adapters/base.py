@@ -103,7 +103,7 @@ class Environment(Protocol):
 class EditableEnvironment(Environment, Protocol):
     def set_initial(self, graph: SceneGraph) -> None:
         """Start this and every later episode from ``graph``: the current initial graph with objects
-        moved (what :func:`sim_adapters.graph_env.perturb` makes). Raise ``ValueError`` naming the
+        moved (what :func:`sim_adapters.dynamic.perturb` makes). Raise ``ValueError`` naming the
         node for a change the environment cannot make."""
 
 

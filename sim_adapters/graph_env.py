@@ -7,82 +7,30 @@ simulation with ground-truth graph augmentation).
 * ``discover_objects(node)`` returns every true object on and inside ``node``, nested objects
   included, whether or not the containers are open (ground-truth augmentation).
 * **Dynamic mode** reproduces the changed-environment setting with the wrapper
-  :class:`sim_adapters.wrappers.DynamicPerturbation`, which calls :func:`perturb` and starts the
-  environment from its graph (:meth:`GraphEnvironment.set_initial`): before the episode, each
-  task-relevant object (:func:`relevant_objects`) is moved, with a seeded RNG, to another node
-  that could hold it — an asset or object that affords ``put_on``/``put_inside``, not its current
-  parent and not a goal destination — ``inside`` when the new holder takes things inside, else
-  ``ontop``. Moves that would already satisfy a goal part are redrawn. The memory graph's priors
-  are then stale: the planner has to search.
+  :class:`sim_adapters.wrappers.DynamicPerturbation`, which draws the moves
+  (:func:`sim_adapters.dynamic.perturb`: the paper's protocol, or the older ``anywhere`` mode)
+  and starts the environment from the moved graph (:meth:`GraphEnvironment.set_initial`). The
+  memory graph's priors are then stale: the planner has to search.
 """
 
 from __future__ import annotations
 
-import random
-import re
 from typing import Any, Callable, Sequence
 
-from grasif.goals import GoalSpec, evaluate_goal
+from grasif.goals import GoalSpec
 from sgs.actions import Action
-from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
+from sgs.graph import SceneGraph
 from sgs.simulator import Infeasible, apply
 from sim_adapters.base import Observation, StepResult, check_options, graph_copy, observe
 from sim_adapters.binding import BindingError, NameBinding
 
-__all__ = ["GraphEnvironment", "Writer", "observe", "perturb", "relevant_objects"]
+__all__ = ["GraphEnvironment", "Writer", "observe"]
 
 #: What :meth:`GraphEnvironment.describe` is given to write text with: ``writer(truth,
 #: node_states, seed) -> text``, where ``truth`` is the node's true observation and ``node_states``
 #: its own states; deterministic for a ``seed``, no node names (what a describer would write).
 #: The project's is :func:`vlm.descriptions.describe_truth`, passed in where environments are made.
 Writer = Callable[[Observation, Sequence[str], "int | str"], str]
-
-
-def relevant_objects(graph: SceneGraph, goal: GoalSpec) -> list[str]:
-    """Objects a goal is about: named by a node goal, of a count goal's class, or named (by name
-    or class) in a formula goal. In graph order."""
-    names = {g.node for g in goal.node_goals}
-    classes = {g.cls for g in goal.count_goals}
-    if goal.formula:
-        for token in re.findall(r"[A-Za-z_][\w.\-]*", goal.formula):
-            names.add(token)
-            classes.add(token.split(".")[0])
-    return [n for n, node in graph.nodes.items()
-            if node.layer is Layer.OBJECT and (n in names or node_class(n) in classes)]
-
-
-def _destinations(goal: GoalSpec) -> set[str]:
-    return {g.destination for g in goal.node_goals if g.destination} | {g.destination for g in goal.count_goals}
-
-
-def perturb(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[SceneGraph, list[str]]:
-    """The dynamic-mode graph: relevant objects moved to other plausible holders (module doc).
-
-    Returns the new graph and one note per move (``apple-1: ontop table-1 -> inside fridge-1``).
-    Deterministic for a given ``seed``."""
-    rng = random.Random(seed)
-    avoid = _destinations(goal)
-    current = graph
-    notes = []
-    before = evaluate_goal(goal, graph, graph).correct
-    for obj in relevant_objects(graph, goal):
-        old = current.parent[obj]
-        if old[1] is Relation.HELD:
-            continue
-        holders = [n for n, node in graph.nodes.items()
-                   if node.layer is not Layer.PLACE and n != obj and n != old[0] and n not in avoid
-                   and (affords(node, "put_on") or affords(node, "put_inside"))
-                   and not current.is_ancestor(obj, n)]
-        rng.shuffle(holders)
-        for holder in holders:
-            node = graph.nodes[holder]
-            rel = Relation.INSIDE if affords(node, "put_inside") and (not affords(node, "put_on") or rng.random() < 0.5) else Relation.ONTOP
-            trial = current.evolve(parent={**current.parent, obj: (holder, rel)})
-            if evaluate_goal(goal, trial, graph).correct <= before:
-                current = trial
-                notes.append(f"{obj}: {old[1].value} {old[0]} -> {rel.value} {holder}")
-                break
-    return current.check(), notes
 
 
 class GraphEnvironment:

@@ -3,8 +3,9 @@
 the environment inside. The planner never asks what it talks to.
 
 * :class:`DynamicPerturbation` — dynamic mode: at ``reset`` the task-relevant objects are moved
-  (:func:`sim_adapters.graph_env.perturb`) and the environment starts from that graph
-  (:meth:`~sim_adapters.base.EditableEnvironment.set_initial`); ``moves`` lists them.
+  (:func:`sim_adapters.dynamic.perturb`, in the paper's mode or ``anywhere``) and the environment
+  starts from that graph (:meth:`~sim_adapters.base.EditableEnvironment.set_initial`); ``moves``
+  lists them.
 * :class:`StepRecorder` — every step's action and result appended to ``RUN/steps.jsonl``; an
   observation's image is copied to ``RUN/images/`` and the observation points at the copy.
 * :class:`StepLimit` — the step that reaches ``max_steps`` is ``truncated``; every further step
@@ -32,7 +33,7 @@ from grasif.goals import GoalSpec
 from sgs.actions import Action
 from sgs.graph import SceneGraph
 from sim_adapters.base import Environment, StepResult
-from sim_adapters.graph_env import perturb
+from sim_adapters.dynamic import DEFAULT_MODE, DynamicMode, dynamic_mode, perturb
 
 
 class _Forwarded:
@@ -118,21 +119,28 @@ class Wrapper:
 
 
 class DynamicPerturbation(Wrapper):
-    """Dynamic mode (paper Table II): the environment's initial graph with each task-relevant
-    object moved to another plausible holder, drawn with ``seed`` (see
-    :func:`sim_adapters.graph_env.perturb`). The same seed gives the same moves in every
-    environment that starts from the same graph. ``moves`` has one note per move
-    (``apple-1: ontop table-1 -> inside fridge-1``); it is empty until the first ``reset``.
+    """Dynamic mode (paper Table II): the environment's initial graph with task-relevant objects
+    moved, drawn with ``seed`` in ``mode`` (:mod:`sim_adapters.dynamic`: ``paper`` perturbs a seeded
+    half of the tasks, chosen by ``key``, the task's ``split/id``; ``anywhere`` every task). The
+    same seed, mode and key give the same moves in every environment that starts from the same
+    graph. ``moves`` has one note per move (``apple-1: ontop table-1 -> inside fridge-1``); it is
+    empty until the first ``reset``, and stays empty for a task the mode leaves as it was.
 
     ``reset(seed=s)`` draws the moves with ``s`` (from the environment's own initial graph) and
-    keeps ``s`` for later resets; ``reset()`` starts from the same moved graph again."""
+    keeps ``s`` for later resets; ``reset()`` starts from the same moved graph again. ``ValueError``
+    for an unknown mode, or for ``paper`` without a key."""
 
-    def __init__(self, env: Environment, goal: GoalSpec, seed: int):
+    def __init__(self, env: Environment, goal: GoalSpec, seed: int, mode: str | DynamicMode = DEFAULT_MODE,
+                 key: str | None = None):
         super().__init__(env)
         if getattr(env, "set_initial", None) is None:
             raise TypeError(f"{type(env).__name__} cannot start from an edited graph (no set_initial); "
                             "dynamic mode needs it")
-        self.goal, self.seed = goal, seed
+        self.mode = dynamic_mode(mode)
+        if self.mode.fraction < 1.0 and key is None:
+            raise ValueError(f"dynamic mode {self.mode.name!r} chooses the tasks it perturbs by their key: pass "
+                             "key='split/id'")
+        self.goal, self.seed, self.key = goal, seed, key
         self.moves: list[str] = []
         self._base: SceneGraph | None = None  # the environment's initial graph before any move
         self._drawn: int | None = None  # the seed of the moves the environment starts from
@@ -144,7 +152,7 @@ class DynamicPerturbation(Wrapper):
             self.env.reset(seed=seed, options=options)
             self._base = self.env.true_graph()
         if self._drawn != self.seed:
-            perturbed, moves = perturb(self._base, self.goal, self.seed)
+            perturbed, moves = perturb(self._base, self.goal, self.seed, self.mode, self.key)
             self.env.set_initial(perturbed)
             self.moves, self._drawn = moves, self.seed
         self.env.reset(seed=seed, options=options)

@@ -51,6 +51,14 @@ def kitchen():
     return graph_from_dict(kitchen_dict())
 
 
+@pytest.fixture(scope="session")
+def grasif_build(tmp_path_factory):
+    """A fresh GraSIF build of all three splits (about 10 s), shared by the tests that read one."""
+    from grasif import dataset
+
+    return dataset.build(tmp_path_factory.mktemp("grasif") / "data", progress=lambda m: None)
+
+
 # ---------------------------------------------------------------------------------------------
 # Real small model (Qwen2.5-Coder-0.5B-Instruct): for tests marked ``lm``
 # ---------------------------------------------------------------------------------------------

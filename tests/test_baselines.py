@@ -124,7 +124,7 @@ def test_a_static_plan_is_written_from_the_map_and_judged_in_the_changed_environ
     assert not result.success and result.failure == "infeasible_step"
     assert "apple-1 is in bedroom-1" in result.infeasible[0]
     # dynamic mode's wrapper is accepted like any environment, and its moves are reported
-    dyn = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=0)
+    dyn = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=0, mode="anywhere")
     result, _, _ = run("llm-as-p", [json.dumps({"plan": GOOD_PLAN})], task=task, env=dyn)
     assert result.moves == dyn.moves == ["apple-1: inside box-1 -> ontop tray-1"]
 

@@ -50,12 +50,12 @@ def test_the_graph_environment_passes(kitchen):
 
 
 @pytest.mark.parametrize("wrap", [
-    lambda env, run: DynamicPerturbation(env, APPLE_ON_BED, 3),
+    lambda env, run: DynamicPerturbation(env, APPLE_ON_BED, 3, mode="anywhere"),
     lambda env, run: StepRecorder(env, run),
     lambda env, run: StepLimit(env, 10),
     lambda env, run: StepLimit(env, 1),  # the discover step reaches the limit, the next is truncated
     lambda env, run: StepLimit(env, 0),  # every step is truncated
-    lambda env, run: StepRecorder(StepLimit(DynamicPerturbation(env, APPLE_ON_BED, 0), 5), run),
+    lambda env, run: StepRecorder(StepLimit(DynamicPerturbation(env, APPLE_ON_BED, 0, mode="anywhere"), 5), run),
     lambda env, run: Wrapper(env),
 ], ids=["dynamic", "recorder", "limit-10", "limit-1", "limit-0", "nested", "plain-wrapper"])
 def test_every_wrapper_passes(kitchen, tmp_path, wrap):
@@ -64,7 +64,7 @@ def test_every_wrapper_passes(kitchen, tmp_path, wrap):
 
 def test_dynamic_mode_passes_with_seeds_that_move_things_differently(kitchen):
     for seed in range(4):
-        check_env(DynamicPerturbation(GraphEnvironment(kitchen), APPLE_ON_BED, 3), seed=seed)
+        check_env(DynamicPerturbation(GraphEnvironment(kitchen), APPLE_ON_BED, 3, mode="anywhere"), seed=seed)
 
 
 class ScriptedOperator:
@@ -111,7 +111,7 @@ def test_the_virtualhome_environment_passes(groceries):
 
     env = VirtualHomeEnvironment(groceries, EvolvingGraphBackend())
     check_env(env)
-    check_env(DynamicPerturbation(VirtualHomeEnvironment(groceries, EvolvingGraphBackend()), groceries.goal, 3))
+    check_env(DynamicPerturbation(VirtualHomeEnvironment(groceries, EvolvingGraphBackend()), groceries.goal, 3, mode="anywhere"))
 
 
 @needs_vh
@@ -147,7 +147,7 @@ def test_the_image_bank_environment_passes(bank_task):
     task, bank = bank_task
     check_env(ImageBankEnvironment(task, bank))
     check_env(ImageBankEnvironment(task, bank, describer=describe_truth), discover="electric_refrigerator-1")
-    check_env(DynamicPerturbation(ImageBankEnvironment(task, bank), task.goal, 1))
+    check_env(DynamicPerturbation(ImageBankEnvironment(task, bank), task.goal, 1, mode="anywhere"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -183,7 +183,7 @@ def test_refused_actions_stay_refused_and_the_draws_repeat_with_the_seed(tasks):
 def test_the_wrapper_keeps_the_environment_protocol(tasks):
     task = stapler_task(tasks)
     check_env(LowLevelFailures(GraphEnvironment(task.graph), 0.2, seed=0))
-    wrapped = StepRecorder(LowLevelFailures(DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0), 0.2), "/tmp")
+    wrapped = StepRecorder(LowLevelFailures(DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0, mode="anywhere"), 0.2), "/tmp")
     assert wrapped.get_wrapper_attr("rates")["grasp"] == 0.2 and wrapped.moves == []
 
 

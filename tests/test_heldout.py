@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    return dataset.build(tmp_path_factory.mktemp("grasif") / "data", progress=lambda m: None)
+def build(grasif_build):
+    return grasif_build
 
 
 @pytest.fixture(scope="module")

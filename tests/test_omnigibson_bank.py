@@ -216,7 +216,7 @@ def test_dynamic_mode_moves_objects_in_the_sgs_only(tasks, bank):
     from sim_adapters.wrappers import DynamicPerturbation
 
     task = tasks["recycling_glass_bottles"]
-    env = DynamicPerturbation(ImageBankEnvironment(task, bank), task.goal, seed=1)
+    env = DynamicPerturbation(ImageBankEnvironment(task, bank), task.goal, seed=1, mode="anywhere")
     env.reset()  # the moves are drawn at reset
     assert env.moves  # something moved
     assert env.true_graph() != task.graph

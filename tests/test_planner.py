@@ -16,7 +16,8 @@ from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.agent.view import render, visible_names
 from sgs.io import graph_to_dict
-from sim_adapters.graph_env import GraphEnvironment, perturb, relevant_objects
+from sim_adapters.dynamic import perturb, relevant_objects
+from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation
 
 from conftest import EXAMPLES, kitchen_dict
@@ -167,19 +168,19 @@ def test_no_priors_and_serialization_styles():
 def test_dynamic_mode_moves_relevant_objects_deterministically():
     task = kitchen_task()
     assert relevant_objects(task.graph, task.goal) == ["apple-1"]
-    a, notes_a = perturb(task.graph, task.goal, seed=3)
-    b, notes_b = perturb(task.graph, task.goal, seed=3)
+    a, notes_a = perturb(task.graph, task.goal, seed=3, mode="anywhere")
+    b, notes_b = perturb(task.graph, task.goal, seed=3, mode="anywhere")
     assert graph_to_dict(a) == graph_to_dict(b) and notes_a == notes_b and len(notes_a) == 1
     assert a.parent["apple-1"] != task.graph.parent["apple-1"]
     assert a.parent["apple-1"][0] != "bed-1"  # never onto a goal destination
-    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3)
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3, mode="anywhere")
     env.reset()  # the moves are drawn at reset
     assert env.moves == notes_a and env.true_graph().parent["apple-1"] == a.parent["apple-1"]
 
 
 def test_stale_priors_are_replaced_by_what_discover_finds():
     task = kitchen_task()
-    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3)
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, seed=3, mode="anywhere")
     env.reset()  # the moves are drawn at reset
     assert env.moves == ["apple-1: inside box-1 -> inside cup-1"]
     lm = ScriptedBackend([J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("discover_objects", "table-1"),

@@ -650,7 +650,7 @@ def test_step_mode_in_a_dynamic_office_queries_the_updated_memory():
     from sim_adapters.wrappers import DynamicPerturbation
 
     task = {t.id: t for t in office.build_tasks()}["office-02"]
-    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0)
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0, mode="anywhere")
     env.reset()  # the moves are drawn at reset
     assert env.moves == ["watch-1: ontop desk-6 -> ontop mail_shelf-1"]
     find = ("found = [n for n in G if G.nodes[n]['class'] == 'watch']\nprint(found or None)\n"
@@ -673,7 +673,7 @@ def test_static_mode_plans_from_the_stale_map_in_a_dynamic_run():
     from sim_adapters.wrappers import DynamicPerturbation
 
     task = {t.id: t for t in office.build_tasks()}["office-02"]
-    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0)
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 0, mode="anywhere")
     result, _, _ = run([solution(OFFICE_PLAN)], task=task, env=env)
     assert not result.success and result.failure == "infeasible_step"
     assert result.executed == ["go_to(peters_office-1)"] and result.infeasible[0].startswith("pick_up(watch-1)")

@@ -162,8 +162,8 @@ def test_discover_returns_the_ground_truth_and_a_description(groceries):
 
 def test_dynamic_mode_mirrors_the_moves_into_virtualhome(tasks, backend):
     task = tasks["file1004_2"]
-    env = DynamicPerturbation(VirtualHomeEnvironment(task, backend), task.goal, 3)
-    graph_env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3)
+    env = DynamicPerturbation(VirtualHomeEnvironment(task, backend), task.goal, 3, mode="anywhere")
+    graph_env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3, mode="anywhere")
     env.reset()  # the moves are drawn at reset
     graph_env.reset()
     assert env.moves == graph_env.moves == ["food_food-1: ontop floor-3 -> inside oven-1"]

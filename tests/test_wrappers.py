@@ -11,7 +11,8 @@ from lookplangraph.planners.lookplangraph import run_episode
 from sgs.actions import make
 from sgs.io import graph_to_dict
 from sim_adapters.base import EditableEnvironment, Environment, Observation, StepResult
-from sim_adapters.graph_env import GraphEnvironment, perturb
+from sim_adapters.dynamic import perturb
+from sim_adapters.graph_env import GraphEnvironment
 from sim_adapters.wrappers import DynamicPerturbation, StepLimit, StepRecorder, Wrapper
 
 from conftest import kitchen_dict
@@ -36,9 +37,9 @@ def test_graph_environment_implements_the_protocols(kitchen):
 @pytest.mark.parametrize("seed", [0, 3, 7])
 def test_dynamic_perturbation_is_perturb_applied_to_the_initial_graph(seed):
     task = kitchen_task()
-    graph, notes = perturb(task.graph, task.goal, seed)
+    graph, notes = perturb(task.graph, task.goal, seed, mode="anywhere")
     inner = GraphEnvironment(task.graph)
-    env = DynamicPerturbation(inner, task.goal, seed)
+    env = DynamicPerturbation(inner, task.goal, seed, mode="anywhere")
     assert env.moves == [] and inner.true_graph() == task.graph  # the constructor does nothing
     env.reset()
     assert env.moves == notes and graph_to_dict(env.true_graph()) == graph_to_dict(graph)
@@ -49,21 +50,21 @@ def test_dynamic_perturbation_is_perturb_applied_to_the_initial_graph(seed):
 
 def test_reset_with_a_seed_draws_the_moves_anew_from_the_unmoved_graph():
     task = kitchen_task()
-    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3)
+    env = DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3, mode="anywhere")
     env.reset(seed=0)
-    graph, notes = perturb(task.graph, task.goal, 0)
+    graph, notes = perturb(task.graph, task.goal, 0, mode="anywhere")
     assert env.seed == 0 and env.moves == notes and env.true_graph() == graph
     env.reset()  # keeps seed 0
     assert env.moves == notes and env.true_graph() == graph
     env.reset(seed=3, options={})
-    graph, notes = perturb(task.graph, task.goal, 3)
+    graph, notes = perturb(task.graph, task.goal, 3, mode="anywhere")
     assert env.moves == notes == ["apple-1: inside box-1 -> inside cup-1"] and env.true_graph() == graph
 
 
 def test_wrappers_pass_on_only_what_they_name_and_reach_the_rest_explicitly(kitchen, tmp_path):
     task = kitchen_task()
     inner = GraphEnvironment(task.graph)
-    recorder = StepRecorder(DynamicPerturbation(inner, task.goal, 3), tmp_path)
+    recorder = StepRecorder(DynamicPerturbation(inner, task.goal, 3, mode="anywhere"), tmp_path)
     env = StepLimit(recorder, 10)
     env.reset()
     assert env.moves == ["apple-1: inside box-1 -> inside cup-1"]  # a forwarded member
@@ -88,7 +89,7 @@ def test_dynamic_mode_needs_an_environment_that_can_start_elsewhere(kitchen):
         def true_graph(self): return kitchen
 
     with pytest.raises(TypeError, match="Fixed cannot start from an edited graph"):
-        DynamicPerturbation(Fixed(), kitchen_task().goal, 0)
+        DynamicPerturbation(Fixed(), kitchen_task().goal, 0, mode="anywhere")
 
 
 def test_step_limit_truncates_and_then_refuses_without_calling_the_environment(kitchen):
@@ -138,7 +139,7 @@ def test_step_recorder_writes_each_step_and_copies_images(kitchen, tmp_path):
 
 def test_the_planner_runs_unchanged_on_a_wrapped_environment(tmp_path):
     task = kitchen_task()
-    env = StepRecorder(DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3), tmp_path)
+    env = StepRecorder(DynamicPerturbation(GraphEnvironment(task.graph), task.goal, 3, mode="anywhere"), tmp_path)
     lm = ScriptedBackend([J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("discover_objects", "table-1"),
                           J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])  # SCRIPTED, not an LM
     result = run_episode(task, env, lm, PlannerConfig())

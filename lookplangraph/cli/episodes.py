@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sim_adapters.dynamic import DYNAMIC_MODES
+
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPEC, Interrupted, Unavailable, UsageError,
                                            YesNo, add_command, check_spec_flags, deprecated, lm_failure, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, select_tasks, split_flag
@@ -113,6 +115,11 @@ def _episode_flags(p, *, command: str) -> None:
     g.add_argument("--dynamic", action=YesNo, default_text="off, or the config's",
                    help="dynamic mode: move task-relevant objects before the episode (seeded by --dynamic-seed)")
     g.add_argument("--dynamic-seed", type=int, metavar="N", help="the seed of dynamic mode (default 0)")
+    g.add_argument("--dynamic-mode", choices=list(DYNAMIC_MODES), metavar="MODE",
+                   help="how dynamic mode moves objects: paper (default; a seeded half of the tasks, objects moved to "
+                        "holders drawn from the object prior, in the same room with probability 0.5) or anywhere "
+                        "(every task, holders drawn uniformly from the whole building: results before 2026-11-27); "
+                        "sim_adapters.dynamic")
     deprecated(g, "--seed", "dynamic_seed", "--dynamic-seed", type=int)
     g.add_argument("--failures", type=float, metavar="RATE",
                    help="low-level execution failures: each kind (a grasp that fails, a blocked door, a device that "
@@ -167,6 +174,7 @@ def _settings(args):
     task = getattr(args, "task", None)
     overrides = {
         "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": args.dynamic, "seed": args.dynamic_seed,
+        "dynamic_mode": args.dynamic_mode,
         "env": args.env, "augmentation": args.augmentation, "vlm": args.vlm, "parser_lm": args.parser_lm,
         "out": args.out, "cache": getattr(args, "cache", None),
         "tasks": [task] if isinstance(task, str) else (task or None),
@@ -252,13 +260,13 @@ def cmd_run(args) -> int:
     c = s.config
     loop = (f"graph {c.graph_style}; priors {'on' if c.priors else 'off'}; correction {c.correction}; "
             if s.planner == "lookplangraph" else "")  # the LookPlanGraph loop's own switches
-    print(f"planner {s.planner}; LM {lm.name}; {loop}dynamic {'seed ' + str(s.seed) if s.dynamic else 'off'}; "
+    print(f"planner {s.planner}; LM {lm.name}; {loop}dynamic {f'{s.dynamic_mode} seed {s.seed}' if s.dynamic else 'off'}; "
           f"environment {s.env}; augmentation {s.augmentation}")
     try:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
                                     failures=s.failures, failure_seed=s.failure_seed,
                                     echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
-                                    planner=s.planner)
+                                    planner=s.planner, dynamic_mode=s.dynamic_mode)
     except _unavailable_kinds() as exc:
         raise lm_failure(exc) from None
     except ValueError as exc:
@@ -281,7 +289,8 @@ def cmd_eval(args) -> int:
                  dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency, processes=s.processes,
                  failures=s.failures, failure_seed=s.failure_seed, progress=progress_bar(),
                  meta=s.as_dict() | ({"endpoints": args.endpoints} if args.endpoints else {}),
-                 env=s.env, augmentation_factory=s.augmentation_factory(), planner=s.planner)
+                 env=s.env, augmentation_factory=s.augmentation_factory(), planner=s.planner,
+                 dynamic_mode=s.dynamic_mode)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; {kept}") from None
     except (Unavailable, UsageError):

@@ -73,6 +73,22 @@ def add_parsers(sub) -> None:
                                  "build, beside the paper's figures.",
                      examples=["lookplangraph grasif stats --data-dir data/grasif"])
     st.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    pr = add_command(gsub, "priors", help="where objects of a class are usually kept (train pool's scenes)",
+                     description="Object priors P(holder class, relation | object class), counted over the train "
+                                 "pool's scenes (grasif.priors): print an object class's most probable holders, list "
+                                 "the known classes, or rebuild the shipped file from a GraSIF build.",
+                     examples=["lookplangraph grasif priors --object apple",
+                               "lookplangraph grasif priors --object coffee_cup --top 5 --json",
+                               "lookplangraph grasif priors --rebuild"])
+    what = pr.add_mutually_exclusive_group(required=True)
+    what.add_argument("--object", metavar="CLASS", help="an object class or node name (apple, apple-1, water bottle)")
+    what.add_argument("--list", action="store_true", help="the object classes counted, with their placements")
+    what.add_argument("--rebuild", action="store_true",
+                      help="count anew from the GraSIF build and write the priors file (default: the shipped one)")
+    pr.add_argument("--top", type=int, default=10, metavar="N", help="holders to print (default 10)")
+    pr.add_argument("--json", action=YesNo, default=False, help="print JSON")
+    pr.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP + " (for --rebuild)")
+    pr.add_argument("--file", metavar="FILE", help="the priors file to read or write (default: the shipped one)")
     p.set_defaults(func=cmd_grasif)
 
 
@@ -164,8 +180,51 @@ def cmd_grasif(args) -> int:
             else:
                 for _, task_id in dataset.task_ids(data_dir, args.split):
                     print(task_id)
+        elif args.grasif_command == "priors":
+            return _priors(args, data_dir)
         else:
             print(dataset.stats_table(data_dir))
     except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
         raise source_error(exc) from None
+    return EXIT_OK
+
+
+def _priors(args, data_dir: Path) -> int:
+    """``grasif priors``: one class's top holders, the known classes, or a rebuild."""
+    from grasif import heldout, priors
+
+    path = Path(args.file) if args.file else priors.PRIORS_FILE
+    if args.top < 1:
+        raise UsageError(f"--top must be at least 1, not {args.top}")
+    try:
+        if args.rebuild:
+            from tqdm import tqdm
+
+            with tqdm(desc="counting placements", unit="task", file=sys.stderr) as bar:
+                def step(n, total):
+                    bar.total = total
+                    bar.update(1)
+                built = priors.build(data_dir, progress=step)
+            priors.write(built, path)
+            print(f"priors of {len(built.counts)} object classes from {len(built.sources)} train-pool tasks "
+                  f"written to {path}")
+            return EXIT_OK
+        p = priors.load(path)
+        if args.list:
+            rows = sorted(((c, sum(v.values())) for c, v in p.counts.items()), key=lambda r: (-r[1], r[0]))
+            print(json.dumps(dict(rows), indent=1) if args.json else "\n".join(f"{c}\t{n}" for c, n in rows))
+            return EXIT_OK
+        ranked = p.holders(args.object, args.top)
+    except (priors.PriorsError, heldout.LeakError) as exc:
+        raise UsageError(str(exc)) from None
+    cls = p.resolve(args.object)
+    if args.json:
+        print(json.dumps({"object": args.object, "class": cls, "holders": [r.__dict__ for r in ranked]}, indent=1))
+        return EXIT_OK
+    backed = "" if cls == priors.normalise(args.object) else f" (counted as {cls!r}, its head noun)"
+    print(f"where {cls} is kept{backed}: P(holder, relation | {cls}); {sum(p.counts[cls].values())} "
+          f"placements counted")
+    print(f"{'holder':<24} {'relation':<8} {'P':>6} {'count':>6}")
+    for r in ranked:
+        print(f"{r.holder:<24} {r.relation:<8} {r.probability:6.3f} {r.count:6d}")
     return EXIT_OK

@@ -41,6 +41,8 @@ from lookplangraph.planners import get_planner
 from lookplangraph.evaluation.workers import WorkerProcesses, WorkerThreads
 from sim_adapters.failures import LowLevelFailures
 from sim_adapters.graph_env import GraphEnvironment
+from sim_adapters.dynamic import DEFAULT_MODE
+from sim_adapters.dynamic import dynamic_mode as dynamic_mode_of
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
 from vlm.descriptions import describe_truth
 
@@ -71,9 +73,11 @@ def check_env(env: str, tasks: list[Task], augmentation: str = "ground_truth") -
                          f"(use {' or '.join(WITH_IMAGES)}, or --augmentation parser)")
 
 
-def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph", failures=None, failure_seed: int = 0):
+def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph", failures=None, failure_seed: int = 0,
+             dynamic_mode: str = DEFAULT_MODE):
     """The environment of an episode: ``env`` (see :func:`check_env`), wrapped for dynamic mode
-    (the moves are drawn at its first ``reset``) and, with ``failures`` (a rate, or a table of
+    when ``dynamic_seed`` is given (``dynamic_mode``, :mod:`sim_adapters.dynamic`; the moves are
+    drawn at its first ``reset``) and, with ``failures`` (a rate, or a table of
     rates per kind), for low-level execution failures drawn with ``failure_seed`` and the task's
     id (:class:`sim_adapters.failures.LowLevelFailures`). The SGS environments write ``describe``
     text with :func:`vlm.descriptions.describe_truth`, for ``parser`` augmentation."""
@@ -95,7 +99,7 @@ def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph", fa
             backend = UnityBackend(where or DEFAULT_URL)
         environment = VirtualHomeEnvironment(task, backend)
     if dynamic_seed is not None:
-        environment = DynamicPerturbation(environment, task.goal, dynamic_seed)
+        environment = DynamicPerturbation(environment, task.goal, dynamic_seed, dynamic_mode, f"{task.split}/{task.id}")
     if failures:
         environment = LowLevelFailures(environment, failures, f"{failure_seed}:{task.split}/{task.id}")
     return environment
@@ -157,15 +161,15 @@ def format_result(r: EpisodeResult) -> str:
 def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dynamic_seed: int | None = None,
                    echo: Callable[[str], None] | None = None, env: str = "graph",
                    record_dir: Path | None = None, augmentation=None, planner: str = "lookplangraph",
-                   failures=None, failure_seed: int = 0) -> EpisodeResult:
+                   failures=None, failure_seed: int = 0, dynamic_mode: str = DEFAULT_MODE) -> EpisodeResult:
     """Run one episode, appending each :class:`StepRecord` to ``trace_path`` as it happens (and
     echoing it readably when ``echo`` is given). ``record_dir``: also record every environment
     step there (``steps.jsonl``, ``images/``). ``augmentation``: a
     :class:`vlm.gam.GraphAugmentation` (default ground truth); ``planner``: a
     :mod:`lookplangraph.planners` name; ``failures``, ``failure_seed``: low-level failures
-    (:func:`make_env`)."""
+    (:func:`make_env`), as is ``dynamic_mode``."""
     plan = get_planner(planner)
-    env = make_env(task, dynamic_seed, env, failures, failure_seed)
+    env = make_env(task, dynamic_seed, env, failures, failure_seed, dynamic_mode)
     if record_dir is not None:
         env = StepRecorder(env, record_dir)
     told = []
@@ -190,7 +194,7 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
 def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
                        echo: Callable[[str], None] | None = None, env: str = "graph",
                        augmentation=None, planner: str = "lookplangraph", failures=None,
-                       failure_seed: int = 0) -> EpisodeResult:
+                       failure_seed: int = 0, dynamic_mode: str = DEFAULT_MODE) -> EpisodeResult:
     """Run one episode, writing ``task.json`` (the task, so the run can be viewed without the
     data directory), ``trace.jsonl`` as it goes, ``result.json`` at the end and the environment's
     steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
@@ -198,7 +202,7 @@ def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic
     save_task(task, out / "task.json")
     result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
                             record_dir=out, augmentation=augmentation, planner=planner, failures=failures,
-                            failure_seed=failure_seed)
+                            failure_seed=failure_seed, dynamic_mode=dynamic_mode)
     (out / "result.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
     return result
 
@@ -244,6 +248,7 @@ class _EpisodeJob:
     attempts: int
     failures: Any = None
     failure_seed: int = 0
+    dynamic_mode: str = DEFAULT_MODE
 
     def run(self, task: Task, lm, augmentation, log: Callable[[str], None]) -> dict:
         """The result row of ``task`` (``evaluate``'s doc: reruns on a lost endpoint, the trace
@@ -256,7 +261,7 @@ class _EpisodeJob:
             try:
                 result = traced_episode(task, lm, self.cfg, partial, dynamic_seed=self.dynamic_seed, env=self.env,
                                         augmentation=augmentation, planner=self.planner, failures=self.failures,
-                                        failure_seed=self.failure_seed)
+                                        failure_seed=self.failure_seed, dynamic_mode=self.dynamic_mode)
             except EndpointDown as exc:
                 if attempt == self.attempts:
                     raise EpisodeFailed(f"episode {key} lost its LM endpoint {attempt} times; the last: {exc}") from exc
@@ -276,7 +281,8 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
              meta: dict | None = None, env: str = "graph",
              augmentation_factory: Callable[[object], object] | None = None,
              planner: str = "lookplangraph", episode_attempts: int = 3,
-             log: Callable[[str], None] | None = None, failures=None, failure_seed: int = 0) -> list[dict]:
+             log: Callable[[str], None] | None = None, failures=None, failure_seed: int = 0,
+             dynamic_mode: str = DEFAULT_MODE) -> list[dict]:
     """Run every task not yet in ``out/results.jsonl``; write the summary of ``tasks`` and return
     their result rows (module doc).
 
@@ -288,8 +294,8 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     :class:`vlm.gam.GraphAugmentation`, default ground truth); with processes both must be
     picklable (module-level functions or classes, e.g. :class:`lookplangraph.lm.pool.LMFactory`,
     whose endpoint pool is shared across the processes; :mod:`lookplangraph.evaluation.workers`).
-    ``env`` names the environment, and ``failures``/``failure_seed`` its low-level failures
-    (:func:`make_env`). ``progress(done, total, row)`` is called after each episode (the CLI draws
+    ``env`` names the environment, ``dynamic_mode`` the dynamic mode of a ``dynamic_seed``, and
+    ``failures``/``failure_seed`` its low-level failures (:func:`make_env`). ``progress(done, total, row)`` is called after each episode (the CLI draws
     a bar with it).
 
     An episode whose LM endpoint fails (:class:`lookplangraph.lm.pool.EndpointDown`) runs again
@@ -327,7 +333,8 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
         from sim_adapters.failures import parse_rates
 
         parse_rates(failures)  # a bad rate is bad input before any episode
-    job = _EpisodeJob(cfg, traces, dynamic_seed, env, planner, episode_attempts, failures, failure_seed)
+    dynamic_mode_of(dynamic_mode)  # an unknown mode fails before any episode
+    job = _EpisodeJob(cfg, traces, dynamic_seed, env, planner, episode_attempts, failures, failure_seed, dynamic_mode)
     workers = max(1, min(concurrency, len(todo)))
     processes = min(processes, workers)
     if todo and processes > 1:

@@ -30,6 +30,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from sim_adapters.dynamic import DEFAULT_MODE, DYNAMIC_MODES
+
 from lookplangraph.planners.config import (
     PlannerConfig, check_choices, legacy_note, reference_lines, setting, settings_reference,
 )
@@ -64,6 +66,10 @@ class RunSettings:
     selection: str | None = setting(None, "only tasks tagged with this selection (virtualhome)")
     dynamic: bool = setting(False, "move task-relevant objects before the episode")
     seed: int = setting(0, "dynamic-mode seed")
+    dynamic_mode: str = setting(DEFAULT_MODE, "paper (a seeded half of the tasks, holders drawn from the object prior, "
+                                              "same room with probability 0.5) | anywhere (every task, any holder: "
+                                              "results before 2026-11-27); sim_adapters.dynamic",
+                                choices=tuple(DYNAMIC_MODES))
     env: str = setting("graph", "graph | virtualhome | virtualhome-unity[@URL] | omnigibson-bank@DIR "
                                 "(lookplangraph.evaluation.runner.make_env)")
     augmentation: str = setting("ground_truth", "ground_truth | parser | vlm (lookplangraph.agent.perception)",

@@ -197,7 +197,8 @@ def run_cells(cells: list[Cell], opts: Options, *, quiet: bool = False) -> None:
                 evaluate(tasks_of[c.split], _lm_factory(s, c.dir, opts), s.planner_config(), c.dir,
                          dynamic_seed=s.seed if s.dynamic else None, concurrency=s.concurrency,
                          processes=opts.processes, progress=progress,
-                         meta=s.as_dict(), env=s.env, augmentation_factory=s.augmentation_factory(), planner=s.planner)
+                         meta=s.as_dict(), env=s.env, augmentation_factory=s.augmentation_factory(), planner=s.planner,
+                         dynamic_mode=s.dynamic_mode)
             bar.close()
     finally:
         overall.close()
