@@ -10,7 +10,10 @@ Two named modes (:data:`DYNAMIC_MODES`), chosen with ``--dynamic-mode`` / ``dyna
   - **which tasks**: a seeded half. A task is perturbed when a hash of the seed and the task's key
     (``split/id``) falls below :attr:`DynamicMode.fraction` (0.5), so every planner gets the same
     tasks perturbed, and a subset of a split (a sample, ``--limit``) keeps each task's draw;
-  - **where to**: each task-relevant object (:func:`relevant_objects`) moves to an asset (not
+  - **what moves**: one of the task's relevant objects (:func:`relevant_objects`, not one the
+    agent holds), chosen with the seed among those that can move (:attr:`DynamicMode.moved`; the
+    paper says which tasks were changed, not how many objects);
+  - **where to**: the moved object goes to an asset (not
     into another object) drawn with probability proportional to the object prior
     ``P(holder class, relation | object class)`` (:mod:`grasif.priors`, counted over the train
     pool's scenes): a mug goes to a table or into a cabinet, rarely into a bathtub;
@@ -18,13 +21,12 @@ Two named modes (:data:`DYNAMIC_MODES`), chosen with ``--dynamic-mode`` / ``dyna
     object's own room (when that room has another holder), else from the other rooms.
 
 * ``anywhere`` (the mode of results before 2026-11-27; ``perturb``'s draw then, unchanged): every
-  task is perturbed, and each relevant object goes to a holder drawn uniformly from the whole
+  task is perturbed, and every relevant object goes to a holder drawn uniformly from the whole
   building; ``inside`` when the holder takes things inside (a coin when it takes both).
 
-In both modes a holder is an asset or object that affords ``put_on``/``put_inside``, other than
-the object's current parent and any goal destination, and not inside the object itself; a held
-object stays held; a move that would already satisfy a goal part is drawn again. Deterministic
-for a seed and a key. The environment wrapper that applies it is
+In both modes a holder affords ``put_on``/``put_inside`` and is not the object's current parent,
+a goal destination, or inside the object itself; a held object stays held; a move that would
+already satisfy a goal part is drawn again. Deterministic for a seed and a key. The environment wrapper that applies it is
 :class:`sim_adapters.wrappers.DynamicPerturbation`.
 """
 
@@ -46,23 +48,25 @@ __all__ = ["DEFAULT_MODE", "DYNAMIC_MODES", "DynamicMode", "dynamic_mode", "is_p
 class DynamicMode:
     """A dynamic mode's parameters (module doc): ``fraction`` of tasks perturbed, holders drawn
     from the object prior (``prior``) or uniformly, and the probability ``same_room`` that a moved
-    object stays in its room (prior draws only)."""
+    object stays in its room (prior draws only); ``moved``: how many of a perturbed task's
+    relevant objects move (None: all of them)."""
 
     name: str
     fraction: float
     prior: bool
     same_room: float
+    moved: int | None
     about: str
 
 
 #: the named modes (module doc)
 DYNAMIC_MODES: dict[str, DynamicMode] = {
-    "paper": DynamicMode("paper", fraction=0.5, prior=True, same_room=0.5,
-                         about="a seeded half of the tasks; holders drawn from the object prior, in the same room "
-                               "with probability 0.5"),
-    "anywhere": DynamicMode("anywhere", fraction=1.0, prior=False, same_room=0.0,
-                            about="every task; holders drawn uniformly from the whole building (results before "
-                                  "2026-11-27)"),
+    "paper": DynamicMode("paper", fraction=0.5, prior=True, same_room=0.5, moved=1,
+                         about="a seeded half of the tasks, one object each, moved to an asset drawn from the object "
+                               "prior, in the same room with probability 0.5"),
+    "anywhere": DynamicMode("anywhere", fraction=1.0, prior=False, same_room=0.0, moved=None,
+                            about="every task, every relevant object, moved to a holder drawn uniformly from the "
+                                  "whole building (results before 2026-11-27)"),
 }
 DEFAULT_MODE = "paper"
 
@@ -134,10 +138,13 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int, mode: str | DynamicMod
     avoid = _destinations(goal)
     current, notes = graph, []
     before = evaluate_goal(goal, graph, graph).correct
-    for obj in relevant_objects(graph, goal):
+    movable = [o for o in relevant_objects(graph, goal) if graph.parent[o][1] is not Relation.HELD]
+    if mode.moved is not None:
+        rng.shuffle(movable)  # a seeded choice: the first that can move
+    for obj in movable:
+        if mode.moved is not None and len(notes) >= mode.moved:
+            break
         old = current.parent[obj]
-        if old[1] is Relation.HELD:
-            continue
         room = graph.place_of(obj)
         options = [(h, rel) for h in _holders(graph, current, obj, avoid) if graph.nodes[h].layer is Layer.ASSET
                    for rel, verb in ((Relation.ONTOP, "put_on"), (Relation.INSIDE, "put_inside"))
