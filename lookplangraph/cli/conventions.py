@@ -31,8 +31,10 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 )
 
 PROG = "lookplangraph"
-#: ``--lm expert``: the privileged expert (:mod:`lookplangraph.evaluation.expert`), a harness tool
-EXPERT_SPEC = "expert"
+#: ``--lm expert`` and ``--lm expert-oracle``: the privileged expert
+#: (:mod:`lookplangraph.evaluation.expert`; its belief-space search, or the older room-by-room
+#: search), a harness tool
+EXPERT_SPECS = ("expert", "expert-oracle")
 WIDTH = 92
 
 
@@ -263,7 +265,7 @@ def check_spec_flags(lm: str | None, vlm: str | None, parser_lm: str | None) -> 
     from lookplangraph.lm import LMError, parse_spec
 
     for flag, spec in (("--lm", lm), ("--vlm", vlm), ("--parser-lm", parser_lm)):
-        if spec and not (flag == "--lm" and spec == EXPERT_SPEC):
+        if spec and not (flag == "--lm" and spec in EXPERT_SPECS):
             try:
                 parse_spec(spec)
             except LMError as exc:

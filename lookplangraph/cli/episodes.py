@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sim_adapters.dynamic import DYNAMIC_MODES
 
-from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPEC, Interrupted, Unavailable, UsageError,
+from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, Interrupted, Unavailable, UsageError,
                                            YesNo, add_command, check_spec_flags, deprecated, lm_failure, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, select_tasks, split_flag
 from lookplangraph.planners.config import CORRECTION_MODES
@@ -199,12 +199,14 @@ def _lm_factory(s, out: Path, args=None):
     from lookplangraph.lm import LMError
     from lookplangraph.lm.pool import lm_factory
 
-    if s.lm == EXPERT_SPEC:  # the privileged harness tool, never a default (evaluation.expert)
-        from lookplangraph.evaluation.expert import Expert
+    if s.lm in EXPERT_SPECS:  # the privileged harness tool, never a default (evaluation.expert)
+        from functools import partial
+
+        from lookplangraph.evaluation.expert import SEARCHES, Expert
 
         if s.cache or getattr(args, "endpoints", None):
-            raise UsageError("--lm expert answers from the episode itself: it takes no --cache and no --endpoints")
-        return Expert
+            raise UsageError(f"--lm {s.lm} answers from the episode itself: it takes no --cache and no --endpoints")
+        return partial(Expert, search=SEARCHES[s.lm])
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
         return lm_factory(s.lm, s.lm_options, endpoints=getattr(args, "endpoints", None),

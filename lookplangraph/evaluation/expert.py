@@ -12,11 +12,27 @@ What it does, one reply per call, from the episode's current state:
 * **Looking before touching.** The expert keeps what the planner's memory graph knows
   (:meth:`Expert.seen`): an object is seen once a node holding it was inspected (true graph's
   ``inspected``) or once the agent held it. Before a step acts on an unseen object the expert
-  searches as a robot with the map would: ``go_to`` the room of the object's remembered holder
-  and ``discover_objects`` there; when the object is not there (dynamic mode moved it), the other
-  assets of that room, then the assets of the other rooms, nearest room first in the map's order.
+  searches, acting only on what the robot knows — the map (the memory graph's assets and the
+  objects' remembered places), what it has inspected, the instruction — and the object prior
+  (:mod:`grasif.priors`). Two searches (:data:`SEARCHES`):
+
+  - ``belief`` (the default, ``--lm expert``): the remembered holder first; then the unvisited
+    asset with the highest ``P(here) / cost``, where ``P(here)`` is the belief that the object was
+    moved there — half on its remembered room, half on the rest of the building, spread over the
+    assets in proportion to the prior of the object's class, times :data:`HINT_WEIGHT` for an
+    asset or room the instruction names ("the cup on the shelf in the storage room") — and
+    ``cost`` is one action for an asset in the agent's room, two (``go_to`` first) elsewhere. No
+    holder is looked at twice.
+  - ``rooms`` (``--lm expert-oracle``, the expert before 2026-11-27, kept for the harness proofs
+    and to reproduce older data): the remembered holder, the other assets of its room, then the
+    assets of the other rooms in the map's order.
+
   The truth is used for the *goal* (which objects, where they must end), never to shortcut the
   search, so its trajectories are ones a planner without privilege could learn to imitate.
+* **Grounded reasons.** A reason names only nodes the step's prompt shows (the view, the
+  instruction, the previous steps): a node it does not show is written as its class ("the
+  stapler"), and a search says why in terms a reader can check ("staplers are usually on a desk;
+  desk-3 is the most likely place not looked at yet").
 * **Explicit steps where nothing corrects.** With correction ``rules`` a step is answered as the
   plan writes it (the SGS inserts the ``go_to``/``open`` it needs). With ``feedback`` and
   ``none`` the expert writes those steps itself: a ``rearrange`` is preceded by the destination's
@@ -45,12 +61,15 @@ the environment and the planner's settings); ``complete()`` without it raises.
 from __future__ import annotations
 
 import json
+import re
+from functools import lru_cache
 from typing import Any
 
 from grasif.goals import evaluate_goal
+from grasif.priors import Priors, normalise
 from grasif.task import Task
 from sgs.actions import Action, make, parse_action, parse_plan
-from sgs.graph import Layer, SceneGraph, affords
+from sgs.graph import Layer, SceneGraph, affords, node_class
 from sgs.simulator import check, run_plan
 
 from lookplangraph.evaluation.injection import rearrange_opens
@@ -73,6 +92,18 @@ MAX_PASSES = 3
 #: what the expert calls itself in results: never to be mistaken for a model
 NAME = "expert (privileged)"
 
+#: how the expert searches for an object that is not where it was remembered (module doc), by the
+#: ``--lm`` spec that selects it
+SEARCHES = {"expert": "belief", "expert-oracle": "rooms"}
+
+#: the belief an object not yet found is still where it was remembered, or in the remembered room
+STAY = 0.5
+#: how much more likely an asset (or an asset of a room) the instruction names is
+HINT_WEIGHT = 4.0
+
+#: a node's name in text (``shelf-2``, ``toms_office-1``)
+NODE_NAME = re.compile(r"\b[a-z][a-z0-9_]*-\d+\b")
+
 
 class ExpertError(RuntimeError):
     """The expert cannot answer: no episode begun, or a planner it does not serve."""
@@ -91,11 +122,17 @@ class Expert:
 
     name = NAME
 
-    def __init__(self) -> None:
+    def __init__(self, search: str = "belief", priors: Priors | None = None) -> None:
+        if search not in SEARCHES.values():
+            raise ExpertError(f"the expert searches by {' or '.join(SEARCHES.values())}, not {search!r}")
+        self.search = search
+        self.priors = priors
+        self.name = NAME if search == "belief" else f"{NAME}, room-by-room search"
         self.task: Task | None = None
         self.env = None
         self.planner = "lookplangraph"
         self.explicit = False
+        self.prompt = ""
 
     @property
     def constraints(self) -> frozenset[str]:
@@ -131,7 +168,8 @@ class Expert:
         """The next answer as the planner's reply text. The expert works from the true state (module
         doc); of the prompt it reads only whether its last answer was refused (the planner's
         feedback line, ReAct's "Nothing happens."), and of the request only SayPlan's schema and
-        whether (and where) a decision's schema has a ``reason`` (the answer format)."""
+        whether (and where) a decision's schema has a ``reason`` (the answer format); a reason names
+        only nodes the prompt shows (:func:`grounded`)."""
         if self.task is None:
             raise ExpertError("the expert answers only inside an episode: call begin_episode(task, env, planner, "
                               "config) first (the runner does)")
@@ -143,7 +181,9 @@ class Expert:
         if self.planner == "react":
             action, _ = self.next_action(last.startswith(REACT_REFUSED))
             return self._reply(self._react_command(action))
+        self.prompt = last
         action, reason = self.next_action(FEEDBACK_MARK in last)
+        reason = grounded(reason, last)
         reply = action.model_dump()
         keys = _schema_keys(request.get("schema"))
         if not keys or "reason" in keys:  # free replies, or a schema with a reason (first or last)
@@ -339,14 +379,11 @@ class Expert:
         """The next step of the search for ``obj`` (module doc), or None when nothing is left."""
         prior = self.task.graph
         start = _holder(prior, obj) if obj in prior.parent else None
-        places = g.places
-        first_room = prior.place_of(start) if start is not None else g.agent.location
-        rooms = [first_room] + [p for p in places if p != first_room]
-        candidates = [start] if start is not None else []
-        for room in rooms:
-            candidates += [n for n in g.children(room) if g.nodes[n].layer is Layer.ASSET
-                           and (affords(g.nodes[n], "put_on") or affords(g.nodes[n], "put_inside"))]
-        for c in candidates:
+        if self.search == "rooms":
+            candidates = self._rooms_order(g, start)
+        else:
+            candidates = self._belief_order(g, obj, start)
+        for c, why in candidates:
             if c is None or c in g.inspected or c not in g.nodes:
                 continue
             look = make("discover_objects", c)
@@ -354,19 +391,80 @@ class Expert:
             if where != g.agent.location:
                 go = make("go_to", where)
                 if self._ok(g, key, go):
-                    why = (f"{obj} is remembered at {c}" if c == start else f"{obj} is not where it was remembered")
                     return go, f"{why}; go to {where} to look at {c}"
                 continue
             if self._ok(g, key, look):
-                why = (f"{obj} is remembered at {c} but not seen yet" if c == start
-                       else f"{obj} was not found where it was remembered; look at {c}")
                 return look, why
             opened = check(g, look, correct=True)
             if opened.ok:
                 for pre in opened.actions:
                     if pre.function_name == "open" and self._ok(g, key, pre):
-                        return pre, f"open {pre.node} to look for {obj} inside"
+                        return pre, f"open {pre.node} to look for {obj} inside ({why})"
         return None
+
+    def _remembered(self, obj: str) -> str:
+        """Where the map puts ``obj``: ``inside box-1 on shelf-2``."""
+        prior, node, words = self.task.graph, obj, []
+        while node in prior.parent and prior.nodes.get(prior.parent[node][0]) is not None:
+            parent, rel = prior.parent[node]
+            if prior.nodes[parent].layer is Layer.PLACE:
+                break
+            words.append(f"{'inside' if rel.value == 'inside' else 'on'} {parent}")
+            node = parent
+        return " ".join(words) or "nowhere"
+
+    def _rooms_order(self, g: SceneGraph, start: str | None) -> list[tuple[str, str]]:
+        """The ``rooms`` search (module doc): the remembered holder, its room, then the other rooms."""
+        prior = self.task.graph
+        first_room = prior.place_of(start) if start is not None else g.agent.location
+        rooms = [first_room] + [p for p in g.places if p != first_room]
+        out = [(start, "")] if start is not None else []
+        for room in rooms:
+            out += [(n, "") for n in g.children(room) if g.nodes[n].layer is Layer.ASSET
+                    and (affords(g.nodes[n], "put_on") or affords(g.nodes[n], "put_inside"))]
+        return out
+
+    def _belief_order(self, g: SceneGraph, obj: str, start: str | None) -> list[tuple[str, str]]:
+        """The ``belief`` search (module doc): the unvisited holders, most likely per action first,
+        each with the reason it is looked at."""
+        prior, cls = self.task.graph, node_class(obj)
+        thing = cls.replace("_", " ")
+        out: list[tuple[str, str]] = []
+        if start is not None and start not in g.inspected:
+            out.append((start, f"{obj} is remembered {self._remembered(obj)} but not seen yet"))
+        room = prior.place_of(start) if start is not None else g.agent.location
+        assets = [n for n in prior.names(Layer.ASSET) if n != start and n not in g.inspected
+                  and (affords(prior.nodes[n], "put_on") or affords(prior.nodes[n], "put_inside"))]
+        priors = self.priors or _shipped_priors()
+        rooms_named, classes_named = _hints(self.task.instruction, prior)
+
+        def weight(n: str) -> float:
+            node = prior.nodes[n]
+            w = sum(priors.probability(cls, node_class(n), rel) for rel, verb in (("ontop", "put_on"), ("inside", "put_inside"))
+                    if affords(node, verb))
+            if prior.place_of(n) in rooms_named:
+                w *= HINT_WEIGHT
+            if normalise(node_class(n)) in classes_named:
+                w *= HINT_WEIGHT
+            return w
+
+        weights = {n: weight(n) for n in assets}
+        near = sum(w for n, w in weights.items() if prior.place_of(n) == room) or 1.0
+        far = sum(w for n, w in weights.items() if prior.place_of(n) != room) or 1.0
+        belief = {n: w * (STAY / near if prior.place_of(n) == room else (1 - STAY) / far) for n, w in weights.items()}
+        cost = {n: 1.0 if prior.place_of(n) == g.agent.location else 2.0 for n in assets}
+        ranked = sorted(assets, key=lambda n: (-belief[n] / cost[n], n))
+        lead = (f"{obj} is not {self._remembered(obj)}, where it was remembered" if start in g.inspected
+                else f"{obj} is not seen yet")
+        usual = priors.holders(cls, 2) if priors.resolve(cls) else []
+        kept = " or ".join(f"{'on' if p.relation == 'ontop' else 'inside'} a {p.holder.replace('_', ' ')}" for p in usual)
+        for n in ranked:
+            hinted = prior.place_of(n) in rooms_named or normalise(node_class(n)) in classes_named
+            why = (f"{lead}; the instruction points to {n}" if hinted else
+                   f"{lead}; a {thing} is usually {kept}, and {n} is the most likely place not looked at yet"
+                   if kept else f"{lead}; {n} is the most likely place not looked at yet")
+            out.append((n, why))
+        return out
 
     def _cleanup(self, g: SceneGraph, key) -> tuple[Action, str] | None:
         """Close a container opened on the way that the goal does not want open and that neither
@@ -425,6 +523,40 @@ class Expert:
         if result.success:
             return "the instruction is carried out"
         return "nothing more can be done: " + "; ".join(result.not_met()[:3])
+
+
+def grounded(reason: str, prompt: str) -> str:
+    """``reason`` with every node name the ``prompt`` does not show written as its class
+    (``shelf-2`` -> ``the shelf``): a reason names only what the planner can see."""
+    shown = set(NODE_NAME.findall(prompt))
+
+    def word(m: re.Match) -> str:
+        name = m.group(0)
+        return name if name in shown else "the " + node_class(name).replace("_", " ")
+    text = NODE_NAME.sub(word, reason)
+    return re.sub(r"\bthe the\b", "the", text)
+
+
+def ungrounded(reason: str, prompt: str) -> list[str]:
+    """The node names in ``reason`` that ``prompt`` does not show (what :func:`grounded` removes)."""
+    shown = set(NODE_NAME.findall(prompt))
+    return [n for n in NODE_NAME.findall(reason) if n not in shown]
+
+
+@lru_cache(maxsize=1)
+def _shipped_priors() -> Priors:
+    from grasif.priors import shipped
+
+    return shipped()
+
+
+def _hints(instruction: str, graph: SceneGraph) -> tuple[set[str], set[str]]:
+    """The rooms and the asset classes an instruction names ("the shelf in the printing room")."""
+    text = " " + re.sub(r"[^a-z0-9]+", " ", instruction.lower()) + " "
+    rooms = {p for p in graph.places if f" {node_class(p).replace('_', ' ')} " in text}
+    classes = {normalise(node_class(n)) for n in graph.names(Layer.ASSET)
+               if f" {node_class(n).replace('_', ' ')} " in text}
+    return rooms, classes
 
 
 def _failures(env) -> int:

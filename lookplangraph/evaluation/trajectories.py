@@ -1,7 +1,7 @@
 """Expert trajectories of the train pool: supervised fine-tuning data and demonstrations
-(issue 23, item 3). Built with the privileged expert (:mod:`lookplangraph.evaluation.expert`)
-in LookPlanGraph's own loop, so every example is *exactly* what the planner sends at a step and
-what the expert answered there.
+(issue 23, item 3). Built with the privileged expert (:mod:`lookplangraph.evaluation.expert`:
+its belief-space search; dynamic episodes in the paper's mode) in LookPlanGraph's own loop, so
+every example is *exactly* what the planner sends at a step and what the expert answered there.
 
 ``lookplangraph distill data`` writes into ``OUT/``:
 
@@ -29,7 +29,9 @@ out (and counted).
 :func:`validate_data` replays every episode through the SGS: from the episode's true initial
 graph (task, augmentation and dynamic seed rebuilt), each accepted action must be feasible
 (checked with the episode's correction mode) and the goal must hold at the end; and every
-example's answer must parse as an action whose names stand in its prompt.
+example's answer must parse as an action whose names stand in its prompt, and its reason (when
+the format has one) may name only nodes its prompt shows
+(:func:`lookplangraph.evaluation.expert.ungrounded`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from sgs.simulator import check
 
 from lookplangraph.agent.demonstrations import Demonstration, write_demonstrations
 from lookplangraph.agent.replies import parse_reply
-from lookplangraph.evaluation.expert import Expert
+from lookplangraph.evaluation.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import make_env
 from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
@@ -196,6 +198,15 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     return counts
 
 
+def _reason_of(answer: str) -> str:
+    """The ``reason`` of an answer's JSON ("" when it has none)."""
+    try:
+        reply = json.loads(answer)
+    except json.JSONDecodeError:
+        return ""
+    return str(reply.get("reason") or "") if isinstance(reply, dict) else ""
+
+
 def _token_counter() -> Callable[[str], int]:
     try:
         from llama_cpp import Llama
@@ -272,4 +283,9 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
         for name in (action.node, action.destination):
             if name and name not in prompt:
                 report.problems.append(f"sft.jsonl line {n}: {action} names {name}, which its prompt does not show")
+        reason = _reason_of(ex["messages"][-1]["content"])
+        unseen = ungrounded(reason, prompt) if reason else []
+        if unseen:
+            report.problems.append(f"sft.jsonl line {n}: the reason names {', '.join(unseen)}, which its prompt does "
+                                   f"not show: {reason!r}")
     return report
