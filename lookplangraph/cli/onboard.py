@@ -237,7 +237,9 @@ def cmd_distill(args) -> int:
                                      max_actions=args.max_actions, progress=progress_bar("expert episodes"),
                                      prompt_layout=args.prompt_layout, answer_format=args.answer_format)
     print(f"{len(pool)} train-pool tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
-          f"by augmentation {counts.by_kind}; {counts.augmentations_left_out} augmented copies left out as unsolvable)")
+          f"by augmentation {counts.by_kind}; {counts.augmentations_left_out} augmented copies left out as unsolvable; "
+          f"{counts.unmoved_left_out} dynamic episodes left out because the dynamic mode moved nothing: the static "
+          "episode again)")
     print(f"{counts.examples} examples; prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} "
           f"({counts.tokenizer})")
     print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "

@@ -18,6 +18,9 @@ every example is *exactly* what the planner sends at a step and what the expert 
 * ``counts.json``: episodes, successful episodes, examples, and prompt/answer tokens (the
   embedded model's tokenizer when llama.cpp is installed, else characters / 4, said so).
 
+A dynamic seed that moves nothing (the paper's mode leaves half of the tasks as they are) would
+give the static episode again: it is left out and counted (``unmoved_left_out``).
+
 Only train-pool tasks of the pinned split (:func:`grasif.heldout.in_train_pool`) are accepted:
 an evaluation task or a sibling raises :class:`grasif.heldout.LeakError`.
 
@@ -89,6 +92,7 @@ class Counts:
     prompt_tokens: int = 0
     answer_tokens: int = 0
     augmentations_left_out: int = 0
+    unmoved_left_out: int = 0
     tokenizer: str = ""
     prompt_layout: str = "scene-history"
     answer_format: str = "action+reason"
@@ -168,6 +172,9 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                         counts.augmentations_left_out += 1
                         continue
                     result, examples, demo = expert_episode(copy, seed, cfg, expert)
+                    if seed is not None and not result.moves:
+                        counts.unmoved_left_out += 1  # the dynamic mode left this task as it is: the static episode again
+                        continue
                     meta = {"split": task.split, "task_id": task.id, "seed": seed,
                             "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
                             "correction": correction}
