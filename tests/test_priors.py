@@ -88,6 +88,7 @@ def test_the_command_prints_top_holders(capsys):
     (["--object", "xyzzy"], "no train-pool scene has an object of class 'xyzzy'"),
     (["--object", "apple", "--top", "0"], "--top must be at least 1"),
     (["--object", "apple", "--file", "/nonexistent/priors.json"], "cannot read priors"),
+    ([], "give --object CLASS, --list or --rebuild"),
 ])
 def test_bad_input_exits_2_with_a_clear_error(capsys, argv, message):
     assert main(["grasif", "priors", *argv]) == 2

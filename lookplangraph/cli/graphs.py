@@ -80,11 +80,11 @@ def add_parsers(sub) -> None:
                      examples=["lookplangraph grasif priors --object apple",
                                "lookplangraph grasif priors --object coffee_cup --top 5 --json",
                                "lookplangraph grasif priors --rebuild"])
-    what = pr.add_mutually_exclusive_group(required=True)
+    what = pr.add_mutually_exclusive_group()
     what.add_argument("--object", metavar="CLASS", help="an object class or node name (apple, apple-1, water bottle)")
-    what.add_argument("--list", action="store_true", help="the object classes counted, with their placements")
-    what.add_argument("--rebuild", action="store_true",
-                      help="count anew from the GraSIF build and write the priors file (default: the shipped one)")
+    what.add_argument("--list", action=YesNo, default=False, help="the object classes counted, with their placements")
+    what.add_argument("--rebuild", action=YesNo, default=False,
+                      help="count anew from the GraSIF build and write the priors file (the shipped one unless --file)")
     pr.add_argument("--top", type=int, default=10, metavar="N", help="holders to print (default 10)")
     pr.add_argument("--json", action=YesNo, default=False, help="print JSON")
     pr.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP + " (for --rebuild)")
@@ -194,6 +194,8 @@ def _priors(args, data_dir: Path) -> int:
     from grasif import heldout, priors
 
     path = Path(args.file) if args.file else priors.PRIORS_FILE
+    if not (args.object or args.list or args.rebuild):
+        raise UsageError("grasif priors: give --object CLASS, --list or --rebuild")
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, not {args.top}")
     try:
