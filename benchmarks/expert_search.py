@@ -1,4 +1,4 @@
-"""The privileged expert's two searches against each other (issue 37): SR, APP and mean actions
+"""The privileged expert's two searches against each other: SR, APP and mean actions
 at several action limits, on the held-out evaluation tasks (the 29 office tasks and the 18
 VirtualHome/BEHAVIOR tasks of ``benchmarks/lm_eval.sh``), static and in each dynamic mode.
 
