@@ -80,6 +80,20 @@ def add_parsers(sub) -> None:
                      examples=["lookplangraph grasif priors --object apple",
                                "lookplangraph grasif priors --object coffee_cup --top 5 --json",
                                "lookplangraph grasif priors --rebuild"])
+    gen = add_command(gsub, "generate", help="generated homes and offices with checked tasks (training material)",
+                      description="Generate buildings (homes, or offices with people's offices, meeting rooms, kitchens, "
+                                  "printing and storage rooms, lounges) and tasks on them: every goal kind the validator "
+                                  "knows, several phrasings each, each task's plan checked through the SGS "
+                                  "(grasif.generate). Training material only: a task whose scene or instruction equals or "
+                                  "renames a held-out task is refused before anything is written.",
+                      examples=["lookplangraph grasif generate --kind office --n 1000 --seed 0 --out runs/gen/office",
+                                "lookplangraph run --task-file runs/gen/office/office-s0-00000/office-s0-00000-t1.json "
+                                "--lm expert"])
+    gen.add_argument("--kind", required=True, choices=["home", "office"], help="the kind of building")
+    gen.add_argument("--n", type=int, required=True, metavar="N", help="how many tasks")
+    gen.add_argument("--seed", type=int, default=0, metavar="S", help="the seed (default 0)")
+    gen.add_argument("--out", required=True, metavar="DIR", help="output directory (new, or empty)")
+    gen.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP + " (the held-out tasks of the leak check)")
     what = pr.add_mutually_exclusive_group()
     what.add_argument("--object", metavar="CLASS", help="an object class or node name (apple, apple-1, water bottle)")
     what.add_argument("--list", action=YesNo, default=False, help="the object classes counted, with their placements")
@@ -182,6 +196,8 @@ def cmd_grasif(args) -> int:
                     print(task_id)
         elif args.grasif_command == "priors":
             return _priors(args, data_dir)
+        elif args.grasif_command == "generate":
+            return _generate(args, data_dir)
         else:
             print(dataset.stats_table(data_dir))
     except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
@@ -229,4 +245,31 @@ def _priors(args, data_dir: Path) -> int:
     print(f"{'holder':<24} {'relation':<8} {'P':>6} {'count':>6}")
     for r in ranked:
         print(f"{r.holder:<24} {r.relation:<8} {r.probability:6.3f} {r.count:6d}")
+    return EXIT_OK
+
+
+def _generate(args, data_dir: Path) -> int:
+    """``grasif generate``: tasks on generated buildings, leak-checked, written whole."""
+    from tqdm import tqdm
+
+    from grasif import dataset, generate, heldout
+    from grasif.generate.leaks import GeneratedLeak
+
+    if args.n < 1:
+        raise UsageError(f"--n must be at least 1, not {args.n}")
+    missing = [s for s in ("virtualhome", "behavior", "office") if not (data_dir / s).is_dir()]
+    if missing:
+        dataset.build(data_dir, splits=missing, progress=lambda msg: print(msg, file=sys.stderr))
+    held = [t for s in ("virtualhome", "behavior", "office") for t in dataset.load_split(data_dir, s)
+            if heldout.is_eval(t)]
+    with tqdm(total=args.n, desc=f"generated {args.kind} tasks", unit="task", file=sys.stderr) as bar:
+        tasks = generate.generate(args.kind, args.n, args.seed, progress=lambda done, total: bar.update(1))
+    try:
+        out = generate.write(tasks, Path(args.out), held)
+    except (GeneratedLeak, FileExistsError) as exc:
+        raise UsageError(str(exc)) from None
+    index = json.loads((out / "index.json").read_text())
+    kinds = ", ".join(f"{k} {v}" for k, v in index["by_kind"].items())
+    print(f"{index['tasks']} tasks on {index['buildings']} {args.kind} buildings ({kinds}); no held-out scene or "
+          f"instruction among them; written to {out}")
     return EXIT_OK

@@ -1,0 +1,118 @@
+"""Generated worlds: training material for on-board planners, in the spirit of ProcTHOR.
+
+``generate(kind, n, seed)`` draws buildings (:mod:`grasif.generate.worlds`: homes, or offices with
+people's offices, meeting rooms, kitchens, printing and storage rooms, lounges) and tasks on them
+(:mod:`grasif.generate.tasks`: every goal kind the validator knows, several phrasings each) until
+``n`` tasks passed their checks. Deterministic for a kind, ``n`` and a seed.
+
+Generated tasks are **training** material, never evaluation: :mod:`grasif.generate.leaks` refuses
+a generated scene or instruction equal to, or a renaming of, a held-out task (the 47-task sample,
+the whole office split), and :func:`write` runs that check before anything is written.
+
+Command line: ``lookplangraph grasif generate --kind home|office --n N --seed S --out DIR``. It
+writes ``DIR/<building>/building.json`` and, beside it, one task file per task
+(``lookplangraph run --task-file DIR/<building>/<task>.json`` runs one), and ``DIR/index.json``
+(kind, seed, tasks with the SHA-256 of each file, counts by task kind), whole or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from grasif.generate.tasks import KINDS, checked, draw_task
+from grasif.generate.worlds import building
+from grasif.priors import Priors
+from grasif.task import Task
+from sgs.io import graph_from_dict
+
+__all__ = ["GENERATOR", "KINDS", "generate", "write"]
+
+#: the generator's version, in every task's provenance
+GENERATOR = "grasif.generate v1"
+#: tasks drawn on one building before the next is drawn
+TASKS_PER_BUILDING = 6
+
+
+def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
+             progress: Callable[[int, int], None] | None = None) -> list[Task]:
+    """``n`` checked tasks on generated buildings of ``kind`` (``home`` or ``office``), split
+    ``generated-<kind>``. ``ValueError`` for another kind or ``n < 1``."""
+    if kind not in ("home", "office"):
+        raise ValueError(f"--kind is home or office, not {kind!r}")
+    if n < 1:
+        raise ValueError(f"--n must be at least 1, not {n}")
+    if priors is None:
+        from grasif.priors import shipped
+
+        priors = shipped()
+    tasks: list[Task] = []
+    index = 0
+    while len(tasks) < n:
+        rng = random.Random(f"{GENERATOR}:{kind}:{seed}:{index}")
+        b = building(kind, rng, priors)
+        g = graph_from_dict(b.graph)
+        world = f"{kind}-s{seed}-{index:05d}"
+        kept, said = 0, set()
+        for _ in range(TASKS_PER_BUILDING * 3):
+            if kept == TASKS_PER_BUILDING or len(tasks) == n:
+                break
+            task_kind = KINDS[rng.randrange(len(KINDS))]
+            drawn = draw_task(task_kind, g, b, rng, priors)
+            if drawn is None:
+                continue
+            task = checked(f"{world}-t{kept + 1}", f"generated-{kind}", b, drawn,
+                           {"source": GENERATOR, "kind": task_kind, "building": world, "seed": seed})
+            if task is None or task.instruction in said:
+                continue
+            said.add(task.instruction)
+            tasks.append(task)
+            kept += 1
+            if progress:
+                progress(len(tasks), n)
+        index += 1
+    return tasks
+
+
+def write(tasks: list[Task], out: Path, heldout: list[Task]) -> Path:
+    """Write ``tasks`` into ``out`` (module doc) after the leak check against ``heldout``
+    (:class:`grasif.generate.leaks.GeneratedLeak` names every leak); ``out`` must not exist yet
+    or be empty. Everything is written to a sibling directory first and moved in whole."""
+    from grasif.generate.leaks import check_leaks
+
+    check_leaks(tasks, heldout)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty: choose another --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        files: dict[str, str] = {}
+        by_kind: dict[str, int] = {}
+        for t in tasks:
+            world = Path(tmp) / t.provenance["building"]
+            if not (world / "building.json").exists():
+                world.mkdir()
+                (world / "building.json").write_text(json.dumps(t.initial_graph, indent=1) + "\n")
+            body = (json.dumps(t.model_dump(mode="json"), indent=1) + "\n").encode()
+            (world / f"{t.id}.json").write_bytes(body)
+            files[f"{t.provenance['building']}/{t.id}.json"] = hashlib.sha256(body).hexdigest()
+            by_kind[t.provenance["kind"]] = by_kind.get(t.provenance["kind"], 0) + 1
+        first = tasks[0].provenance if tasks else {}
+        index = {"generator": GENERATOR, "split": tasks[0].split if tasks else None, "seed": first.get("seed"),
+                 "tasks": len(tasks), "buildings": len({t.provenance["building"] for t in tasks}),
+                 "by_kind": dict(sorted(by_kind.items())), "files": files}
+        (Path(tmp) / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+        if out.exists():
+            out.rmdir()
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

@@ -1,0 +1,246 @@
+"""Generated tasks on a generated building (:mod:`grasif.generate.worlds`): every goal kind the
+validator knows, each instruction in one of several phrasings, each task checked before it is kept.
+
+Kinds (:data:`KINDS`):
+
+* ``rearrange`` — one object onto or into another asset ("Put the apple in the fridge");
+* ``multi`` — two or three objects to one asset;
+* ``count`` — N objects of a class to one asset (a count goal);
+* ``state`` — open, close, switch on or off an asset (a state goal);
+* ``sequence`` — food into a microwave, the door closed, the microwave on.
+
+Objects are named by class and where they are ("the mug on the shelf in the kitchen"), assets by
+class and room; a person's office by its occupant ("Chen's desk", "Chen's office"). An object is
+only chosen where its class and holder name it alone. The ground-truth plan is written at the
+level of the office split's (``rearrange``, state actions), and each container the plan's
+corrections open and the goal does not want open is closed again after. A task is kept only when
+no goal part holds already and the plan reaches the goal through the SGS with nothing else
+changed (``unchanged_elsewhere``).
+"""
+
+from __future__ import annotations
+
+import random
+
+from grasif.goals import CountGoal, GoalSpec, NodeGoal, evaluate_goal
+from grasif.priors import Priors
+from grasif.task import Task
+from grasif.validate import validate_plan
+from sgs.actions import parse_plan
+from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
+from sgs.io import graph_from_dict
+from sgs.simulator import run_plan
+
+from grasif.generate.worlds import Building
+
+KINDS = ("rearrange", "multi", "count", "state", "sequence")
+
+#: phrasings of each kind: ``{obj}``, ``{objs}``, ``{n}``, ``{cls}``, ``{prep}`` (on / in), ``{into}`` (onto / into),
+#: ``{dest}``, ``{verb}`` and ``{thing}`` are filled in
+PHRASINGS: dict[str, tuple[str, ...]] = {
+    "rearrange": ("Put {obj} {prep} {dest}.", "Please move {obj} {into} {dest}.",
+                  "Could you take {obj} and leave it {prep} {dest}?", "I need {obj} {prep} {dest}.",
+                  "{Obj} should be {prep} {dest}; bring it there."),
+    "multi": ("Put {objs} {prep} {dest}.", "Gather {objs} and place them {prep} {dest}.",
+              "Please bring {objs} to {dest} and put them {prep} it.", "I want {objs} {prep} {dest}."),
+    "count": ("Put {n} {cls} {prep} {dest}.", "Bring {n} {cls} to {dest} and put them {prep} it.",
+              "We need {n} {cls} {prep} {dest}."),
+    "state": ("{Verb} {thing}.", "Please {verb} {thing}.", "Could you {verb} {thing}?", "{Thing} should be {state}."),
+    "sequence": ("Heat up {obj}: put it in {dest}, close it and switch it on.",
+                 "Warm {obj} in {dest}: inside, door closed, switched on.",
+                 "Put {obj} in {dest}, shut the door and turn it on."),
+}
+
+NUMBERS = {2: "two", 3: "three"}
+STATE_VERBS = {"on": ("switch on", "turn_on"), "off": ("switch off", "turn_off"),
+               "open": ("open", "open"), "closed": ("close", "close")}
+
+
+#: plurals the rules below would get wrong
+PLURALS = {"glasses": "glasses", "headphones": "headphones", "keys": "keys", "knife": "knives", "shelf": "shelves"}
+
+
+def words(cls: str) -> str:
+    return cls.replace("_", " ")
+
+
+def plural(cls: str) -> str:
+    """``cup`` -> ``cups``, ``glass`` -> ``glasses``, ``knife`` -> ``knives``."""
+    if cls in PLURALS:
+        return words(PLURALS[cls])
+    return words(cls) + ("es" if cls.endswith(("s", "sh", "ch", "x")) else "s")
+
+
+class Describer:
+    """Names nodes of one building as an instruction would (module doc)."""
+
+    def __init__(self, graph: SceneGraph, b: Building):
+        self.g, self.b = graph, b
+        self.classes: dict[str, list[str]] = {}
+        for n in graph.nodes:
+            self.classes.setdefault(node_class(n), []).append(n)
+
+    def room(self, room: str) -> str:
+        if room in self.b.occupants:
+            return f"{self.b.occupants[room].capitalize()}'s office"
+        kind = self.b.kinds[room]
+        same = [r for r in self.g.places if self.b.kinds.get(r) == kind]
+        return f"the {words(kind)}" if len(same) == 1 else f"{words(kind)} {same.index(room) + 1}"
+
+    def asset(self, asset: str) -> str:
+        cls, room = node_class(asset), self.g.place_of(asset)
+        if room in self.b.occupants and cls == "desk":
+            return f"{self.b.occupants[room].capitalize()}'s desk"
+        if len(self.classes[cls]) == 1:
+            return f"the {words(cls)}"
+        in_room = [a for a in self.classes[cls] if self.g.place_of(a) == room]
+        if len(in_room) > 1:
+            return ""  # not nameable alone
+        where = self.room(room)
+        return f"the {words(cls)} in {where}"
+
+    def obj(self, obj: str) -> str:
+        cls = node_class(obj)
+        holder, rel = self.g.parent[obj]
+        same = [o for o in self.classes[cls] if self.g.parent.get(o, (None,))[0] == holder]
+        if len(same) > 1 or self.g.nodes[holder].layer is not Layer.ASSET:
+            return ""
+        if len(self.classes[cls]) == 1:
+            return f"the {words(cls)}"
+        where = self.asset(holder)
+        if not where:
+            return ""
+        return f"the {words(cls)} {'on' if rel is Relation.ONTOP else 'in'} {where}"
+
+
+def _prep(rel: str) -> str:
+    return "on" if rel == "ontop" else "in"
+
+
+def _holders(g: SceneGraph, d: Describer) -> list[tuple[str, str]]:
+    return [(a, rel) for a in g.names(Layer.ASSET) if d.asset(a)
+            for rel, verb in (("ontop", "put_on"), ("inside", "put_inside")) if affords(g.nodes[a], verb)]
+
+
+def _movable(g: SceneGraph, d: Describer) -> list[str]:
+    return [o for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "pick_up") and d.obj(o)]
+
+
+def _destination(rng: random.Random, holders: list[tuple[str, str]], cls: str, priors: Priors) -> tuple[str, str]:
+    """A destination for an object of ``cls``, drawn with the object prior (a mug to a table)."""
+    weights = [priors.probability(cls, node_class(h), rel) for h, rel in holders]
+    return rng.choices(holders, weights=weights)[0]
+
+
+def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors: Priors):
+    """``(instruction, goal, plan, phrasing index)`` of one task of ``kind``, or None when this
+    building offers none (the caller checks it: :func:`checked`). Destinations are drawn with the
+    object prior of the (first) object moved."""
+    d = Describer(g, b)
+    holders, movable = _holders(g, d), _movable(g, d)
+    if kind in ("rearrange", "multi"):
+        if not holders or not movable:
+            return None
+        dest, rel = _destination(rng, holders, node_class(rng.choice(movable)), priors)
+        pool = [o for o in movable if g.parent[o][0] != dest]
+        k = 1 if kind == "rearrange" else min(len(pool), rng.randint(2, 3))
+        if k < 1 or (kind == "multi" and k < 2):
+            return None
+        chosen, classes = [], set()
+        for o in sorted(pool, key=lambda o: (-priors.probability(o, node_class(dest), rel), rng.random())):
+            if node_class(o) not in classes:
+                chosen.append(o)
+                classes.add(node_class(o))
+            if len(chosen) == k:
+                break
+        if len(chosen) < k:
+            return None
+        names = [d.obj(o) for o in chosen]
+        i = rng.randrange(len(PHRASINGS[kind]))
+        objs = names[0] if k == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        text = PHRASINGS[kind][i].format(obj=names[0], Obj=names[0][0].upper() + names[0][1:], objs=objs,
+                                         prep=_prep(rel), into="onto" if rel == "ontop" else "into", dest=d.asset(dest))
+        goal = GoalSpec(node_goals=[NodeGoal(node=o, relation=rel, destination=dest) for o in chosen])
+        return text, goal, [f"rearrange({o}, {rel}, {dest})" for o in chosen], i
+    if kind == "count":
+        if not holders:
+            return None
+        by_class: dict[str, list[str]] = {}
+        for o in g.names(Layer.OBJECT):
+            if affords(g.nodes[o], "pick_up"):
+                by_class.setdefault(node_class(o), []).append(o)
+        options = [(c, os) for c, os in sorted(by_class.items()) if len(os) >= 2]
+        if not options:
+            return None
+        cls, objs = rng.choice(options)
+        dest, rel = _destination(rng, holders, cls, priors)
+        objs = [o for o in objs if g.parent[o][0] != dest]
+        if len(objs) < 2:
+            return None
+        n = rng.randint(2, min(3, len(objs)))
+        i = rng.randrange(len(PHRASINGS[kind]))
+        text = PHRASINGS[kind][i].format(n=NUMBERS[n], cls=plural(cls), prep=_prep(rel), dest=d.asset(dest))
+        goal = GoalSpec(count_goals=[CountGoal(cls=cls, relation=rel, destination=dest, count=n)])
+        return text, goal, [f"rearrange({o}, {rel}, {dest})" for o in rng.sample(objs, n)], i
+    if kind == "state":
+        options = []
+        for n in g.names(Layer.ASSET):
+            node = g.nodes[n]
+            if not d.asset(n):
+                continue
+            if affords(node, "turn_on") and node.has("off"):
+                options.append((n, "on"))
+            if affords(node, "open") and node.has("closed"):
+                options.append((n, "open"))
+        if not options:
+            return None
+        n, state = rng.choice(options)
+        verb, action = STATE_VERBS[state]
+        i = rng.randrange(len(PHRASINGS[kind]))
+        thing = d.asset(n)
+        text = PHRASINGS[kind][i].format(verb=verb, Verb=verb.capitalize(), thing=thing,
+                                         Thing=thing[0].upper() + thing[1:], state=f"switched {state}"
+                                         if state in ("on", "off") else state)
+        return text, GoalSpec(node_goals=[NodeGoal(node=n, states=[state])]), [f"{action}({n})"], i
+    if kind == "sequence":
+        ovens = [a for a in g.names(Layer.ASSET) if node_class(a) == "microwave" and d.asset(a)]
+        food = [o for o in movable if node_class(o) in ("bread", "milk", "cheese", "yogurt", "apple", "banana", "orange")]
+        if not ovens or not food:
+            return None
+        oven, obj = rng.choice(ovens), rng.choice(food)
+        i = rng.randrange(len(PHRASINGS[kind]))
+        text = PHRASINGS[kind][i].format(obj=d.obj(obj), dest=d.asset(oven))
+        goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation="inside", destination=oven),
+                                    NodeGoal(node=oven, states=["closed", "on"])])
+        return text, goal, [f"rearrange({obj}, inside, {oven})", f"close({oven})", f"turn_on({oven})"], i
+    raise ValueError(f"task kinds are {', '.join(KINDS)}, not {kind!r}")
+
+
+def closing_steps(g: SceneGraph, plan: list[str], goal: GoalSpec) -> list[str]:
+    """``close`` steps for the containers the plan's corrections open and the goal does not want
+    open, innermost first."""
+    final, _ = run_plan(g, parse_plan(plan), correct=True)
+    wanted = {ng.node for ng in goal.node_goals if "open" in ng.states}
+    opened = [n for n, v in final.nodes.items() if v.has("open") and not g.nodes[n].has("open") and n not in wanted]
+
+    def depth(n: str) -> int:
+        k = 0
+        while n in final.parent:
+            n, k = final.parent[n][0], k + 1
+        return k
+    return [f"close({n})" for n in sorted(opened, key=depth, reverse=True)]
+
+
+def checked(task_id: str, split: str, b: Building, drawn, provenance: dict) -> Task | None:
+    """The task, when it is one (module doc): no goal part holds already, and the plan with its
+    closing steps reaches the goal with nothing else changed; else None."""
+    text, goal, plan, phrasing = drawn
+    g = graph_from_dict(b.graph)
+    goal = goal.model_copy(update={"unchanged_elsewhere": True})
+    if goal.check_names(g) or any(item.ok for item in evaluate_goal(goal, g, g).items):
+        return None
+    plan = plan + [s for s in closing_steps(g, plan, goal) if s not in plan]
+    if not validate_plan(g, plan, goal).success:
+        return None
+    return Task(id=task_id, split=split, instruction=text, initial_graph=b.graph, goal=goal,
+                ground_truth_plan=plan, provenance={**provenance, "phrasing": phrasing})

@@ -1,0 +1,151 @@
+"""Generated buildings: homes and offices of several rooms, their assets and their objects, drawn
+from a seed (the generator's first half; tasks are :mod:`grasif.generate.tasks`).
+
+A building is a scene graph in the paper's JSON format (:mod:`sgs.io`). Rooms are drawn from
+:data:`HOME_ROOMS` or :data:`OFFICE_ROOMS` (an office has people's offices named after their
+occupant, :data:`PEOPLE`, which no held-out task uses), each room's assets from its template, and
+objects from :data:`OBJECTS`; an object starts on or inside an asset drawn with the object prior
+(:mod:`grasif.priors`, counted over the train pool), so a mug starts on a table or in a cabinet.
+Containers start closed, devices off. Deterministic for a seed and an index.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from grasif.priors import Priors
+
+#: asset class -> (affordances, initial states)
+ASSETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "fridge": (("put_inside", "open", "close"), ("closed",)),
+    "cabinet": (("put_inside", "open", "close"), ("closed",)),
+    "countertop": (("put_on",), ()),
+    "microwave": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
+    "sink": (("put_inside",), ()),
+    "stove": (("put_on", "turn_on", "turn_off"), ("off",)),
+    "dishwasher": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
+    "coffee_machine": (("put_inside", "turn_on", "turn_off"), ("off",)),
+    "table": (("put_on",), ()),
+    "dining_table": (("put_on",), ()),
+    "couch": (("put_on",), ()),
+    "coffee_table": (("put_on",), ()),
+    "shelf": (("put_on",), ()),
+    "television": (("turn_on", "turn_off"), ("off",)),
+    "lamp": (("turn_on", "turn_off"), ("off",)),
+    "bed": (("put_on",), ()),
+    "nightstand": (("put_on",), ()),
+    "dresser": (("put_inside", "open", "close"), ("closed",)),
+    "wardrobe": (("put_inside", "open", "close"), ("closed",)),
+    "bathroom_cabinet": (("put_inside", "open", "close"), ("closed",)),
+    "bathtub": (("put_inside",), ()),
+    "towel_rack": (("put_on",), ()),
+    "desk": (("put_on",), ()),
+    "computer": (("turn_on", "turn_off"), ("off",)),
+    "filing_cabinet": (("put_inside", "open", "close"), ("closed",)),
+    "meeting_table": (("put_on",), ()),
+    "projector": (("turn_on", "turn_off"), ("off",)),
+    "printer": (("put_on", "turn_on", "turn_off"), ("off",)),
+    "reception_desk": (("put_on",), ()),
+    "washing_machine": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
+}
+
+#: room class -> (assets it always has, assets it may have)
+HOME_ROOMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "kitchen": (("fridge", "countertop", "cabinet", "sink"), ("microwave", "stove", "dishwasher", "table", "coffee_machine")),
+    "living_room": (("couch", "coffee_table"), ("shelf", "television", "lamp", "cabinet")),
+    "bedroom": (("bed", "nightstand"), ("dresser", "wardrobe", "lamp", "desk")),
+    "bathroom": (("sink", "bathroom_cabinet"), ("bathtub", "towel_rack", "washing_machine")),
+    "dining_room": (("dining_table",), ("cabinet", "shelf", "lamp")),
+    "home_office": (("desk",), ("computer", "shelf", "filing_cabinet", "lamp")),
+}
+OFFICE_ROOMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "office": (("desk",), ("shelf", "filing_cabinet", "lamp", "computer")),  # a person's office
+    "meeting_room": (("meeting_table",), ("projector", "shelf", "cabinet")),
+    "kitchen": (("fridge", "countertop", "cabinet"), ("microwave", "sink", "coffee_machine", "dishwasher", "table")),
+    "printing_room": (("printer", "shelf"), ("cabinet",)),
+    "storage_room": (("shelf", "cabinet"), ("filing_cabinet",)),
+    "lounge": (("couch", "coffee_table"), ("shelf", "television", "lamp")),
+    "lobby": (("reception_desk",), ("couch",)),
+}
+
+#: object class -> (affordances, states)
+OBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    **{c: (("pick_up",), ()) for c in (
+        "apple", "banana", "orange", "bread", "milk", "cheese", "yogurt", "cereal", "juice", "fork", "knife", "spoon",
+        "book", "notebook", "pen", "marker", "stapler", "folder", "paper", "envelope", "keys", "wallet", "phone",
+        "remote_control", "towel", "shirt", "pillow", "toothbrush", "soap", "candle", "headphones", "charger",
+        "magazine", "glasses", "water_bottle")},
+    **{c: (("pick_up",), ("clean",)) for c in ("mug", "cup", "glass")},
+    "plate": (("pick_up", "put_on"), ("clean",)),
+    "bowl": (("pick_up", "put_inside"), ("clean",)),
+    "basket": (("pick_up", "put_inside"), ()),
+    "box": (("pick_up", "put_inside", "open", "close"), ("closed",)),
+    "laptop": (("pick_up", "turn_on", "turn_off"), ("off",)),
+}
+
+#: occupants of generated offices (no held-out task names them)
+PEOPLE = ("alice", "ben", "chen", "dana", "elif", "farid", "grace", "hugo", "ines", "jonas", "kofi", "lucia",
+          "mateo", "nadia", "oskar", "rosa", "sami", "yuki")
+
+
+@dataclass
+class Building:
+    """A generated building: the graph (paper JSON format), and for each room its kind
+    (``office`` for a person's) and occupant."""
+
+    graph: dict
+    kinds: dict[str, str]
+    occupants: dict[str, str]
+
+
+def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = ()) -> list[str]:
+    rest = [k for k in table if k not in required]
+    return list(required) + rng.sample(rest, max(0, min(n - len(required), len(rest))))
+
+
+def building(kind: str, rng: random.Random, priors: Priors) -> Building:
+    """One building of ``kind`` (``home`` or ``office``) drawn with ``rng`` (module doc)."""
+    if kind == "home":
+        rooms = _pick(rng, HOME_ROOMS, rng.randint(3, 5), required=("kitchen", "living_room", "bedroom"))
+        templates = HOME_ROOMS
+    elif kind == "office":
+        people = rng.sample(PEOPLE, rng.randint(2, 5))
+        others = _pick(rng, {k: v for k, v in OFFICE_ROOMS.items() if k != "office"}, rng.randint(3, 6),
+                       required=("kitchen", "meeting_room"))
+        rooms = [f"{p}s_office" for p in people] + others
+        templates = OFFICE_ROOMS
+    else:
+        raise ValueError(f"a building is a home or an office, not {kind!r}")
+    counts: dict[str, int] = {}
+
+    def name(cls: str) -> str:
+        counts[cls] = counts.get(cls, 0) + 1
+        return f"{cls}-{counts[cls]}"
+
+    room_entries, assets, objects, kinds, occupants = [], [], [], {}, {}
+    for room in rooms:
+        template = "office" if room.endswith("s_office") else room
+        rname = name(room)
+        room_entries.append({"name": rname})
+        kinds[rname] = template
+        if template == "office":
+            occupants[rname] = room[: -len("s_office")]
+        always, maybe = templates[template]
+        chosen = list(always) + [a for a in maybe if rng.random() < 0.5]
+        for cls in chosen:
+            aff, states = ASSETS[cls]
+            assets.append({"name": name(cls), "room": rname, "states": list(states), "affordances": list(aff),
+                           "properties": []})
+    holders = [(a["name"], rel) for a in assets for rel, verb in (("ontop", "put_on"), ("inside", "put_inside"))
+               if verb in a["affordances"]]
+    n_objects = rng.randint(len(rooms) * 2, len(rooms) * 4)
+    for cls in rng.choices(sorted(OBJECTS), k=n_objects):
+        weights = [priors.probability(cls, h.rsplit("-", 1)[0], rel) for h, rel in holders]
+        holder, rel = rng.choices(holders, weights=weights)[0]
+        aff, states = OBJECTS[cls]
+        objects.append({"name": name(cls), "relation": f"{rel}_of", "related_to": holder, "states": list(states),
+                        "affordances": list(aff)})
+    graph = {"nodes": {"rooms": room_entries, "asset": assets, "objects": objects,
+                       "agent": {"name": "agent-1", "location": rng.choice(room_entries)["name"], "holding": "nothing"}}}
+    return Building(graph, kinds, occupants)

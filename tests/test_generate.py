@@ -1,0 +1,115 @@
+"""Generated worlds (grasif.generate): deterministic, every task checked through the SGS and
+solved by the expert, every goal kind and several phrasings, and no held-out scene or instruction
+among them, renamed or not."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+
+import pytest
+
+from grasif import dataset, heldout
+from grasif.augment import augment
+from grasif.generate import KINDS, generate, write
+from grasif.generate.leaks import GeneratedLeak, leaks
+from grasif.generate.worlds import PEOPLE
+from grasif.goals import evaluate_goal
+from grasif.task import load_task
+from grasif.validate import validate_plan
+from lookplangraph.cli import main
+from lookplangraph.evaluation.expert import Expert
+from lookplangraph.evaluation.trajectories import expert_episode
+from lookplangraph.planners.config import PlannerConfig
+
+
+@pytest.fixture(scope="module")
+def made():
+    return {kind: generate(kind, 400, seed=0) for kind in ("home", "office")}
+
+
+@pytest.fixture(scope="module")
+def held(grasif_build):
+    return [t for s in ("virtualhome", "behavior", "office") for t in dataset.load_split(grasif_build, s)
+            if heldout.is_eval(t)]
+
+
+def test_generation_is_deterministic_per_seed(made):
+    again = generate("office", 400, seed=0)
+    assert [t.model_dump() for t in again] == [t.model_dump() for t in made["office"]]
+    other = generate("office", 50, seed=1)
+    assert [t.instruction for t in other] != [t.instruction for t in made["office"][:50]]
+
+
+def test_every_task_is_checked_and_every_kind_comes_in_several_phrasings(made):
+    for kind, tasks in made.items():
+        assert len(tasks) == 400 and len({t.id for t in tasks}) == 400
+        assert Counter(t.provenance["kind"] for t in tasks).keys() == set(KINDS)
+        for k in KINDS:
+            assert len({t.provenance["phrasing"] for t in tasks if t.provenance["kind"] == k}) >= 3, (kind, k)
+        for t in tasks:
+            g = t.graph
+            assert t.goal.unchanged_elsewhere and not any(i.ok for i in evaluate_goal(t.goal, g, g).items), t.id
+            assert validate_plan(g, t.ground_truth_plan, t.goal).success, t.id
+    offices = [t for t in made["office"] if "'s desk" in t.instruction or "'s office" in t.instruction]
+    assert len(offices) > 20  # people's rooms by name
+
+
+def test_the_expert_solves_generated_tasks_static_and_dynamic(made):
+    for t in made["home"][::40] + made["office"][::40]:
+        for seed in (None, 0):
+            result, _, _ = expert_episode(t, seed, PlannerConfig(max_actions=60), Expert())
+            assert result.success, (t.id, seed, result.actions)
+
+
+def test_no_generated_scene_or_instruction_is_a_held_out_task(made, held):
+    assert len(held) == 47
+    assert leaks(made["home"] + made["office"], held) == []
+
+
+def test_the_leak_check_catches_a_renamed_held_out_task_and_a_copied_instruction(made, held):
+    office = next(t for t in held if t.split == "office")
+    renamed = augment(office, "rename", 0)
+    assert renamed.graph.nodes.keys() != office.graph.nodes.keys()
+    task = made["office"][0]
+    occupant = next(p for p in task.graph.places if p.startswith(tuple(PEOPLE))).split("s_office")[0]
+    copied = task.model_copy(update={"instruction": office.instruction.upper().replace("TOM", occupant.capitalize())})
+    assert leaks([renamed], held) == [f"{renamed.id}: its scene is office/{office.id}'s, renamed",
+                                      f"{renamed.id}: its instruction is office/{office.id}'s"]
+    assert leaks([copied], held) == [f"{copied.id}: its instruction is office/{office.id}'s"]
+
+
+def test_a_leak_stops_the_writing_before_anything_is_written(made, held, tmp_path):
+    office = next(t for t in held if t.split == "office")
+    copied = made["office"][0].model_copy(update={"instruction": office.instruction})
+    with pytest.raises(GeneratedLeak, match="leak held-out tasks"):
+        write([made["office"][1], copied], tmp_path / "gen", held)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_puts_each_task_beside_its_building_whole(made, held, tmp_path):
+    out = write(made["office"][:30], tmp_path / "gen", held)
+    index = json.loads((out / "index.json").read_text())
+    assert index["tasks"] == 30 and sum(index["by_kind"].values()) == 30
+    for rel, sha in index["files"].items():
+        path = out / rel
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == sha
+        assert (path.parent / "building.json").exists()
+        assert load_task(path).model_dump() == next(t for t in made["office"] if t.id == path.stem).model_dump()
+    with pytest.raises(FileExistsError):
+        write(made["office"][:3], out, held)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_the_command_writes_tasks_a_run_reads(grasif_build, tmp_path, capsys):
+    out = tmp_path / "gen"
+    assert main(["grasif", "generate", "--kind", "home", "--n", "12", "--seed", "2", "--out", str(out),
+                 "--data-dir", str(grasif_build)]) == 0
+    assert "12 tasks on" in capsys.readouterr().out
+    first = sorted(out.glob("*/*-t1.json"))[0]
+    assert main(["run", "--task-file", str(first), "--lm", "expert", "--out", str(tmp_path / "run")]) == 0
+    assert main(["grasif", "generate", "--kind", "home", "--n", "0", "--out", str(tmp_path / "x")]) == 2
+    assert main(["grasif", "generate", "--kind", "home", "--n", "2", "--out", str(out),
+                 "--data-dir", str(grasif_build)]) == 2
+    assert "not empty" in capsys.readouterr().err
