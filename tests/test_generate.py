@@ -113,3 +113,22 @@ def test_the_command_writes_tasks_a_run_reads(grasif_build, tmp_path, capsys):
     assert main(["grasif", "generate", "--kind", "home", "--n", "2", "--out", str(out),
                  "--data-dir", str(grasif_build)]) == 2
     assert "not empty" in capsys.readouterr().err
+
+
+def test_distill_data_takes_generated_tasks_after_the_leak_check(made, held, tmp_path):
+    from lookplangraph.evaluation.trajectories import build_data, validate_data
+
+    chosen = made["home"][:6] + made["office"][:6]
+    counts = build_data([], tmp_path / "d", seeds=[None, 0], augmentations=(), generated=chosen, heldout=held,
+                        answer_format="action")
+    assert set(counts.by_source) == {"generated-home", "generated-office"}
+    assert sum(counts.by_source.values()) == counts.examples > 12 and counts.successful == counts.episodes
+    report = validate_data(tmp_path / "d", {(t.split, t.id): t for t in chosen})
+    assert report.ok, report.problems[:3]
+    office = next(t for t in held if t.split == "office")
+    copied = chosen[0].model_copy(update={"instruction": office.instruction})
+    with pytest.raises(GeneratedLeak):
+        build_data([], tmp_path / "e", seeds=[None], augmentations=(), generated=[copied], heldout=held)
+    with pytest.raises(ValueError, match="pass heldout"):
+        build_data([], tmp_path / "f", seeds=[None], augmentations=(), generated=chosen)
+    assert not (tmp_path / "e").exists() and not (tmp_path / "f").exists()

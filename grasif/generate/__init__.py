@@ -32,7 +32,7 @@ from grasif.priors import Priors
 from grasif.task import Task
 from sgs.io import graph_from_dict
 
-__all__ = ["GENERATOR", "KINDS", "generate", "write"]
+__all__ = ["GENERATOR", "KINDS", "generate", "load", "write"]
 
 #: the generator's version, in every task's provenance
 GENERATOR = "grasif.generate v1"
@@ -116,3 +116,22 @@ def write(tasks: list[Task], out: Path, heldout: list[Task]) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def load(out: Path) -> list[Task]:
+    """The tasks :func:`write` wrote into ``out``, each file checked against ``index.json``'s
+    SHA-256; ``ValueError`` naming a missing or changed file."""
+    from grasif.task import load_task
+
+    out = Path(out)
+    try:
+        index = json.loads((out / "index.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{out}: not a directory of generated tasks (index.json: {exc})") from None
+    tasks = []
+    for rel, sha in sorted(index["files"].items()):
+        path = out / rel
+        if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            raise ValueError(f"{path}: missing, or not the file index.json lists (regenerate {out})")
+        tasks.append(load_task(path))
+    return tasks

@@ -54,7 +54,9 @@ def add_parsers(sub) -> None:
                     description="Run the expert in LookPlanGraph's loop on every train-pool task, static and dynamic "
                                 "seeds, as it is and augmented (renamed instances, shuffled listing order, "
                                 "distractors), and write chat-format examples of the accepted answers.",
-                    examples=["lookplangraph distill data --out runs/distill --seeds static,0,1,2,3"])
+                    examples=["lookplangraph distill data --out runs/distill --seeds static,0,1,2,3",
+                              "lookplangraph distill data --out runs/distill_v2 --generated runs/gen/home "
+                              "--generated runs/gen/office --prompt-layout history-scene --answer-format action"])
     d.add_argument("--out", required=True, metavar="DIR", help="output directory")
     d.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     d.add_argument("--seeds", default="static,0,1,2,3", help="static and dynamic seeds (default: the manifest's "
@@ -64,6 +66,9 @@ def add_parsers(sub) -> None:
     d.add_argument("--correction", choices=CORRECTION_MODES, default="rules", help="correction mode (default rules)")
     d.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200)")
     d.add_argument("--limit", type=int, metavar="N", help="only the first N train-pool tasks")
+    d.add_argument("--generated", action="append", default=[], metavar="DIR",
+                   help="also the tasks of a `lookplangraph grasif generate` directory (repeat for several); they are "
+                        "checked against the held-out tasks first")
     d.add_argument("--prompt-layout", choices=PROMPT_LAYOUTS, default="scene-history",
                    help="the examples' user message: scene then steps (default, the v0 adapter's), or steps before "
                         "the scene (history-scene: the KV cache serves the steps at run time)")
@@ -77,6 +82,8 @@ def add_parsers(sub) -> None:
                     examples=["lookplangraph distill validate --out runs/distill"])
     v.add_argument("--out", required=True, metavar="DIR", help="the directory distill data wrote")
     v.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    v.add_argument("--generated", action="append", default=[], metavar="DIR",
+                   help="the generated-task directories the data was built with (repeat for several)")
     t = add_command(dsub, "train", help="LoRA fine-tuning of a GGUF model on sft.jsonl (the distill extra)",
                     description="Read the base model and its tokenizer from its GGUF file, fine-tune a LoRA on the chat "
                                 "examples with the loss on the answers only, and write OUT/adapter/, OUT/adapter.gguf "
@@ -207,6 +214,8 @@ def cmd_distill(args) -> int:
     from grasif import dataset
     from grasif.heldout import in_train_pool
 
+    from grasif.generate.leaks import GeneratedLeak
+
     from lookplangraph.evaluation import trajectories
 
     root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
@@ -214,12 +223,14 @@ def cmd_distill(args) -> int:
         tasks = [t for split in ("virtualhome", "behavior") for t in dataset.load_split(root, split)]
     except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
         raise source_error(exc) from None
+    generated = _generated_tasks(getattr(args, "generated", []))
     out = Path(args.out)
     if args.distill_command == "validate":
         if not (out / "episodes.jsonl").exists() or not (out / "sft.jsonl").exists():
             raise UsageError(f"{out} holds no training data (episodes.jsonl, sft.jsonl); write it with "
                              f"`lookplangraph distill data --out {out}`")
-        report = trajectories.validate_data(out, {(t.split, t.id): t for t in tasks}, progress=progress_bar("replay"))
+        report = trajectories.validate_data(out, {(t.split, t.id): t for t in [*tasks, *generated]},
+                                            progress=progress_bar("replay"))
         print(f"replayed {report.episodes} successful episodes and read {report.examples} examples: "
               f"{len(report.problems)} problem(s)")
         for line in report.problems[:30]:
@@ -233,18 +244,40 @@ def cmd_distill(args) -> int:
     bad = sorted(set(kinds) - set(trajectories.AUGMENTATIONS))
     if bad:
         raise UsageError(f"--augment: unknown kind(s) {', '.join(bad)}; use {', '.join(trajectories.AUGMENTATIONS)} or none")
-    counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
-                                     max_actions=args.max_actions, progress=progress_bar("expert episodes"),
-                                     prompt_layout=args.prompt_layout, answer_format=args.answer_format)
-    print(f"{len(pool)} train-pool tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
+    held = []
+    if generated:
+        from grasif.heldout import is_eval
+
+        held = [t for t in tasks if is_eval(t)] + [t for t in dataset.load_split(root, "office") if is_eval(t)]
+    try:
+        counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
+                                         max_actions=args.max_actions, progress=progress_bar("expert episodes"),
+                                         prompt_layout=args.prompt_layout, answer_format=args.answer_format,
+                                         generated=generated, heldout=held)
+    except GeneratedLeak as exc:
+        raise UsageError(str(exc)) from None
+    print(f"{len(pool)} train-pool tasks and {len(generated)} generated tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
           f"by augmentation {counts.by_kind}; {counts.augmentations_left_out} augmented copies left out as unsolvable; "
           f"{counts.unmoved_left_out} dynamic episodes left out because the dynamic mode moved nothing: the static "
           "episode again)")
-    print(f"{counts.examples} examples; prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} "
-          f"({counts.tokenizer})")
+    print(f"{counts.examples} examples ({', '.join(f'{k} {v}' for k, v in sorted(counts.by_source.items()))}); "
+          f"prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} ({counts.tokenizer})")
     print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "
           f"{out / 'counts.json'}")
     return EXIT_OK
+
+
+def _generated_tasks(dirs: list[str]) -> list:
+    """The tasks of ``--generated`` directories (:func:`grasif.generate.load`); bad input is 2."""
+    from grasif.generate import load
+
+    tasks = []
+    for d in dirs:
+        try:
+            tasks += load(Path(d))
+        except ValueError as exc:
+            raise UsageError(f"--generated: {exc}") from None
+    return tasks
 
 
 def _base_model_file(spec: str) -> Path:

@@ -97,6 +97,7 @@ class Counts:
     prompt_layout: str = "scene-history"
     answer_format: str = "action+reason"
     by_kind: dict[str, int] = field(default_factory=dict)
+    by_source: dict[str, int] = field(default_factory=dict)  # examples per split (virtualhome, generated-office ...)
 
 
 def augmented(task: Task, kind: str | None, seed: int = 0) -> Task | None:
@@ -140,14 +141,24 @@ def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: Exp
 def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augmentations: tuple[str, ...] = AUGMENTATIONS,
                correction: str = "rules", max_actions: int = 60, progress: Callable[[int, int, dict], None] | None = None,
                manifest: dict | None = None, prompt_layout: str = "scene-history",
-               answer_format: str = "action+reason") -> Counts:
+               answer_format: str = "action+reason", generated: list[Task] = (),
+               heldout: list[Task] | None = None) -> Counts:
     """Write ``sft.jsonl``, ``episodes.jsonl``, ``demonstrations.jsonl.gz`` and ``counts.json``
     into ``out`` (module doc); each file appears whole or not at all. ``prompt_layout`` (the
     user message's order) and ``answer_format`` (:data:`~lookplangraph.planners.config.ANSWER_FORMATS`)
-    are the format of the examples, recorded in ``counts.json`` and from there in the adapter."""
+    are the format of the examples, recorded in ``counts.json`` and from there in the adapter.
+    ``generated``: tasks of :mod:`grasif.generate`, checked against ``heldout`` (the evaluation
+    tasks, required with them) by :func:`grasif.generate.leaks.check_leaks` first."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:
         raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
+    if generated:
+        from grasif.generate.leaks import check_leaks
+
+        if heldout is None:
+            raise ValueError("generated tasks are checked against the held-out tasks: pass heldout")
+        check_leaks(list(generated), heldout)
+        tasks = [*tasks, *generated]
     if answer_format not in ANSWER_FORMATS:
         raise ValueError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, not {answer_format!r}")
     cfg = PlannerConfig(max_actions=max_actions, correction=correction, prompt_layout=prompt_layout,
@@ -187,7 +198,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     if not result.success:
                         continue  # only what reached the goal teaches
                     counts.successful += 1
-                    if kind is None:
+                    if kind is None and not task.split.startswith("generated"):
                         demos.append(demo)
                     for step, (messages, answer, accepted) in enumerate(examples, 1):
                         if not accepted:
@@ -196,6 +207,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                         chat.append({"role": "assistant", "content": answer})
                         sft.write(json.dumps({"messages": chat, "meta": {**meta, "step": step}}) + "\n")
                         counts.examples += 1
+                        counts.by_source[task.split] = counts.by_source.get(task.split, 0) + 1
                         counts.prompt_tokens += sum(tokens(m["content"]) for m in messages)
                         counts.answer_tokens += tokens(answer)
     sft_tmp.replace(out / "sft.jsonl")
