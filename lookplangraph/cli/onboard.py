@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, progress_bar)
+from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, lm_failure,
+                                           progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
 from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES
 from lookplangraph.prompts import PROMPT_LAYOUTS
@@ -75,6 +76,28 @@ def add_parsers(sub) -> None:
     d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
                    help="the examples' replies: the action then a reason (default, the v0 adapter's), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
+    dg = add_command(dsub, "dagger", help="roll a student out and label every state it visits with the expert (DAgger)",
+                     description="One DAgger round: the student (an LM spec) plans in LookPlanGraph's loop on train-pool "
+                                 "or generated tasks; at every state it visits the privileged belief-space expert's answer "
+                                 "is recorded as a training example for that prompt (lookplangraph.evaluation.dagger). "
+                                 "Appends to OUT, so it resumes and rounds can share a directory.",
+                     examples=["lookplangraph distill dagger --student llamacpp:qwen2.5-coder-1.5b+lpg-v0 "
+                               "--tasks train-pool --episodes 40 --out runs/dagger1",
+                               "lookplangraph distill dagger --student openai:local@http://127.0.0.1:8080/v1 "
+                               "--tasks generated:runs/gen/office --episodes 500 --out runs/dagger1 --round 1"])
+    dg.add_argument("--student", required=True, metavar="SPEC", help="the student's LM backend spec")
+    dg.add_argument("--tasks", default="train-pool", metavar="WHICH",
+                    help="train-pool (default) or generated:DIR (a `grasif generate` directory)")
+    dg.add_argument("--episodes", type=int, metavar="N", help="at most N episodes this run (default: every task and seed)")
+    dg.add_argument("--out", required=True, metavar="DIR", help="output directory (appended to)")
+    dg.add_argument("--seeds", default="static,0", help="static and dynamic seeds (default static,0)")
+    dg.add_argument("--round", type=int, default=1, metavar="K", help="the round recorded with each example (default 1)")
+    dg.add_argument("--max-actions", type=int, default=12, metavar="N", help="the student's action limit (default 12)")
+    dg.add_argument("--prompt-layout", choices=PROMPT_LAYOUTS, default="history-scene",
+                    help="the prompts' layout (default history-scene: data v2's)")
+    dg.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action",
+                    help="the answers' format (default action: data v2's)")
+    dg.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
                     description="Replay each successful episode from its true initial graph through the SGS (every "
                                 "action feasible, the goal holds at the end) and read every example's answer back "
@@ -224,6 +247,8 @@ def cmd_distill(args) -> int:
     except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
         raise source_error(exc) from None
     generated = _generated_tasks(getattr(args, "generated", []))
+    if args.distill_command == "dagger":
+        return _dagger(args, root, tasks)
     out = Path(args.out)
     if args.distill_command == "validate":
         if not (out / "episodes.jsonl").exists() or not (out / "sft.jsonl").exists():
@@ -264,6 +289,45 @@ def cmd_distill(args) -> int:
           f"prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} ({counts.tokenizer})")
     print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "
           f"{out / 'counts.json'}")
+    return EXIT_OK
+
+
+def _dagger(args, root: Path, tasks: list) -> int:
+    """``distill dagger``: one round over train-pool or generated tasks (module doc of dagger)."""
+    from grasif import dataset
+    from grasif.generate.leaks import GeneratedLeak, check_leaks
+    from grasif.heldout import in_train_pool, is_eval
+
+    from lookplangraph.evaluation import dagger, trajectories
+    from lookplangraph.lm import LMError, make_backend
+
+    if args.tasks == "train-pool":
+        chosen = [t for t in tasks if in_train_pool(t.split, t.id)]
+    elif args.tasks.startswith("generated:"):
+        chosen = _generated_tasks([args.tasks.split(":", 1)[1]])
+        held = [t for t in tasks if is_eval(t)] + [t for t in dataset.load_split(root, "office") if is_eval(t)]
+        try:
+            check_leaks(chosen, held)
+        except GeneratedLeak as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        raise UsageError(f"--tasks is train-pool or generated:DIR, not {args.tasks!r}")
+    if args.episodes is not None and args.episodes < 1:
+        raise UsageError(f"--episodes must be at least 1, not {args.episodes}")
+    cfg = trajectories.data_config(args.answer_format, args.prompt_layout, max_actions=args.max_actions)
+    try:
+        student = make_backend(args.student)
+    except LMError as exc:
+        raise lm_failure(exc) from None
+    try:
+        counts = dagger.run_round(chosen, student, Path(args.out), cfg=cfg, seeds=seed_list(args.seeds),
+                                  round_=args.round, episodes=args.episodes, progress=progress_bar("student episodes"))
+    except LMError as exc:
+        raise lm_failure(exc, f"{exc} (finished episodes are kept in {args.out}; rerun to resume)") from None
+    print(f"{counts.episodes} student episodes in {args.out} ({counts.student_successes} reached the goal); "
+          f"{counts.states} states labelled, {counts.examples} examples kept ({counts.left_out_done} give-ups and "
+          f"{counts.left_out_ungrounded} ungrounded labels left out); the student agreed with the expert on "
+          f"{counts.agreed}; {counts.states_per_hour:.0f} states per hour")
     return EXIT_OK
 
 

@@ -265,6 +265,14 @@ class Expert:
         self.last = (key, str(action))
         return action, reason
 
+    def follow(self, answer: str | None) -> None:
+        """The answer given in the state the expert last answered was ``answer`` (an action string;
+        None: nothing the planner could read), not the expert's own: what it infers at the next
+        call (what was inspected, what was refused) follows that answer. For labelling the states
+        another policy visits (DAgger: :mod:`lookplangraph.evaluation.dagger`)."""
+        if self.last is not None:
+            self.last = None if answer is None else (self.last[0], answer)
+
     def seen(self, g: SceneGraph, name: str) -> bool:
         """Whether the planner's memory has seen object ``name`` where it truly is now."""
         if name in self.held or g.agent.holding == name:

@@ -323,7 +323,7 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     if meta is not None:
         (out / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     results = out / "results.jsonl"
-    _trim_torn_line(results)
+    trim_torn_line(results)
     done = {_key(r["split"], r["task_id"]) for r in read_results(results)}
     todo = [t for t in tasks if _key(t.split, t.id) not in done]
     total, finished = len(tasks), len(tasks) - len(todo)
@@ -375,7 +375,7 @@ class EpisodeFailed(LMError):
     """An episode could not be run to its end (its LM endpoint failed on every attempt)."""
 
 
-def _trim_torn_line(path: Path) -> None:
+def trim_torn_line(path: Path) -> None:
     """Drop an incomplete last line left by an interruption, so appends start on a fresh line."""
     if not path.exists():
         return

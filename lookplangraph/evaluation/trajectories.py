@@ -100,6 +100,16 @@ class Counts:
     by_source: dict[str, int] = field(default_factory=dict)  # examples per split (virtualhome, generated-office ...)
 
 
+def data_config(answer_format: str, prompt_layout: str, correction: str = "rules", max_actions: int = 60) -> PlannerConfig:
+    """The planner's settings that make examples in ``answer_format`` and ``prompt_layout``;
+    ``ValueError`` for an answer format that does not exist."""
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, not {answer_format!r}")
+    return PlannerConfig(max_actions=max_actions, correction=correction, prompt_layout=prompt_layout,
+                         reason_first=answer_format == "reason+action",
+                         reason_max_length=0 if answer_format == "action" else None)
+
+
 def augmented(task: Task, kind: str | None, seed: int = 0) -> Task | None:
     """``task`` itself (kind None) or its augmented copy; None when the copy cannot keep the label."""
     if kind is None:
@@ -159,11 +169,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
             raise ValueError("generated tasks are checked against the held-out tasks: pass heldout")
         check_leaks(list(generated), heldout)
         tasks = [*tasks, *generated]
-    if answer_format not in ANSWER_FORMATS:
-        raise ValueError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, not {answer_format!r}")
-    cfg = PlannerConfig(max_actions=max_actions, correction=correction, prompt_layout=prompt_layout,
-                        reason_first=answer_format == "reason+action",
-                        reason_max_length=0 if answer_format == "action" else None)
+    cfg = data_config(answer_format, prompt_layout, correction, max_actions)
     out.mkdir(parents=True, exist_ok=True)
     counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format)
     tokens = _token_counter()

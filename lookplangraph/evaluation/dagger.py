@@ -1,0 +1,165 @@
+"""DAgger: the student's own states, labelled by the expert (Ross et al., 2011).
+
+A student trained only on the expert's states has never seen where its own mistakes lead. A
+DAgger round rolls the student out in LookPlanGraph's loop and, at every state it visits, asks the
+privileged belief-space expert (:mod:`lookplangraph.evaluation.expert`) what it would answer
+there. The student's answer is what is executed, and the expert's bookkeeping follows the
+student's answer (:meth:`Expert.follow`). The expert's answer becomes a training example for that
+exact prompt.
+
+``lookplangraph distill dagger`` writes into ``OUT/`` (appending, so a round resumes where it
+stopped and several rounds share a directory):
+
+* ``sft.jsonl`` — one chat example per labelled state, in the format of ``distill data``, with
+  ``meta``: ``source`` (``dagger``), ``student``, ``round``, ``split``, ``task_id``, ``seed``,
+  ``step``, and ``agreed`` (whether the student's answer was the expert's);
+* ``episodes.jsonl`` — one line per student episode: the key, the student's actions and success,
+  the states labelled and kept;
+* ``counts.json`` — episodes, states labelled, examples kept, agreement, the student's success,
+  the seconds spent and the states per hour.
+
+A label is left out when it is ``done()`` while the goal does not hold (it would teach giving up)
+or when it names a node its prompt does not show. Only train-pool tasks or leak-checked generated
+tasks may be rolled out (the caller's guard, as for ``distill data``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from grasif.goals import evaluate_goal
+from grasif.task import Task
+
+from lookplangraph.agent.replies import parse_reply
+from lookplangraph.evaluation.expert import Expert, ungrounded
+from lookplangraph.evaluation.runner import make_env, trim_torn_line
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.lookplangraph import run_episode
+
+
+class Labeller:
+    """An LM for the planner that answers with ``student`` and records, for every call, the
+    prompt and what ``expert`` answers there (module doc)."""
+
+    def __init__(self, student, expert: Expert):
+        self.student, self.expert = student, expert
+        self.name = getattr(student, "name", type(student).__name__)
+        self.labels: list[dict[str, Any]] = []
+
+    @property
+    def constraints(self) -> frozenset[str]:
+        return self.student.constraints
+
+    def begin_episode(self, task: Task, env, planner: str = "lookplangraph", config=None) -> None:
+        self.expert.begin_episode(task, env, planner, config)
+        self.task, self.env = task, env
+        self.labels = []
+
+    def complete(self, messages: list[dict[str, Any]], **request: Any):
+        label = self.expert.complete(messages, **request)
+        reply = self.student.complete(messages, **request)
+        action, _, _ = parse_reply(reply.text)
+        self.expert.follow(None if action is None else str(action))
+        expert_action, _, _ = parse_reply(label.text)
+        gives_up = expert_action is not None and expert_action.function_name == "done" and \
+            not evaluate_goal(self.task.goal, self.env.true_graph(), self.expert.initial).success
+        self.labels.append({"messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+                            "label": label.text, "student": None if action is None else str(action),
+                            "expert": None if expert_action is None else str(expert_action), "gives_up": gives_up})
+        return reply
+
+
+@dataclass
+class DaggerCounts:
+    episodes: int = 0
+    student_successes: int = 0
+    states: int = 0
+    examples: int = 0
+    agreed: int = 0
+    left_out_done: int = 0
+    left_out_ungrounded: int = 0
+    seconds: float = 0.0
+
+    @property
+    def states_per_hour(self) -> float:
+        return self.states / self.seconds * 3600 if self.seconds else 0.0
+
+
+def _key(task: Task, seed: int | None) -> str:
+    return f"{task.split}/{task.id}@{'static' if seed is None else seed}"
+
+
+def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seeds: list[int | None],
+              round_: int = 1, episodes: int | None = None, expert: Expert | None = None,
+              progress: Callable[[int, int, dict], None] | None = None) -> DaggerCounts:
+    """One DAgger round (module doc): the student on each task and seed, ``episodes`` of them at
+    most (those already in ``out/episodes.jsonl`` are skipped: the round resumes). Returns the
+    counts of the whole directory so far, also written to ``out/counts.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    sft, eps = out / "sft.jsonl", out / "episodes.jsonl"
+    for path in (sft, eps):
+        trim_torn_line(path)
+    done = {json.loads(line)["key"] for line in eps.read_text().splitlines() if line.strip()} if eps.exists() else set()
+    counts = _read_counts(out)
+    todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done]
+    if episodes is not None:
+        todo = todo[: max(0, episodes)]
+    labeller = Labeller(student, expert or Expert())
+    student_name = labeller.name
+    for n, (task, seed) in enumerate(todo, 1):
+        start = time.perf_counter()
+        env = make_env(task, seed)
+        labeller.begin_episode(task, env, "lookplangraph", cfg)
+        result = run_episode(task, env, labeller, cfg)
+        lines, kept = [], 0
+        for step, lab in enumerate(labeller.labels, 1):
+            counts.states += 1
+            counts.agreed += lab["student"] is not None and lab["student"] == lab["expert"]
+            if lab["gives_up"]:
+                counts.left_out_done += 1
+                continue
+            reason = _reason(lab["label"])
+            if lab["expert"] is None or ungrounded(lab["expert"] + " " + reason, lab["messages"][-1]["content"]):
+                counts.left_out_ungrounded += 1
+                continue
+            meta = {"source": "dagger", "student": student_name, "round": round_, "split": task.split,
+                    "task_id": task.id, "seed": seed, "step": step, "agreed": lab["student"] == lab["expert"]}
+            chat = [*lab["messages"], {"role": "assistant", "content": lab["label"]}]
+            lines.append(json.dumps({"messages": chat, "meta": meta}) + "\n")
+            kept += 1
+        counts.episodes += 1
+        counts.student_successes += bool(result.success)
+        counts.examples += kept
+        counts.seconds += time.perf_counter() - start
+        with open(sft, "a") as f:  # the episode's examples, then its line: a rerun skips only what is whole
+            f.writelines(lines)
+        with open(eps, "a") as f:
+            f.write(json.dumps({"key": _key(task, seed), "split": task.split, "task_id": task.id, "seed": seed,
+                                "round": round_, "student": student_name, "success": result.success,
+                                "termination": result.termination, "actions": result.actions,
+                                "states": len(labeller.labels), "examples": kept}) + "\n")
+        (out / "counts.json").write_text(json.dumps({**asdict(counts), "states_per_hour": counts.states_per_hour},
+                                                    indent=1) + "\n")
+        if progress:
+            progress(n, len(todo), {"task_id": task.id, "success": result.success})
+    return counts
+
+
+def _reason(answer: str) -> str:
+    try:
+        reply = json.loads(answer)
+    except json.JSONDecodeError:
+        return ""
+    return str(reply.get("reason") or "") if isinstance(reply, dict) else ""
+
+
+def _read_counts(out: Path) -> DaggerCounts:
+    path = out / "counts.json"
+    if not path.exists():
+        return DaggerCounts()
+    data = json.loads(path.read_text())
+    return DaggerCounts(**{k: data[k] for k in asdict(DaggerCounts()) if k in data})

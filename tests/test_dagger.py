@@ -1,0 +1,77 @@
+"""DAgger (lookplangraph.evaluation.dagger): the student's answer is executed, the expert labels the
+state the student is in, the round resumes, and a real model can be the student."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grasif import dataset, heldout
+from lookplangraph.cli import main
+from lookplangraph.evaluation.dagger import run_round
+from lookplangraph.evaluation.expert import ungrounded
+from lookplangraph.evaluation.trajectories import data_config
+from lookplangraph.lm.scripted import ScriptedBackend
+
+
+@pytest.fixture(scope="module")
+def pool():
+    tasks = dataset.split_module("virtualhome").build_tasks()
+    return [t for t in tasks if heldout.in_train_pool(t.split, t.id) and not t.goal.is_empty()][:3]
+
+
+def J(fn, node=None, relation=None, destination=None):
+    return json.dumps({"function_name": fn, "node": node, "relation": relation, "destination": destination})
+
+
+def test_the_students_answers_are_executed_and_every_state_is_labelled(pool, tmp_path):
+    """SCRIPTED student (a test double, not an LM): it walks to the wrong room, then stops."""
+    task = pool[0]
+    g = task.graph
+    target = g.place_of(task.goal.node_goals[0].node)
+    wrong = next(p for p in g.places if p not in (target, g.agent.location))
+    student = ScriptedBackend([J("go_to", wrong), J("go_to", wrong), J("done")])
+    cfg = data_config("action", "history-scene", max_actions=6)
+    counts = run_round([task], student, tmp_path, cfg=cfg, seeds=[None])
+    lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    episode = json.loads((tmp_path / "episodes.jsonl").read_text())
+    assert episode["actions"][0] == f"go_to({wrong})" and not episode["success"]  # the student acted
+    assert counts.episodes == 1 and counts.states == episode["states"] == 3 and len(lines) == counts.examples
+    for ex in lines:
+        answer = json.loads(ex["messages"][-1]["content"])
+        assert list(answer) == ["function_name", "node", "relation", "destination"]  # data v2's format
+        assert answer["function_name"] != "done"  # the goal does not hold: the expert goes on
+        assert ungrounded(json.dumps(answer), ex["messages"][-2]["content"]) == []
+        assert ex["meta"]["source"] == "dagger" and ex["meta"]["student"] == "scripted" and ex["meta"]["round"] == 1
+    # the state after the student's wrong walk is labelled from where the student is, not where the expert would be
+    assert f"You are in {wrong}" in lines[1]["messages"][-2]["content"]
+    assert counts.agreed == 0
+
+
+def test_a_round_resumes_and_counts_the_whole_directory(pool, tmp_path):
+    student = ScriptedBackend([J("done")])  # SCRIPTED: stops at once
+    cfg = data_config("action", "history-scene", max_actions=4)
+    first = run_round(pool, student, tmp_path, cfg=cfg, seeds=[None], episodes=2)
+    assert first.episodes == 2
+    again = run_round(pool, student, tmp_path, cfg=cfg, seeds=[None])
+    keys = [json.loads(x)["key"] for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert again.episodes == 3 and len(keys) == len(set(keys)) == 3
+    assert json.loads((tmp_path / "counts.json").read_text())["episodes"] == 3
+
+
+def test_a_real_model_is_a_student(small_model_path, pool, tmp_path, capsys):
+    """The embedded 0.5B model (greedy, in process) as the student on one task."""
+    out = tmp_path / "dagger"
+    code = main(["distill", "dagger", "--student", f"llamacpp:{small_model_path}", "--tasks", "train-pool",
+                 "--episodes", "1", "--max-actions", "3", "--seeds", "static", "--out", str(out)])
+    assert code == 0
+    counts = json.loads((out / "counts.json").read_text())
+    assert counts["episodes"] == 1 and counts["states"] >= 1 and counts["states_per_hour"] > 0
+    assert "states labelled" in capsys.readouterr().out
+
+
+def test_bad_input_exits_2(tmp_path, capsys):
+    assert main(["distill", "dagger", "--student", "expert", "--tasks", "everything", "--out", str(tmp_path)]) == 2
+    assert "--tasks is train-pool or generated:DIR" in capsys.readouterr().err
+    assert main(["distill", "dagger", "--student", "nonsense-spec", "--out", str(tmp_path / "x")]) in (2, 3)
