@@ -293,3 +293,18 @@ def test_export_refuses_a_wrong_base_and_unexportable_variants(trained, small_mo
 def test_an_unknown_adapter_is_named_in_the_error(small_model_path):
     with pytest.raises(LMError, match="no adapter 'nope' shipped for 'qwen2.5-coder-0.5b'"):
         make_backend("llamacpp:qwen2.5-coder-0.5b+nope")
+
+
+def test_bfloat16_trains_on_a_cpu_and_float16_is_refused_there(tiny_base, data, tmp_path):
+    """On a machine without a GPU, bfloat16 runs through the Trainer's CPU path (``use_cpu``);
+    float16 cannot run there and says so before anything loads."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the CPU path is not the one taken")
+    done = sft.train(data, tiny_base, tmp_path / "bf16", sft.TrainConfig(max_steps=2, dtype="bfloat16", **CONFIG),
+                     log=lambda _: None)
+    assert done.steps == 2 and json.loads((tmp_path / "bf16" / "train.json").read_text())["config"]["dtype"] == "bfloat16"
+    with pytest.raises(sft.TrainError, match="float16 needs a GPU"):
+        sft.train(data, tiny_base, tmp_path / "fp16", sft.TrainConfig(max_steps=2, dtype="float16", **CONFIG),
+                  log=lambda _: None)

@@ -354,6 +354,9 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
     else:
         dtype = getattr(torch, config.dtype)
+    if not cuda and dtype == torch.float16:
+        raise TrainError("--dtype float16 needs a GPU (mixed precision in float16 has no CPU path): on a CPU use "
+                         "float32 or bfloat16")
     log(f"loading {base_gguf.name} (dequantizing to {str(dtype).removeprefix('torch.')}) ...")
     if cuda and config.attention == "sdpa":
         torch.backends.cuda.enable_cudnn_sdp(False)  # flash and memory-efficient kernels stay
@@ -453,7 +456,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, data_seed=config.seed,
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, report_to="none",
         remove_unused_columns=False, logging_nan_inf_filter=False, dataloader_num_workers=0,
-        dataloader_pin_memory=cuda, disable_tqdm=False,
+        dataloader_pin_memory=cuda, disable_tqdm=False, use_cpu=not cuda,
         **_version_arguments(TrainingArguments, config, checkpointing, warmup=not by_time))
     collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
     own = [TimeLimit(), FiniteGuard(), *([TimeSchedule()] if by_time else [])]
