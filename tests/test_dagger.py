@@ -35,7 +35,7 @@ def test_the_students_answers_are_executed_and_every_state_is_labelled(pool, tmp
     cfg = data_config("action", "history-scene", max_actions=6)
     counts = run_round([task], student, tmp_path, cfg=cfg, seeds=[None])
     lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
-    episode = json.loads((tmp_path / "episodes.jsonl").read_text())
+    episode = json.loads((tmp_path / "dagger_episodes.jsonl").read_text())
     assert episode["actions"][0] == f"go_to({wrong})" and not episode["success"]  # the student acted
     assert counts.episodes == 1 and counts.states == episode["states"] == 3 and len(lines) == counts.examples
     for ex in lines:
@@ -55,9 +55,29 @@ def test_a_round_resumes_and_counts_the_whole_directory(pool, tmp_path):
     first = run_round(pool, student, tmp_path, cfg=cfg, seeds=[None], episodes=2)
     assert first.episodes == 2
     again = run_round(pool, student, tmp_path, cfg=cfg, seeds=[None])
-    keys = [json.loads(x)["key"] for x in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    keys = [json.loads(x)["key"] for x in (tmp_path / "dagger_episodes.jsonl").read_text().splitlines()]
     assert again.episodes == 3 and len(keys) == len(set(keys)) == 3
-    assert json.loads((tmp_path / "counts.json").read_text())["episodes"] == 3
+    assert json.loads((tmp_path / "dagger_counts.json").read_text())["episodes"] == 3
+    data = json.loads((tmp_path / "counts.json").read_text())
+    assert data["by_source"]["dagger"] == data["examples"] == again.examples
+    assert (data["prompt_layout"], data["answer_format"]) == ("history-scene", "action")
+
+
+def test_a_round_adds_to_data_of_its_own_format_only(pool, tmp_path):
+    from lookplangraph.evaluation.dagger import DaggerError
+    from lookplangraph.evaluation.trajectories import build_data, validate_data
+
+    built = build_data(pool[:1], tmp_path, seeds=[None], augmentations=(), prompt_layout="history-scene",
+                       answer_format="action")
+    counts = run_round(pool[1:], ScriptedBackend([J("done")]), tmp_path,  # SCRIPTED student
+                       cfg=data_config("action", "history-scene", max_actions=4), seeds=[None])
+    data = json.loads((tmp_path / "counts.json").read_text())
+    assert data["examples"] == built.examples + counts.examples and data["by_source"]["dagger"] == counts.examples
+    assert len((tmp_path / "sft.jsonl").read_text().splitlines()) == data["examples"]
+    assert validate_data(tmp_path, {(t.split, t.id): t for t in pool}).ok
+    with pytest.raises(DaggerError, match="action\\+reason"):
+        run_round(pool, ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action+reason", "history-scene"),
+                  seeds=[None])
 
 
 def test_a_real_model_is_a_student(small_model_path, pool, tmp_path, capsys):
@@ -66,7 +86,7 @@ def test_a_real_model_is_a_student(small_model_path, pool, tmp_path, capsys):
     code = main(["distill", "dagger", "--student", f"llamacpp:{small_model_path}", "--tasks", "train-pool",
                  "--episodes", "1", "--max-actions", "3", "--seeds", "static", "--out", str(out)])
     assert code == 0
-    counts = json.loads((out / "counts.json").read_text())
+    counts = json.loads((out / "dagger_counts.json").read_text())
     assert counts["episodes"] == 1 and counts["states"] >= 1 and counts["states_per_hour"] > 0
     assert "states labelled" in capsys.readouterr().out
 

@@ -84,12 +84,13 @@ def add_parsers(sub) -> None:
                      examples=["lookplangraph distill dagger --student llamacpp:qwen2.5-coder-1.5b+lpg-v0 "
                                "--tasks train-pool --episodes 40 --out runs/dagger1",
                                "lookplangraph distill dagger --student openai:local@http://127.0.0.1:8080/v1 "
-                               "--tasks generated:runs/gen/office --episodes 500 --out runs/dagger1 --round 1"])
+                               "--tasks generated:runs/gen/office --episodes 500 --out runs/distill_v2 --round 1"])
     dg.add_argument("--student", required=True, metavar="SPEC", help="the student's LM backend spec")
     dg.add_argument("--tasks", default="train-pool", metavar="WHICH",
                     help="train-pool (default) or generated:DIR (a `grasif generate` directory)")
     dg.add_argument("--episodes", type=int, metavar="N", help="at most N episodes this run (default: every task and seed)")
-    dg.add_argument("--out", required=True, metavar="DIR", help="output directory (appended to)")
+    dg.add_argument("--out", required=True, metavar="DIR",
+                    help="output directory, appended to: a new one, or a `distill data` directory of the same format")
     dg.add_argument("--seeds", default="static,0", help="static and dynamic seeds (default static,0)")
     dg.add_argument("--round", type=int, default=1, metavar="K", help="the round recorded with each example (default 1)")
     dg.add_argument("--max-actions", type=int, default=12, metavar="N", help="the student's action limit (default 12)")
@@ -324,6 +325,8 @@ def _dagger(args, root: Path, tasks: list) -> int:
                                   round_=args.round, episodes=args.episodes, progress=progress_bar("student episodes"))
     except LMError as exc:
         raise lm_failure(exc, f"{exc} (finished episodes are kept in {args.out}; rerun to resume)") from None
+    except dagger.DaggerError as exc:
+        raise UsageError(str(exc)) from None
     print(f"{counts.episodes} student episodes in {args.out} ({counts.student_successes} reached the goal); "
           f"{counts.states} states labelled, {counts.examples} examples kept ({counts.left_out_done} give-ups and "
           f"{counts.left_out_ungrounded} ungrounded labels left out); the student agreed with the expert on "

@@ -8,15 +8,19 @@ student's answer (:meth:`Expert.follow`). The expert's answer becomes a training
 exact prompt.
 
 ``lookplangraph distill dagger`` writes into ``OUT/`` (appending, so a round resumes where it
-stopped and several rounds share a directory):
+stopped, several rounds share a directory, and ``OUT`` may be a ``distill data`` directory whose
+examples the round adds to):
 
 * ``sft.jsonl`` — one chat example per labelled state, in the format of ``distill data``, with
   ``meta``: ``source`` (``dagger``), ``student``, ``round``, ``split``, ``task_id``, ``seed``,
   ``step``, and ``agreed`` (whether the student's answer was the expert's);
-* ``episodes.jsonl`` — one line per student episode: the key, the student's actions and success,
-  the states labelled and kept;
-* ``counts.json`` — episodes, states labelled, examples kept, agreement, the student's success,
-  the seconds spent and the states per hour.
+* ``dagger_episodes.jsonl`` — one line per student episode: the key, the student's actions and
+  success, the states labelled and kept;
+* ``dagger_counts.json`` — episodes, states labelled, examples kept, agreement, the student's
+  success, the seconds spent and the states per hour;
+* ``counts.json`` — ``distill data``'s counts, with ``by_source["dagger"]`` and ``examples``
+  brought up to date; written anew (with the format) when ``OUT`` has none. A round whose prompt
+  layout or answer format differs from the directory's is refused (:class:`DaggerError`).
 
 A label is left out when it is ``done()`` while the goal does not hold (it would teach giving up)
 or when it names a node its prompt does not show. Only train-pool tasks or leak-checked generated
@@ -39,6 +43,10 @@ from lookplangraph.evaluation.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import make_env, trim_torn_line
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
+
+
+class DaggerError(ValueError):
+    """A round that cannot add to its directory: the directory's examples have another format."""
 
 
 class Labeller:
@@ -98,9 +106,16 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
               progress: Callable[[int, int, dict], None] | None = None) -> DaggerCounts:
     """One DAgger round (module doc): the student on each task and seed, ``episodes`` of them at
     most (those already in ``out/episodes.jsonl`` are skipped: the round resumes). Returns the
-    counts of the whole directory so far, also written to ``out/counts.json``."""
+    counts of the whole directory's rounds so far, also written to ``out/dagger_counts.json``."""
     out.mkdir(parents=True, exist_ok=True)
-    sft, eps = out / "sft.jsonl", out / "episodes.jsonl"
+    layout = cfg.prompt_layout
+    answer = "action" if cfg.reason_max_length == 0 else ("reason+action" if cfg.reason_first else "action+reason")
+    data_counts = json.loads((out / "counts.json").read_text()) if (out / "counts.json").exists() else \
+        {"examples": 0, "prompt_layout": layout, "answer_format": answer, "by_source": {}}
+    if (data_counts.get("prompt_layout"), data_counts.get("answer_format")) != (layout, answer):
+        raise DaggerError(f"{out} holds examples in the {data_counts.get('prompt_layout')} layout with "
+                          f"{data_counts.get('answer_format')} answers; this round writes {layout} with {answer}")
+    sft, eps = out / "sft.jsonl", out / "dagger_episodes.jsonl"
     for path in (sft, eps):
         trim_torn_line(path)
     done = {json.loads(line)["key"] for line in eps.read_text().splitlines() if line.strip()} if eps.exists() else set()
@@ -142,8 +157,11 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
                                 "round": round_, "student": student_name, "success": result.success,
                                 "termination": result.termination, "actions": result.actions,
                                 "states": len(labeller.labels), "examples": kept}) + "\n")
-        (out / "counts.json").write_text(json.dumps({**asdict(counts), "states_per_hour": counts.states_per_hour},
-                                                    indent=1) + "\n")
+        (out / "dagger_counts.json").write_text(json.dumps({**asdict(counts), "states_per_hour": counts.states_per_hour},
+                                                           indent=1) + "\n")
+        data_counts["examples"] = data_counts.get("examples", 0) + kept
+        data_counts.setdefault("by_source", {})["dagger"] = data_counts.get("by_source", {}).get("dagger", 0) + kept
+        (out / "counts.json").write_text(json.dumps(data_counts, indent=1) + "\n")
         if progress:
             progress(n, len(todo), {"task_id": task.id, "success": result.success})
     return counts
@@ -158,7 +176,7 @@ def _reason(answer: str) -> str:
 
 
 def _read_counts(out: Path) -> DaggerCounts:
-    path = out / "counts.json"
+    path = out / "dagger_counts.json"
     if not path.exists():
         return DaggerCounts()
     data = json.loads(path.read_text())
