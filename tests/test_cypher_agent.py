@@ -361,3 +361,16 @@ def test_items_are_chosen_and_summarized_by_part_and_kind():
     summary = summarize(rows)
     assert summary["part:heldout"]["accuracy"] == 1.0 and summary["part:dev"]["accuracy"] == 0.0
     assert summary["kind:count"]["items"] == 2 and summary["all"]["accuracy"] == 0.5
+
+
+def test_a_room_question_answered_with_furniture_is_sent_back_once(store):
+    """SCRIPTED replies: the furniture's own name first (what the 1.5B did), then the room."""
+    lm = ScriptedBackend([a("fridge-1"), a("kitchen-1")])
+    res = CypherAgent(lm, store).answer_question("In which room is the fridge?", "string")
+    assert res.answer == "kitchen-1" and res.calls == 2
+    assert res.sent_back.startswith("fridge-1 is an Asset node, not a room")
+    assert "not a room" in lm.requests[1]["messages"][-1]["content"]
+    right = ScriptedBackend([a("kitchen-1")])
+    assert CypherAgent(right, store).answer_question("Which room has the most assets?", "string").calls == 1
+    other = ScriptedBackend([a("apple-1")])  # not a room question: an object's name is a fine answer
+    assert CypherAgent(other, store).answer_question("What is inside box-1?", "string").sent_back is None

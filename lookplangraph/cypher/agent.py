@@ -28,6 +28,7 @@ every query with its outcome and latency, and the token counts.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -103,6 +104,32 @@ class AgentResult:
 
 
 # -- schemas --------------------------------------------------------------------------------------
+#: a question whose answer is a room ("In which room is ...?", "Which room has the most ...?")
+ROOM_QUESTION = re.compile(r"\b(which|what) room\b", re.IGNORECASE)
+
+
+def room_problem(store) -> Callable[[Any], str | None]:
+    """The check of an answer to a question that asks for a room: a name of the store's that is
+    not a Room ("table-1" for "In which room is the table?") is sent back saying what it is.
+    Anything else passes (a name the store does not have is the scorer's to judge)."""
+    def check(answer: Any) -> str | None:
+        if not isinstance(answer, str) or not answer.strip():
+            return None
+        try:
+            rooms = store.query("MATCH (n:Room) WHERE n.name = $name RETURN n.name", {"name": answer}).rows
+            if rooms:
+                return None
+            for label in ("Asset", "Object"):
+                if store.query(f"MATCH (n:{label}) WHERE n.name = $name RETURN n.name", {"name": answer}).rows:
+                    return (f"{answer} is an {label} node, not a room, and the question asks for a room: answer "
+                            f"with the name of the Room node {answer} is in (a query can follow its relationships "
+                            "to the Room)")
+        except (QueryError, StoreError):
+            return None
+        return None
+    return check
+
+
 def goal_problem(answer: Any) -> str | None:
     """Why ``answer`` is no usable goal (:func:`~.grounding.parse_goal`'s reason: unreadable, a
     formula that does not parse, or empty, since an instruction always asks for something), or
@@ -197,13 +224,17 @@ class CypherAgent:
 
     # public ------------------------------------------------------------------------------------
     def answer_question(self, question: str, answer_type: str = "string") -> AgentResult:
-        """Answer ``question`` with a value of ``answer_type`` (:mod:`.answers`; or ``any``)."""
+        """Answer ``question`` with a value of ``answer_type`` (:mod:`.answers`; or ``any``). An
+        answer to a question that asks for a room must be a room: a furniture's or object's own
+        name is sent back once (:func:`room_problem`)."""
         schema = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"},
                             {"type": "array", "items": {"type": "string"}}]} if answer_type == "any" \
             else answer_schema(answer_type)
         wanted = "any JSON value that answers the question" if answer_type == "any" else DESCRIPTIONS[answer_type]
         user = f"Question: {question}\n(answer: {wanted})"
-        return self._run("questions", template("cypher_qa"), user, schema)
+        check = room_problem(self.store) if answer_type in ("string", "any") and ROOM_QUESTION.search(question) \
+            and self.store is not None else None
+        return self._run("questions", template("cypher_qa"), user, schema, check=check)
 
     def ground(self, instruction: str) -> AgentResult:
         """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict)."""
