@@ -90,7 +90,7 @@ def add_parsers(sub) -> None:
                                 "lookplangraph run --task-file runs/gen/office/office-s0-00000/office-s0-00000-t1.json "
                                 "--lm expert"])
     gen.add_argument("--kind", required=True, choices=["home", "office"], help="the kind of building")
-    gen.add_argument("--n", type=int, required=True, metavar="N", help="how many tasks")
+    gen.add_argument("--n", type=int, default=1000, metavar="N", help="how many tasks (default 1000)")
     gen.add_argument("--seed", type=int, default=0, metavar="S", help="the seed (default 0)")
     gen.add_argument("--out", required=True, metavar="DIR", help="output directory (new, or empty)")
     gen.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP + " (the held-out tasks of the leak check)")

@@ -132,7 +132,6 @@ class Expert:
         self.env = None
         self.planner = "lookplangraph"
         self.explicit = False
-        self.prompt = ""
 
     @property
     def constraints(self) -> frozenset[str]:
@@ -181,7 +180,6 @@ class Expert:
         if self.planner == "react":
             action, _ = self.next_action(last.startswith(REACT_REFUSED))
             return self._reply(self._react_command(action))
-        self.prompt = last
         action, reason = self.next_action(FEEDBACK_MARK in last)
         reason = grounded(reason, last)
         reply = action.model_dump()
@@ -388,7 +386,7 @@ class Expert:
         prior = self.task.graph
         start = _holder(prior, obj) if obj in prior.parent else None
         if self.search == "rooms":
-            candidates = self._rooms_order(g, start)
+            candidates = self._rooms_order(g, obj, start)
         else:
             candidates = self._belief_order(g, obj, start)
         for c, why in candidates:
@@ -421,14 +419,15 @@ class Expert:
             node = parent
         return " ".join(words) or "nowhere"
 
-    def _rooms_order(self, g: SceneGraph, start: str | None) -> list[tuple[str, str]]:
+    def _rooms_order(self, g: SceneGraph, obj: str, start: str | None) -> list[tuple[str, str]]:
         """The ``rooms`` search (module doc): the remembered holder, its room, then the other rooms."""
         prior = self.task.graph
         first_room = prior.place_of(start) if start is not None else g.agent.location
         rooms = [first_room] + [p for p in g.places if p != first_room]
-        out = [(start, "")] if start is not None else []
+        out = [(start, f"{obj} is remembered {self._remembered(obj)} but not seen yet")] if start is not None else []
         for room in rooms:
-            out += [(n, "") for n in g.children(room) if g.nodes[n].layer is Layer.ASSET
+            out += [(n, f"{obj} was not found where it was remembered; look at {n}") for n in g.children(room)
+                    if g.nodes[n].layer is Layer.ASSET
                     and (affords(g.nodes[n], "put_on") or affords(g.nodes[n], "put_inside"))]
         return out
 
