@@ -56,8 +56,9 @@ def test_a_rephrased_question_keeps_its_answer_and_names_nodes_in_several_forms(
 
 def test_held_out_scenes_are_never_training_scenes(tasks):
     allowed = allowed_scenes(tasks)
-    part = parts(tasks)
+    part = parts(tasks)  # the benchmark's own partition, recomputed from all the scenes
     assert allowed and all(heldout.in_train_pool(t.split, t.id) and part[building(t)] == "dev" for t in allowed)
+    assert allowed_scenes(allowed[:3]) == allowed[:3]  # a subset keeps its scenes: the partition is the shipped one
     assert not any(heldout.is_eval(t) or t.split == "office" for t in allowed)
     bad = next(t for t in tasks if part[building(t)] == "heldout")
     with pytest.raises(ValueError, match="held out"):
@@ -83,3 +84,11 @@ def test_the_data_is_the_agents_own_turns_with_the_gold_query_and_answer(tasks, 
             assert roles[-2:] == ["user", "assistant"] and last["tool"] == "answer"
             assert ex["messages"][-2]["content"].startswith(("Result of run_cypher_query:", "Your last query found nothing"))
     assert not any(ex["meta"]["question"] in t for ex in lines for v in REWORDED.values() for t in v)
+
+
+def test_the_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
+    from lookplangraph.cli import main
+
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--qa-per-split", "0"]) == 2
+    assert "--qa-per-split must be at least 1" in capsys.readouterr().err
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--generated", str(tmp_path / "nothing")]) == 2

@@ -1,4 +1,5 @@
-"""Command-line glue: ``lookplangraph ask``, ``lookplangraph cypher-eval`` and ``lookplangraph cypher-build``.
+"""Command-line glue: ``lookplangraph ask``, ``lookplangraph cypher-eval``, ``lookplangraph cypher-build`` and
+``lookplangraph cypher-data``.
 
 :func:`add_parser` puts them under ``lookplangraph`` (:func:`lookplangraph.cli.build_parser`);
 ``python -m lookplangraph.cypher.commands ask|cypher-eval|cypher-build ...`` runs them alone.
@@ -183,8 +184,36 @@ def cmd_cypher_build(args) -> int:
     return 0
 
 
+@_guarded
+def cmd_cypher_data(args) -> int:
+    """Write Cypher training data (:mod:`lookplangraph.cypher.training`)."""
+    from grasif import dataset
+    from grasif.generate import load
+    from lookplangraph.cypher import QueryLimits, open_store
+    from lookplangraph.cypher.training import allowed_scenes, build_data
+
+    data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+    if args.qa_per_split < 1:
+        raise _Bad(f"--qa-per-split must be at least 1, not {args.qa_per_split}")
+    try:
+        tasks = [t for s in ("virtualhome", "behavior", "office") for t in dataset.load_split(data, s)]
+        for d in args.generated:
+            tasks += load(Path(d))
+    except (FileNotFoundError, dataset.SourceError, KeyError, ValueError) as exc:
+        raise _Bad(str(exc).strip("'\"")) from None
+    store = open_store("ladybug", QueryLimits(timeout_s=10, max_rows=500, max_chars=20000))
+    try:
+        counts = build_data(allowed_scenes(tasks), store, Path(args.out), n_per_split=args.qa_per_split,
+                            seed=args.seed)
+    finally:
+        store.close()
+    print(f"{counts['questions']} questions, {counts['examples']} examples ({', '.join(f'{k} {v}' for k, v in sorted(counts['by_split'].items()))}); "
+          f"written to {Path(args.out) / 'sft.jsonl'}")
+    return 0
+
+
 def add_parser(sub) -> None:
-    """Add ``ask``, ``cypher-eval`` and ``cypher-build`` to the ``lookplangraph`` sub-parsers."""
+    """Add ``ask``, ``cypher-eval``, ``cypher-build`` and ``cypher-data`` to the ``lookplangraph`` sub-parsers."""
     raw = argparse.RawDescriptionHelpFormatter
 
     def store_flags(p, *, relabel: bool) -> None:  # the agent, its LM and its graph store
@@ -264,6 +293,22 @@ def add_parser(sub) -> None:
     p.add_argument("--grounding-per-split", type=int, default=20, metavar="N",
                    help="instructions per split (default 20)")
     p.set_defaults(func=cmd_cypher_build)
+
+    p = sub.add_parser("cypher-data", help="training data for the Cypher agent: gold queries in its own turns",
+                       formatter_class=raw, allow_abbrev=False,
+                       description="Questions on the allowed scenes (the planning train pool's development-part "
+                                   "scenes, and generated buildings), reworded, answered through the real agent by "
+                                   "the gold policy (a data tool): one example per query turn and per answer turn "
+                                   "(lookplangraph.cypher.training). Held-out scenes never enter.",
+                       epilog="examples:\n  lookplangraph cypher-data --out runs/cypher_data\n"
+                              "  lookplangraph cypher-data --out runs/cypher_data --generated runs/gen/office --qa-per-split 400")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--generated", action="append", default=[], metavar="DIR",
+                   help="also the buildings of a `grasif generate` directory (repeat for several)")
+    p.add_argument("--qa-per-split", type=int, default=200, metavar="N", help="questions per split (default 200)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
+    p.set_defaults(func=cmd_cypher_data)
 
 
 def main(argv: list[str] | None = None) -> int:

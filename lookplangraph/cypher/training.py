@@ -28,7 +28,7 @@ from grasif.heldout import in_train_pool
 from grasif.task import Task
 
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
-from lookplangraph.cypher.benchmark import building, parts
+from lookplangraph.cypher.benchmark import building, path_of
 from lookplangraph.cypher.gold import Gold, gold
 from lookplangraph.cypher.phrasings import rephrase
 from lookplangraph.cypher.qa import build_questions
@@ -54,18 +54,23 @@ class GoldPolicy:
         return checked_completion(json.dumps(reply), request.get("schema"), Usage(0, 0, None), 0.0)
 
 
-def allowed_scenes(tasks: list[Task], seed: int = 0) -> list[Task]:
+def dev_buildings() -> set[str]:
+    """The buildings of the shipped Cypher benchmark's development part (its ``parts``)."""
+    return set(json.loads(path_of("qa").read_text())["parts"]["dev"])
+
+
+def allowed_scenes(tasks: list[Task]) -> list[Task]:
     """The tasks whose scenes may become Cypher training data (module doc): the planning train pool
-    in the Cypher benchmark's development part, and generated tasks."""
-    part = parts([t for t in tasks if not t.split.startswith("generated")], seed)
+    in the shipped Cypher benchmark's development part, and generated tasks."""
+    dev = dev_buildings()
     return [t for t in tasks if t.split.startswith("generated")
-            or (in_train_pool(t.split, t.id) and part.get(building(t)) == "dev")]
+            or (in_train_pool(t.split, t.id) and building(t) in dev)]
 
 
 def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, seed: int = 0) -> dict:
     """Write ``out/sft.jsonl`` and ``out/counts.json`` (module doc); returns the counts. Tasks not
     allowed (:func:`allowed_scenes`) are refused with ``ValueError`` before anything is written."""
-    allowed = {(t.split, t.id) for t in allowed_scenes(tasks, seed)}
+    allowed = {(t.split, t.id) for t in allowed_scenes(tasks)}
     refused = [f"{t.split}/{t.id}" for t in tasks if (t.split, t.id) not in allowed]
     if refused:
         raise ValueError(f"not allowed as Cypher training scenes (held out): {', '.join(refused[:8])}")
