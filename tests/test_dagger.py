@@ -95,3 +95,12 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["distill", "dagger", "--student", "expert", "--tasks", "everything", "--out", str(tmp_path)]) == 2
     assert "--tasks is train-pool or generated:DIR" in capsys.readouterr().err
     assert main(["distill", "dagger", "--student", "nonsense-spec", "--out", str(tmp_path / "x")]) in (2, 3)
+
+
+def test_a_dynamic_seed_that_moves_nothing_is_not_rolled_out_again(pool, tmp_path):
+    from sim_adapters.dynamic import perturb
+
+    moved = [t for t in pool if perturb(t.graph, t.goal, 0, "paper", f"{t.split}/{t.id}")[1]]
+    counts = run_round(pool, ScriptedBackend([J("done")]), tmp_path,  # SCRIPTED student
+                       cfg=data_config("action", "history-scene", max_actions=4), seeds=[0])
+    assert counts.episodes == len(moved) < len(pool)

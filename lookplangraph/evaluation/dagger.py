@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 from grasif.goals import evaluate_goal
 from grasif.task import Task
+from sim_adapters.dynamic import DEFAULT_MODE, perturb
 
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.evaluation.expert import Expert, ungrounded
@@ -105,7 +106,8 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
               round_: int = 1, episodes: int | None = None, expert: Expert | None = None,
               progress: Callable[[int, int, dict], None] | None = None) -> DaggerCounts:
     """One DAgger round (module doc): the student on each task and seed, ``episodes`` of them at
-    most (those already in ``out/episodes.jsonl`` are skipped: the round resumes). Returns the
+    most (those already in ``out/dagger_episodes.jsonl`` are skipped: the round resumes; so is a
+    dynamic seed that moves nothing in a task, the static episode again). Returns the
     counts of the whole directory's rounds so far, also written to ``out/dagger_counts.json``."""
     out.mkdir(parents=True, exist_ok=True)
     layout = cfg.prompt_layout
@@ -120,7 +122,7 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         trim_torn_line(path)
     done = {json.loads(line)["key"] for line in eps.read_text().splitlines() if line.strip()} if eps.exists() else set()
     counts = _read_counts(out)
-    todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done]
+    todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done and (s is None or _moves(t, s))]
     if episodes is not None:
         todo = todo[: max(0, episodes)]
     labeller = Labeller(student, expert or Expert())
@@ -165,6 +167,12 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         if progress:
             progress(n, len(todo), {"task_id": task.id, "success": result.success})
     return counts
+
+
+def _moves(task: Task, seed: int) -> bool:
+    """Whether dynamic mode moves anything in ``task`` with ``seed`` (else the episode is the
+    static one again, and the round skips it)."""
+    return bool(perturb(task.graph, task.goal, seed, DEFAULT_MODE, f"{task.split}/{task.id}")[1])
 
 
 def _reason(answer: str) -> str:
