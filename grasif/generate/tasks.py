@@ -81,6 +81,7 @@ class Describer:
             self.classes.setdefault(node_class(n), []).append(n)
 
     def room(self, room: str) -> str:
+        """``Chen's office``, ``the kitchen``, or ``meeting room 2`` where there are several."""
         if room in self.b.occupants:
             return f"{self.b.occupants[room].capitalize()}'s office"
         kind = self.b.kinds[room]
@@ -88,6 +89,8 @@ class Describer:
         return f"the {words(kind)}" if len(same) == 1 else f"{words(kind)} {same.index(room) + 1}"
 
     def asset(self, asset: str) -> str:
+        """``Chen's desk``, ``the fridge`` (the only one), ``the shelf in the kitchen``; "" when
+        its room has two of its class (it cannot be named alone)."""
         cls, room = node_class(asset), self.g.place_of(asset)
         if room in self.b.occupants and cls == "desk":
             return f"{self.b.occupants[room].capitalize()}'s desk"
@@ -100,6 +103,8 @@ class Describer:
         return f"the {words(cls)} in {where}"
 
     def obj(self, obj: str) -> str:
+        """``the apple`` (the only one) or ``the apple on the shelf in the kitchen``; "" when it is
+        not on an asset that names it alone, or shares its holder with another of its class."""
         cls = node_class(obj)
         holder, rel = self.g.parent[obj]
         same = [o for o in self.classes[cls] if self.g.parent.get(o, (None,))[0] == holder]
