@@ -37,12 +37,11 @@ from typing import Any, Callable
 
 from grasif.goals import evaluate_goal
 from grasif.task import Task
-from sim_adapters.dynamic import DEFAULT_MODE, perturb
 
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.evaluation.expert import Expert, ungrounded
-from lookplangraph.evaluation.runner import make_env, trim_torn_line
-from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.evaluation.runner import dynamic_moves, make_env, trim_torn_line
+from lookplangraph.planners.config import PlannerConfig, answer_format
 from lookplangraph.planners.lookplangraph import run_episode
 
 
@@ -73,12 +72,13 @@ class Labeller:
         reply = self.student.complete(messages, **request)
         action, _, _ = parse_reply(reply.text)
         self.expert.follow(None if action is None else str(action))
-        expert_action, _, _ = parse_reply(label.text)
+        expert_action, reason, _ = parse_reply(label.text)
         gives_up = expert_action is not None and expert_action.function_name == "done" and \
             not evaluate_goal(self.task.goal, self.env.true_graph(), self.expert.initial).success
         self.labels.append({"messages": [{"role": m["role"], "content": m["content"]} for m in messages],
                             "label": label.text, "student": None if action is None else str(action),
-                            "expert": None if expert_action is None else str(expert_action), "gives_up": gives_up})
+                            "expert": None if expert_action is None else str(expert_action), "reason": reason or "",
+                            "gives_up": gives_up})
         return reply
 
 
@@ -111,7 +111,7 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     counts of the whole directory's rounds so far, also written to ``out/dagger_counts.json``."""
     out.mkdir(parents=True, exist_ok=True)
     layout = cfg.prompt_layout
-    answer = "action" if cfg.reason_max_length == 0 else ("reason+action" if cfg.reason_first else "action+reason")
+    answer = answer_format(cfg.reason_first, cfg.reason_max_length)
     data_counts = json.loads((out / "counts.json").read_text()) if (out / "counts.json").exists() else \
         {"examples": 0, "prompt_layout": layout, "answer_format": answer, "by_source": {}}
     if (data_counts.get("prompt_layout"), data_counts.get("answer_format")) != (layout, answer):
@@ -122,7 +122,7 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         trim_torn_line(path)
     done = {json.loads(line)["key"] for line in eps.read_text().splitlines() if line.strip()} if eps.exists() else set()
     counts = _read_counts(out)
-    todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done and (s is None or _moves(t, s))]
+    todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done and (s is None or dynamic_moves(t, s))]
     if episodes is not None:
         todo = todo[: max(0, episodes)]
     labeller = Labeller(student, expert or Expert())
@@ -139,8 +139,7 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
             if lab["gives_up"]:
                 counts.left_out_done += 1
                 continue
-            reason = _reason(lab["label"])
-            if lab["expert"] is None or ungrounded(lab["expert"] + " " + reason, lab["messages"][-1]["content"]):
+            if lab["expert"] is None or ungrounded(lab["expert"] + " " + lab["reason"], lab["messages"][-1]["content"]):
                 counts.left_out_ungrounded += 1
                 continue
             meta = {"source": "dagger", "student": student_name, "round": round_, "split": task.split,
@@ -167,20 +166,6 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         if progress:
             progress(n, len(todo), {"task_id": task.id, "success": result.success})
     return counts
-
-
-def _moves(task: Task, seed: int) -> bool:
-    """Whether dynamic mode moves anything in ``task`` with ``seed`` (else the episode is the
-    static one again, and the round skips it)."""
-    return bool(perturb(task.graph, task.goal, seed, DEFAULT_MODE, f"{task.split}/{task.id}")[1])
-
-
-def _reason(answer: str) -> str:
-    try:
-        reply = json.loads(answer)
-    except json.JSONDecodeError:
-        return ""
-    return str(reply.get("reason") or "") if isinstance(reply, dict) else ""
 
 
 def _read_counts(out: Path) -> DaggerCounts:

@@ -41,7 +41,7 @@ from lookplangraph.planners import get_planner
 from lookplangraph.evaluation.workers import WorkerProcesses, WorkerThreads
 from sim_adapters.failures import LowLevelFailures
 from sim_adapters.graph_env import GraphEnvironment
-from sim_adapters.dynamic import DEFAULT_MODE
+from sim_adapters.dynamic import DEFAULT_MODE, perturb
 from sim_adapters.dynamic import dynamic_mode as dynamic_mode_of
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
 from vlm.descriptions import describe_truth
@@ -99,10 +99,21 @@ def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph", fa
             backend = UnityBackend(where or DEFAULT_URL)
         environment = VirtualHomeEnvironment(task, backend)
     if dynamic_seed is not None:
-        environment = DynamicPerturbation(environment, task.goal, dynamic_seed, dynamic_mode, f"{task.split}/{task.id}")
+        environment = DynamicPerturbation(environment, task.goal, dynamic_seed, dynamic_mode, dynamic_key(task))
     if failures:
         environment = LowLevelFailures(environment, failures, f"{failure_seed}:{task.split}/{task.id}")
     return environment
+
+
+def dynamic_key(task: Task) -> str:
+    """The key dynamic mode draws a task's moves with (``split/id``: :mod:`sim_adapters.dynamic`)."""
+    return f"{task.split}/{task.id}"
+
+
+def dynamic_moves(task: Task, seed: int, dynamic_mode: str = DEFAULT_MODE) -> bool:
+    """Whether dynamic mode moves anything in ``task`` with ``seed``, as :func:`make_env`'s
+    environment will (without it, the episode is the static one)."""
+    return bool(perturb(task.graph, task.goal, seed, dynamic_mode, dynamic_key(task))[1])
 
 
 @lru_cache(maxsize=4)

@@ -54,7 +54,7 @@ from sgs.simulator import check
 from lookplangraph.agent.demonstrations import Demonstration, write_demonstrations
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.evaluation.expert import Expert, ungrounded
-from lookplangraph.evaluation.runner import make_env
+from lookplangraph.evaluation.runner import dynamic_moves, make_env
 from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
 
@@ -188,10 +188,10 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     if copy is None:
                         counts.augmentations_left_out += 1
                         continue
-                    result, examples, demo = expert_episode(copy, seed, cfg, expert)
-                    if seed is not None and not result.moves:
-                        counts.unmoved_left_out += 1  # the dynamic mode left this task as it is: the static episode again
+                    if seed is not None and not dynamic_moves(copy, seed):
+                        counts.unmoved_left_out += 1  # the dynamic mode leaves this task as it is: the static episode again
                         continue
+                    result, examples, demo = expert_episode(copy, seed, cfg, expert)
                     meta = {"split": task.split, "task_id": task.id, "seed": seed,
                             "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
                             "correction": correction}
@@ -221,15 +221,6 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     write_demonstrations(demos, out / "demonstrations.jsonl.gz")
     (out / "counts.json").write_text(json.dumps(counts.__dict__, indent=1) + "\n")
     return counts
-
-
-def _reason_of(answer: str) -> str:
-    """The ``reason`` of an answer's JSON ("" when it has none)."""
-    try:
-        reply = json.loads(answer)
-    except json.JSONDecodeError:
-        return ""
-    return str(reply.get("reason") or "") if isinstance(reply, dict) else ""
 
 
 def _token_counter() -> Callable[[str], int]:
@@ -300,7 +291,7 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
     for n, line in enumerate((out / "sft.jsonl").read_text().splitlines(), 1):
         ex = json.loads(line)
         report.examples += 1
-        action, _, error = parse_reply(ex["messages"][-1]["content"])
+        action, reason, error = parse_reply(ex["messages"][-1]["content"])
         if action is None:
             report.problems.append(f"sft.jsonl line {n}: the answer is not an action ({error})")
             continue
@@ -308,7 +299,6 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
         for name in (action.node, action.destination):
             if name and name not in prompt:
                 report.problems.append(f"sft.jsonl line {n}: {action} names {name}, which its prompt does not show")
-        reason = _reason_of(ex["messages"][-1]["content"])
         unseen = ungrounded(reason, prompt) if reason else []
         if unseen:
             report.problems.append(f"sft.jsonl line {n}: the reason names {', '.join(unseen)}, which its prompt does "
