@@ -170,10 +170,9 @@ class Priors:
                               f"{head_noun(normalise(obj))!r})" + (f"; close: {', '.join(known)}" if known else "")
                               + f"; {len(self.counts)} classes are known (`lookplangraph grasif priors --list`)")
         own = self.counts[cls]
-        keys = set(own) | set(self.marginal)
-        ranked = sorted(keys, key=lambda k: (-self.probability(cls, *k.split("|")), k))
-        return [Placement(*k.split("|"), self.probability(cls, *k.split("|")), own.get(k, 0))
-                for k in ranked[:top]]
+        p = {k: self.probability(cls, *k.split("|")) for k in set(own) | set(self.marginal)}
+        ranked = sorted(p, key=lambda k: (-p[k], k))
+        return [Placement(*k.split("|"), p[k], own.get(k, 0)) for k in ranked[:top]]
 
     def to_dict(self) -> dict:
         return {"protocol": "priors_v1", "manifest": "heldout_v1", "alpha": self.alpha,

@@ -155,8 +155,13 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int, mode: str | DynamicMod
         moved = _draw_move(rng, priors, goal, graph, current, obj, pools, before)
         if moved is not None:
             current, (holder, rel) = moved
-            notes.append(f"{obj}: {old[1].value} {old[0]} -> {rel.value} {holder}")
+            notes.append(_note(obj, old, holder, rel))
     return current.check(), notes
+
+
+def _note(obj: str, old: tuple[str, Relation], holder: str, rel: Relation) -> str:
+    """A move as ``moves`` lists it: ``apple-1: ontop table-1 -> inside fridge-1``."""
+    return f"{obj}: {old[1].value} {old[0]} -> {rel.value} {holder}"
 
 
 def _draw_move(rng, priors, goal, graph, current, obj, pools, before):
@@ -194,6 +199,6 @@ def _perturb_anywhere(graph: SceneGraph, goal: GoalSpec, seed: int) -> tuple[Sce
             trial = current.evolve(parent={**current.parent, obj: (holder, rel)})
             if evaluate_goal(goal, trial, graph).correct <= before:
                 current = trial
-                notes.append(f"{obj}: {old[1].value} {old[0]} -> {rel.value} {holder}")
+                notes.append(_note(obj, old, holder, rel))
                 break
     return current.check(), notes
