@@ -185,6 +185,12 @@ def evaluate_goal(spec: GoalSpec, graph: SceneGraph, initial: SceneGraph | None 
     return GoalResult(items=items, side_effects=side_effects(spec, graph, initial), frame_checked=True)
 
 
+def already_met(spec: GoalSpec, graph: SceneGraph) -> list[str]:
+    """Labels of the goal units that hold in ``graph`` already (a task's goal units must each be a
+    change: the office split and generated tasks refuse one that is not)."""
+    return [item.label for item in evaluate_goal(spec, graph, graph).items if item.ok]
+
+
 def _expected_states(before: set[str], required: list[str], absent: list[str]) -> set[str]:
     """``before`` after a goal's state change: minus ``absent``, minus the opposites of the
     required states, plus the required states (what the goal graph says)."""

@@ -40,11 +40,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grasif.dataset import SourceError
-from grasif.goals import GoalSpec, evaluate_goal
+from grasif.goals import GoalSpec, already_met
 from grasif.task import Task
 from grasif.validate import validate_plan
 from sgs.actions import ActionSyntaxError, parse_plan
-from sgs.graph import OPPOSITE_STATE, GraphError, SceneGraph, node_class
+from sgs.graph import OPPOSITE_STATE, GraphError, node_class
 from sgs.io import graph_from_dict
 
 SPLIT = "office"
@@ -225,11 +225,6 @@ def apply_edits(building: dict[str, Any], edits: Edits) -> dict[str, Any]:
     return data
 
 
-def _already_met(spec: GoalSpec, graph: SceneGraph) -> list[str]:
-    """Labels of goal units that hold in ``graph`` already (a goal unit must be a change)."""
-    return [item.label for item in evaluate_goal(spec, graph, graph).items if item.ok]
-
-
 def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> Task:
     where = f"{tasks_path}: task {src.id}"
     try:
@@ -252,7 +247,7 @@ def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> T
     problems += [f"count goal: no node of class {g.cls!r}" for g in goal.count_goals if g.cls not in classes]
     if problems:
         raise SourceError(f"{where}: goal: {'; '.join(problems)}")
-    met = _already_met(goal, graph)
+    met = already_met(goal, graph)
     if met:
         raise SourceError(f"{where}: goal part already holds in the initial graph: {', '.join(met)}")
     report = validate_plan(graph, src.plan, goal)

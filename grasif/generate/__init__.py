@@ -67,7 +67,7 @@ def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
             drawn = draw_task(task_kind, g, b, rng, priors)
             if drawn is None:
                 continue
-            task = checked(f"{world}-t{kept + 1}", f"generated-{kind}", b, drawn,
+            task = checked(f"{world}-t{kept + 1}", f"generated-{kind}", b, g, drawn,
                            {"source": GENERATOR, "kind": task_kind, "building": world, "seed": seed})
             if task is None or task.instruction in said:
                 continue

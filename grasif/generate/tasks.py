@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import random
 
-from grasif.goals import CountGoal, GoalSpec, NodeGoal, evaluate_goal
+from grasif.goals import CountGoal, GoalSpec, NodeGoal, already_met
 from grasif.priors import Priors
 from grasif.task import Task
 from grasif.validate import validate_plan
 from sgs.actions import parse_plan
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
-from sgs.io import graph_from_dict
 from sgs.simulator import run_plan
 
 from grasif.generate.worlds import Building
@@ -236,13 +235,13 @@ def closing_steps(g: SceneGraph, plan: list[str], goal: GoalSpec) -> list[str]:
     return [f"close({n})" for n in sorted(opened, key=depth, reverse=True)]
 
 
-def checked(task_id: str, split: str, b: Building, drawn, provenance: dict) -> Task | None:
-    """The task, when it is one (module doc): no goal part holds already, and the plan with its
-    closing steps reaches the goal with nothing else changed; else None."""
+def checked(task_id: str, split: str, b: Building, g: SceneGraph, drawn, provenance: dict) -> Task | None:
+    """The task, when it is one (module doc): no goal part holds already in ``g`` (the building's
+    graph, parsed), and the plan with its closing steps reaches the goal with nothing else
+    changed; else None."""
     text, goal, plan, phrasing = drawn
-    g = graph_from_dict(b.graph)
     goal = goal.model_copy(update={"unchanged_elsewhere": True})
-    if goal.check_names(g) or any(item.ok for item in evaluate_goal(goal, g, g).items):
+    if goal.check_names(g) or already_met(goal, g):
         return None
     plan = plan + [s for s in closing_steps(g, plan, goal) if s not in plan]
     if not validate_plan(g, plan, goal).success:
