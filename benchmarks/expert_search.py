@@ -34,9 +34,8 @@ MODES = ("static", "paper", "anywhere")
 
 def task_sets(data_dir: Path) -> dict[str, list]:
     """The evaluation tasks: ``office`` (29) and ``vh+bh`` (the 18 of the held-out sample)."""
-    ids = set(heldout.EVAL_IDS)
-    vhbh = [t for s in heldout.POOL_SPLITS for t in dataset.load_split(data_dir, s) if (t.split, t.id) in ids]
-    return {"office": dataset.load_split(data_dir, "office"), "vh+bh": vhbh}
+    held = heldout.evaluation_tasks(data_dir)
+    return {"office": [t for t in held if t.split == "office"], "vh+bh": [t for t in held if t.split != "office"]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,6 +72,12 @@ def is_eval(task: Task) -> bool:
     return task.split in EVAL_SPLITS or (task.split, task.id) in EVAL_IDS
 
 
+def evaluation_tasks(data_dir: Path) -> list[Task]:
+    """The evaluation tasks of a GraSIF build (:func:`is_eval`: the 47-task sample), in split
+    order: what no training material may equal or rename."""
+    return [t for split in (*POOL_SPLITS, *EVAL_SPLITS) for t in dataset.load_split(data_dir, split) if is_eval(t)]
+
+
 def in_train_pool(split: str, task_id: str, manifest: dict | None = None) -> bool:
     """Whether ``split/task_id`` is in the manifest's train pool: what alone may become training
     data or a demonstration."""

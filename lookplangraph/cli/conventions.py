@@ -272,17 +272,18 @@ def check_spec_flags(lm: str | None, vlm: str | None, parser_lm: str | None) -> 
                 raise UsageError(f"{flag}: {exc}") from None
 
 
-def progress_bar(desc: str = "episodes"):
-    """``progress(done, total, row)`` for :func:`lookplangraph.evaluation.runner.evaluate` and the injection
-    curve, drawn by tqdm on stderr (the last episode's verdict in the postfix)."""
+def progress_bar(desc: str = "episodes", unit: str = "ep"):
+    """``progress(done, total, row=None)`` for :func:`lookplangraph.evaluation.runner.evaluate`, the
+    injection curve and the other long loops, drawn by tqdm on stderr (the last episode's verdict
+    in the postfix when a row is given)."""
     from tqdm import tqdm
 
     state: dict = {}
 
-    def show(done: int, total: int, row) -> None:
+    def show(done: int, total: int, row=None) -> None:
         bar = state.get("bar")
         if bar is None:
-            bar = state["bar"] = tqdm(total=total, initial=done, desc=desc, unit="ep", file=sys.stderr)
+            bar = state["bar"] = tqdm(total=total, initial=done, desc=desc, unit=unit, file=sys.stderr)
         bar.update(done - bar.n)
         if row is not None and "task_id" in row:
             bar.set_postfix_str(f"last: {row['task_id']} {'ok' if row.get('success') else 'fail'}", refresh=False)

@@ -12,7 +12,8 @@ from grasif.validate import ValidationReport, validate_plan
 from sgs.actions import ActionSyntaxError
 from sgs.render import render_tree
 
-from lookplangraph.cli.conventions import EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, deprecated
+from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, deprecated,
+                                           progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, read_goal, read_graph, read_json, source_error, split_flag
 
 
@@ -216,13 +217,7 @@ def _priors(args, data_dir: Path) -> int:
         raise UsageError(f"--top must be at least 1, not {args.top}")
     try:
         if args.rebuild:
-            from tqdm import tqdm
-
-            with tqdm(desc="counting placements", unit="task", file=sys.stderr) as bar:
-                def step(n, total):
-                    bar.total = total
-                    bar.update(1)
-                built = priors.build(data_dir, progress=step)
+            built = priors.build(data_dir, progress=progress_bar("counting placements", unit="task"))
             priors.write(built, path)
             print(f"priors of {len(built.counts)} object classes from {len(built.sources)} train-pool tasks "
                   f"written to {path}")
@@ -250,8 +245,6 @@ def _priors(args, data_dir: Path) -> int:
 
 def _generate(args, data_dir: Path) -> int:
     """``grasif generate``: tasks on generated buildings, leak-checked, written whole."""
-    from tqdm import tqdm
-
     from grasif import dataset, generate, heldout
     from grasif.generate.leaks import GeneratedLeak
 
@@ -260,10 +253,9 @@ def _generate(args, data_dir: Path) -> int:
     missing = [s for s in ("virtualhome", "behavior", "office") if not (data_dir / s).is_dir()]
     if missing:
         dataset.build(data_dir, splits=missing, progress=lambda msg: print(msg, file=sys.stderr))
-    held = [t for s in ("virtualhome", "behavior", "office") for t in dataset.load_split(data_dir, s)
-            if heldout.is_eval(t)]
-    with tqdm(total=args.n, desc=f"generated {args.kind} tasks", unit="task", file=sys.stderr) as bar:
-        tasks = generate.generate(args.kind, args.n, args.seed, progress=lambda done, total: bar.update(1))
+    held = heldout.evaluation_tasks(data_dir)
+    tasks = generate.generate(args.kind, args.n, args.seed,
+                              progress=progress_bar(f"generated {args.kind} tasks", unit="task"))
     try:
         out = generate.write(tasks, Path(args.out), held)
     except (GeneratedLeak, FileExistsError) as exc:

@@ -236,7 +236,7 @@ def cmd_distill(args) -> int:
     if args.distill_command in ("train", "export", "merge", "split", "join"):
         return _distill_training(args)
     from grasif import dataset
-    from grasif.heldout import in_train_pool
+    from grasif.heldout import evaluation_tasks, in_train_pool
 
     from grasif.generate.leaks import GeneratedLeak
 
@@ -270,11 +270,7 @@ def cmd_distill(args) -> int:
     bad = sorted(set(kinds) - set(trajectories.AUGMENTATIONS))
     if bad:
         raise UsageError(f"--augment: unknown kind(s) {', '.join(bad)}; use {', '.join(trajectories.AUGMENTATIONS)} or none")
-    held = []
-    if generated:
-        from grasif.heldout import is_eval
-
-        held = [t for t in tasks if is_eval(t)] + [t for t in dataset.load_split(root, "office") if is_eval(t)]
+    held = evaluation_tasks(root) if generated else []
     try:
         counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
                                          max_actions=args.max_actions, progress=progress_bar("expert episodes"),
@@ -295,9 +291,8 @@ def cmd_distill(args) -> int:
 
 def _dagger(args, root: Path, tasks: list) -> int:
     """``distill dagger``: one round over train-pool or generated tasks (module doc of dagger)."""
-    from grasif import dataset
     from grasif.generate.leaks import GeneratedLeak, check_leaks
-    from grasif.heldout import in_train_pool, is_eval
+    from grasif.heldout import evaluation_tasks, in_train_pool
 
     from lookplangraph.evaluation import dagger, trajectories
     from lookplangraph.lm import LMError, make_backend
@@ -306,9 +301,8 @@ def _dagger(args, root: Path, tasks: list) -> int:
         chosen = [t for t in tasks if in_train_pool(t.split, t.id)]
     elif args.tasks.startswith("generated:"):
         chosen = _generated_tasks([args.tasks.split(":", 1)[1]])
-        held = [t for t in tasks if is_eval(t)] + [t for t in dataset.load_split(root, "office") if is_eval(t)]
         try:
-            check_leaks(chosen, held)
+            check_leaks(chosen, evaluation_tasks(root))
         except GeneratedLeak as exc:
             raise UsageError(str(exc)) from None
     else:
