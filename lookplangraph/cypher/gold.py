@@ -10,7 +10,8 @@ on GraSIF scenes.
 The queries are written as a person who knows the schema (:mod:`.scene`) would write them, in
 the dialect both stores accept: objects reach their room through ``ON_TOP_OF``/``INSIDE`` to an
 Asset and ``IN_ROOM`` (``[:ON_TOP_OF|INSIDE*1..12]``), a held object is in no room and rests on
-nothing, states are a list (``list_contains(n.states, 'open')``).
+nothing, states are a list (``list_contains(n.states, 'open')``). A set is returned sorted, so the
+rows (and the training data made of them) do not depend on the store's internal order.
 """
 
 from __future__ import annotations
@@ -51,14 +52,14 @@ QUERIES: dict[str, tuple[str, str]] = {
     "location_parent": ("What is {obj} directly on top of or inside? Give the name of that node.",
                         "MATCH (o:Object {{name: '{obj}'}})-[:ON_TOP_OF|INSIDE]->(p) RETURN p.name"),
     "state_set": ("Which {cls} nodes are {state}? Give their names.",
-                  "MATCH (n) WHERE n.class = '{cls}' AND list_contains(n.states, '{state}') RETURN n.name"),
+                  "MATCH (n) WHERE n.class = '{cls}' AND list_contains(n.states, '{state}') RETURN n.name ORDER BY n.name"),
     "state_bool": ("Is {node} {state}?",
                    "MATCH (n {{name: '{node}'}}) RETURN list_contains(n.states, '{state}')"),
     "state_count_room": ("How many assets in the room {room} are {state}?",
                          "MATCH (a:Asset)-[:IN_ROOM]->(:Room {{name: '{room}'}}) WHERE list_contains(a.states, '{state}') "
                          "RETURN count(a)"),
     "contain_deep_set": ("Which objects are on top of or inside {node}, directly or through other objects (at any depth)?",
-                         f"MATCH (d:Object)-{CHAIN}->(n {{{{name: '{{node}}'}}}}) RETURN DISTINCT d.name"),
+                         f"MATCH (d:Object)-{CHAIN}->(n {{{{name: '{{node}}'}}}}) RETURN DISTINCT d.name ORDER BY d.name"),
     "contain_base_asset": ("{obj} rests on or inside another object. Which asset (furniture or fixture) ultimately "
                            "holds it?", f"MATCH (o:Object {{{{name: '{{obj}}'}}}})-{CHAIN}->(a:Asset) RETURN a.name"),
     "contain_count_deep": ("How many objects are on top of or inside {asset} at any depth (objects on or in objects "
@@ -69,14 +70,14 @@ QUERIES: dict[str, tuple[str, str]] = {
     "argmax_room_assets": ("Which room has the most assets?",
                            "MATCH (a:Asset)-[:IN_ROOM]->(r:Room) RETURN r.name, count(a) AS k ORDER BY k DESC LIMIT 1"),
     "set_classes_on": ("What classes of objects are directly on top of or inside {asset}? Give each class once.",
-                       "MATCH (o:Object)-[:ON_TOP_OF|INSIDE]->(a {{name: '{asset}'}}) RETURN DISTINCT o.class"),
+                       "MATCH (o:Object)-[:ON_TOP_OF|INSIDE]->(a {{name: '{asset}'}}) RETURN DISTINCT o.class ORDER BY o.class"),
     "list_rooms_sorted": ("List the names of all rooms in alphabetical order.",
                           "MATCH (r:Room) RETURN r.name ORDER BY r.name"),
     "list_on_asset_sorted": ("List the names of the objects directly on top of or inside {asset}, in alphabetical order.",
                              "MATCH (o:Object)-[:ON_TOP_OF|INSIDE]->(a {{name: '{asset}'}}) RETURN o.name ORDER BY o.name"),
     "set_rooms_with_class": ("Which rooms contain at least one {cls} object?",
                              f"MATCH (o:Object)-{CHAIN}->(:Asset)-[:IN_ROOM]->(r:Room) WHERE o.class = '{{cls}}' "
-                             "RETURN DISTINCT r.name"),
+                             "RETURN DISTINCT r.name ORDER BY r.name"),
 }
 PATTERNS = {name: _pattern(text) for name, (text, _) in QUERIES.items()}
 

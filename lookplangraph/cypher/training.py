@@ -83,21 +83,21 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, s
     with open(tmp, "w") as f:
         for split, ts in sorted(by_split.items()):
             scenes = {t.id: t.graph for t in ts}
-            for q in build_questions(split, list(scenes.items()), n_per_split, seed=seed):
-                g = scenes[q.scene]
-                store.load(g)
-                answer = gold(q, store)
-                asked = rephrase(q, g, random.Random(f"{seed}:{q.id}"))
-                result = CypherAgent(GoldPolicy(answer), store, AgentConfig()).answer_question(asked.question,
-                                                                                            asked.answer_type)
-                if result.error or result.answer != answer.answer:
-                    raise ValueError(f"{q.id}: the agent's loop did not take the gold turns ({result.error})")
-                chat = result.transcript
+            questions = build_questions(split, list(scenes.items()), n_per_split, seed=seed)
+            turns, loaded = {}, None
+            for i in sorted(range(len(questions)), key=lambda i: questions[i].scene):  # one store load per scene
+                q = questions[i]
+                if q.scene != loaded:
+                    store.load(scenes[q.scene])
+                    loaded = q.scene
+                turns[i] = _gold_turns(q, scenes[q.scene], store, seed)
+            for i, q in enumerate(questions):  # written in the questions' own order
+                asked, chat = turns[i]
                 meta = {"source": "cypher-gold", "split": split, "scene": q.scene, "template": q.template,
-                        "question": asked.question}
-                for i, m in enumerate(chat):
+                        "question": asked}
+                for k, m in enumerate(chat):
                     if m["role"] == "assistant":
-                        f.write(json.dumps({"messages": chat[: i + 1], "meta": {**meta, "turn": i}}) + "\n")
+                        f.write(json.dumps({"messages": chat[: k + 1], "meta": {**meta, "turn": k}}) + "\n")
                         counts["examples"] += 1
                 counts["questions"] += 1
                 counts["by_template"][q.template] = counts["by_template"].get(q.template, 0) + 1
@@ -105,3 +105,13 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, s
     tmp.replace(out / "sft.jsonl")
     (out / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
     return counts
+
+
+def _gold_turns(q, g, store, seed: int) -> tuple[str, list[dict[str, str]]]:
+    """``q`` reworded, and the agent's transcript with the gold policy on ``store`` (``g`` loaded)."""
+    answer = gold(q, store)
+    asked = rephrase(q, g, random.Random(f"{seed}:{q.id}"))
+    result = CypherAgent(GoldPolicy(answer), store, AgentConfig()).answer_question(asked.question, asked.answer_type)
+    if result.error or result.answer != answer.answer:
+        raise ValueError(f"{q.id}: the agent's loop did not take the gold turns ({result.error})")
+    return asked.question, result.transcript
