@@ -32,10 +32,12 @@ from grasif.priors import Priors
 from grasif.task import Task
 from sgs.io import graph_from_dict
 
-__all__ = ["GENERATOR", "KINDS", "generate", "load", "write"]
+__all__ = ["GENERATOR", "KINDS", "SPLIT_PREFIX", "generate", "is_generated", "load", "write"]
 
 #: the generator's version, in every task's provenance
 GENERATOR = "grasif.generate v1"
+#: the split of a generated task is this and its kind (``generated-office``)
+SPLIT_PREFIX = "generated-"
 #: tasks drawn on one building before the next is drawn
 TASKS_PER_BUILDING = 6
 
@@ -67,7 +69,7 @@ def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
             drawn = draw_task(task_kind, g, b, rng, priors)
             if drawn is None:
                 continue
-            task = checked(f"{world}-t{kept + 1}", f"generated-{kind}", b, g, drawn,
+            task = checked(f"{world}-t{kept + 1}", f"{SPLIT_PREFIX}{kind}", b, g, drawn,
                            {"source": GENERATOR, "kind": task_kind, "building": world, "seed": seed})
             if task is None or task.instruction in said:
                 continue
@@ -78,6 +80,11 @@ def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
                 progress(len(tasks), n)
         index += 1
     return tasks
+
+
+def is_generated(task: Task) -> bool:
+    """Whether ``task`` was made by :func:`generate` (its split says so)."""
+    return task.split.startswith(SPLIT_PREFIX)
 
 
 def write(tasks: list[Task], out: Path, heldout: list[Task]) -> Path:

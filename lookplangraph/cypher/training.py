@@ -24,6 +24,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from grasif.generate import is_generated
 from grasif.heldout import in_train_pool
 from grasif.task import Task
 
@@ -63,7 +64,7 @@ def allowed_scenes(tasks: list[Task]) -> list[Task]:
     """The tasks whose scenes may become Cypher training data (module doc): the planning train pool
     in the shipped Cypher benchmark's development part, and generated tasks."""
     dev = dev_buildings()
-    return [t for t in tasks if t.split.startswith("generated")
+    return [t for t in tasks if is_generated(t)
             or (in_train_pool(t.split, t.id) and building(t) in dev)]
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from grasif.generate import is_generated
 from grasif.goals import evaluate_goal
 from grasif.heldout import LeakError, in_train_pool
 from grasif.task import Task
@@ -204,7 +205,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     if not result.success:
                         continue  # only what reached the goal teaches
                     counts.successful += 1
-                    if kind is None and not task.split.startswith("generated"):
+                    if kind is None and not is_generated(task):  # the shipped demonstrations are the train pool's
                         demos.append(demo)
                     for step, (messages, answer, accepted) in enumerate(examples, 1):
                         if not accepted:
