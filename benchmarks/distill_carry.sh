@@ -3,7 +3,7 @@
 # call (the repository's ~4.4 MB included) and has torch, transformers, peft and accelerate but not
 # gguf or pydantic (Python 3.12):
 #   runs/carry/base/   the base GGUF in 58.5 MiB chunks with a SHA-256 manifest (19 for the 1.5B)
-#   runs/carry/data/   sft.jsonl.gz (the expert's training data compresses ~20x: 69,171 examples are 26 MB)
+#   runs/carry/data/   sft.jsonl.gz and counts.json (data v2's 38,966 examples, 201 MB, gzip to ~3 MB)
 #   runs/carry/wheels/ gguf and pydantic wheels for Python 3.12
 #
 #   benchmarks/distill_carry.sh [MODEL] [DATA_DIR]     # default qwen2.5-coder-1.5b runs/distill
@@ -18,6 +18,9 @@ OUT=runs/carry
 rm -rf "$OUT" && mkdir -p "$OUT/data" "$OUT/wheels"
 [ -f "$DATA/sft.jsonl" ] || { echo "no $DATA/sft.jsonl: run lookplangraph distill data --out $DATA" >&2; exit 1; }
 gzip -c "$DATA/sft.jsonl" > "$OUT/data/sft.jsonl.gz"
+# counts.json records the data's prompt layout and answer format; training writes them into the
+# adapter, and without it the adapter would claim the v0 format (scene-history, action+reason).
+[ -f "$DATA/counts.json" ] && cp "$DATA/counts.json" "$OUT/data/"
 BASE=$($PY -c "from lookplangraph.lm.embedded import ensure_model; print(ensure_model('$MODEL'))")
 $PY -m lookplangraph.cli distill split "$BASE" --out "$OUT/base" --chunk-mib 58.5
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
