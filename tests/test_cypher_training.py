@@ -1,5 +1,6 @@
 """Cypher training data (lookplangraph.cypher.training): the real agent's turns with the gold
-policy (a data tool, not an LM), questions reworded, held-out scenes refused."""
+policy (a data tool, not an LM), questions reworded, instructions grounded with goals the judge
+scores correct, held-out scenes and held-out grounding items refused."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ import pytest
 
 from grasif import dataset, heldout
 from grasif.generate import generate
+from grasif.goals import GoalSpec
 from lookplangraph.cypher import QueryLimits, open_store
-from lookplangraph.cypher.benchmark import building, parts
+from lookplangraph.cypher.benchmark import building, load_benchmark, parts
 from lookplangraph.cypher.gold import PATTERNS
+from lookplangraph.cypher.grounding import judge
 from lookplangraph.cypher.phrasings import PHRASINGS, REWORDED, rephrase
 from lookplangraph.cypher.qa import TEMPLATES, build_questions
-from lookplangraph.cypher.training import allowed_scenes, build_data
+from lookplangraph.cypher.grounding_gold import referenced
+from lookplangraph.cypher.training import allowed_scenes, build_data, grounding_items
 
 pytest.importorskip("ladybug")
 
@@ -69,9 +73,11 @@ def test_the_data_is_the_agents_own_turns_with_the_gold_query_and_answer(tasks, 
     chosen = allowed_scenes(tasks)[:6] + generate("office", 4, seed=5)
     counts = build_data(chosen, store, tmp_path, n_per_split=20)
     lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    lines = [ex for ex in lines if ex["meta"]["source"] == "cypher-gold"]
     # two turns a question (query, answer); three where the rows look empty (a false, a zero) and the
     # agent asks once more before it takes the answer, as it does with a model
-    assert counts["examples"] == len(lines) and 2 * counts["questions"] <= len(lines) <= 3 * counts["questions"]
+    assert counts["qa_examples"] == len(lines) and 2 * counts["questions"] <= len(lines) <= 3 * counts["questions"]
+    assert counts["examples"] == counts["qa_examples"] + counts["grounding"]["examples"]
     assert counts["questions"] > 20
     assert set(counts["by_split"]) >= {"generated-office"}
     for ex in lines:
@@ -86,9 +92,68 @@ def test_the_data_is_the_agents_own_turns_with_the_gold_query_and_answer(tasks, 
     assert not any(ex["meta"]["question"] in t for ex in lines for v in REWORDED.values() for t in v)
 
 
+def test_grounding_examples_are_the_agents_turns_with_goals_the_judge_scores_correct(tasks, store, tmp_path):
+    chosen = allowed_scenes(tasks) + generate("office", 6, seed=5)
+    counts = build_data(chosen, store, tmp_path, n_per_split=0, grounding_per_split=12)
+    lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    assert counts["questions"] == counts["qa_examples"] == 0 and counts["examples"] == len(lines)
+    g = counts["grounding"]
+    assert g["examples"] == len(lines) and g["items"] == sum(g["by_split"].values()) >= 20
+    assert set(g["by_split"]) == {"virtualhome", "behavior", "generated-office"}
+    by_id = {(t.split, t.id): t for t in chosen}
+    items = {item.id: (t, item) for t, item in grounding_items(chosen, 12)}
+    answers = 0
+    for ex in lines:
+        meta, msgs = ex["meta"], ex["messages"]
+        assert meta["source"] == "cypher-gold-grounding" and (meta["split"], meta["scene"]) in by_id
+        assert msgs[1]["content"] == f"Instruction: {meta['instruction']}"
+        last = json.loads(msgs[-1]["content"])
+        if last["tool"] == "answer":  # judged again here, on the item's own states, from the written data
+            task, item = items[meta["item"]]
+            assert judge(item, task.graph, last["answer"]).correct, meta["item"]
+            shown = " ".join(m["content"] for m in msgs if m["role"] == "user" and m["content"].startswith("Result"))
+            for name in referenced(GoalSpec.model_validate(last["answer"]))[0]:
+                assert f'"{name}"' in shown, (meta["item"], name)  # the rows the agent read name every node used
+            answers += 1
+        else:
+            assert last["tool"] == "run_cypher_query" and last["query"].startswith("MATCH (")
+    assert answers == g["items"]
+
+
+def test_no_held_out_grounding_item_or_building_enters_the_data(tasks, store, tmp_path):
+    items, _ = load_benchmark("grounding")
+    held = [i for i in items if i.part == "heldout"]
+    assert held  # the shipped benchmark has a held-out part
+    counts = build_data(allowed_scenes(tasks), store, tmp_path, n_per_split=0, grounding_per_split=500)
+    lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    part = parts(tasks)
+    task_of = {(t.split, t.id): t for t in tasks}
+    seen = {(ex["meta"]["split"], ex["meta"]["scene"]) for ex in lines}
+    assert len(seen) == counts["grounding"]["items"] > 100
+    for key in seen:
+        t = task_of[key]
+        assert part[building(t)] == "dev" and heldout.in_train_pool(*key) and not heldout.is_eval(t)
+    assert not seen & {(i.split, i.task) for i in held}
+    assert not {ex["meta"]["instruction"] for ex in lines} & {i.instruction for i in held}
+    heldout_task = next(t for t in tasks if (t.split, t.id) == (held[0].split, held[0].task))
+    with pytest.raises(ValueError, match="held out"):
+        build_data([heldout_task], store, tmp_path / "never", n_per_split=0)
+    office = next(t for t in tasks if t.split == "office")  # a planning evaluation task: refused too
+    with pytest.raises(ValueError, match="held out"):
+        build_data([office], store, tmp_path / "never", n_per_split=0)
+    assert not (tmp_path / "never" / "sft.jsonl").exists()
+
+
 def test_the_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
     from lookplangraph.cli import main
 
-    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--qa-per-split", "0"]) == 2
-    assert "--qa-per-split must be at least 1" in capsys.readouterr().err
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--qa-per-split", "-1"]) == 2
+    assert "cannot be negative" in capsys.readouterr().err
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--qa-per-split", "0", "--grounding-per-split", "0"]) == 2
+    assert "nothing to write" in capsys.readouterr().err
     assert main(["cypher-data", "--out", str(tmp_path / "d"), "--generated", str(tmp_path / "nothing")]) == 2
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--recovery-from", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    (tmp_path / "bad.jsonl").write_text('{"kind": "qa"}\n')
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--recovery-from", str(tmp_path / "bad.jsonl")]) == 2
+    assert "bad.jsonl:1: not a first-query record" in capsys.readouterr().err

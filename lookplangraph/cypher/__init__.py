@@ -11,7 +11,10 @@ Modules, one concept each:
 * :mod:`.answers` — typed answers and their comparison; :mod:`.qa` and :mod:`.grounding` — the
   two benchmarks, built from GraSIF scenes; :mod:`.benchmark` — their versioned files;
 * :mod:`.agent` — the LM with the ``run_cypher_query`` tool, the one-query variant and the
-  whole-graph-in-context baseline; :mod:`.evaluate` — batch evaluation; :mod:`.commands` — CLI.
+  whole-graph-in-context baseline; :mod:`.evaluate` — batch evaluation; :mod:`.commands` — CLI;
+* training data: :mod:`.gold` — the query expert for questions; :mod:`.grounding_gold` — for
+  instructions; :mod:`.phrasings` — questions reworded; :mod:`.training` — examples in the
+  agent's own turns; :mod:`.recovery` — a real model's mistakes followed by the correction.
 """
 
 from __future__ import annotations

@@ -5,13 +5,27 @@ agent's prompts (:class:`~lookplangraph.cypher.agent.CypherAgent`, agentic varia
 query expert's gold query (:mod:`.gold`), then with the answer the rows give. Every call the agent
 makes is therefore exactly what a model would see, and each assistant turn becomes one example:
 ``(system, question) → query`` and ``(system, question, query, rows) → answer``.
+:class:`ScriptedPolicy` is the general form (fixed replies in order) that the grounding and
+recovery examples use.
 
-Questions come from :mod:`.qa`'s templates and are reworded (:mod:`.phrasings`: the training
-paraphrases and the nodes' surface forms; the reworded evaluation set is never used). **Scenes**:
-the planning train pool's scenes that the Cypher benchmark keeps in its development part, and
-generated buildings (:mod:`grasif.generate`). Never a held-out Cypher building, never an
+Three kinds of examples, written to one ``sft.jsonl`` and counted apart in ``counts.json``
+(``meta.source``):
+
+* ``cypher-gold`` — questions from :mod:`.qa`'s templates, reworded (:mod:`.phrasings`: the
+  training paraphrases and the nodes' surface forms; the reworded evaluation set is never used);
+* ``cypher-gold-grounding`` — instructions of the scenes' tasks (:func:`grounding_items`, built as
+  the grounding benchmark builds its items), grounded with the grounding expert's queries and goal
+  (:mod:`.grounding_gold`), the scene shown as ``cypher-eval`` shows it (the planner's memory graph
+  at the task's start); an item the expert rejects is counted per reason, never written;
+* ``cypher-recovery`` — a real model's mistaken first query, the store's answer to it, then the
+  gold turns (:mod:`.recovery`; only the turns after the mistake are examples).
+
+**Scenes**: the planning train pool's scenes that the Cypher benchmark keeps in its development
+part, and generated buildings (:mod:`grasif.generate`). Never a held-out Cypher building, never an
 evaluation task of the planning protocol (:func:`allowed_scenes`; ``tests/test_cypher_training.py``
-checks it).
+checks it, for the grounding items too: no held-out grounding item enters). The development part's
+benchmark items may enter (their scenes are training scenes); an evaluation of a trained model
+should therefore report the held-out part.
 
 ``sft.jsonl`` has the format of ``lookplangraph distill data`` (one example per line,
 ``{"messages": [...], "meta": {...}}``), so ``distill train`` reads it.
@@ -28,31 +42,54 @@ from grasif.generate import is_generated
 from grasif.heldout import in_train_pool
 from grasif.task import Task
 
+from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.benchmark import building, path_of
 from lookplangraph.cypher.gold import Gold, gold
+from lookplangraph.cypher.grounding import GroundingItem, build_item
+from lookplangraph.cypher.grounding_gold import GroundingGoldError, grounding_gold
+from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.phrasings import rephrase
-from lookplangraph.cypher.qa import build_questions
+from lookplangraph.cypher.qa import Question, build_questions
 from lookplangraph.lm.base import Completion, Usage, checked_completion
 
 
-class GoldPolicy:
+class ScriptedPolicy:
+    """Answers the agent's calls with fixed replies in order, the last one again when the agent
+    asks once more (an answer it questioned). A **data tool**, not a model: it sees nothing of the
+    prompts. A reply is a dict (sent as JSON) or a text sent as it is (a model's real reply)."""
+
+    name = "cypher scripted policy (data tool)"
+    constraints = frozenset()
+
+    def __init__(self, replies: list[dict[str, Any] | str]):
+        if not replies:
+            raise ValueError("a scripted policy needs at least one reply")
+        self.replies, self.turn = list(replies), 0
+
+    def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
+        reply = self.replies[min(self.turn, len(self.replies) - 1)]
+        self.turn += 1
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        return checked_completion(text, request.get("schema"), Usage(0, 0, None), 0.0)
+
+
+def query_reply(query: str, thought: str = "query the store for what the question asks") -> dict[str, str]:
+    return {"thought": thought, "tool": "run_cypher_query", "query": query}
+
+
+def answer_reply(answer: Any, thought: str = "the rows give the answer") -> dict[str, Any]:
+    return {"thought": thought, "tool": "answer", "answer": answer}
+
+
+class GoldPolicy(ScriptedPolicy):
     """Answers the agent with one gold query, then with the gold answer (module doc). Not a model."""
 
     name = "cypher gold policy (data tool)"
-    constraints = frozenset()
 
     def __init__(self, g: Gold):
-        self.gold, self.turn = g, 0
-
-    def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
-        if self.turn == 0:
-            reply = {"thought": "query the store for what the question asks", "tool": "run_cypher_query",
-                     "query": self.gold.query}
-        else:
-            reply = {"thought": "the rows give the answer", "tool": "answer", "answer": self.gold.answer}
-        self.turn += 1
-        return checked_completion(json.dumps(reply), request.get("schema"), Usage(0, 0, None), 0.0)
+        super().__init__([query_reply(g.query), answer_reply(g.answer)])
+        self.gold = g
 
 
 def dev_buildings() -> set[str]:
@@ -68,51 +105,152 @@ def allowed_scenes(tasks: list[Task]) -> list[Task]:
             or (in_train_pool(t.split, t.id) and building(t) in dev)]
 
 
-def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, seed: int = 0) -> dict:
-    """Write ``out/sft.jsonl`` and ``out/counts.json`` (module doc); returns the counts. Tasks not
-    allowed (:func:`allowed_scenes`) are refused with ``ValueError`` before anything is written."""
+def check_allowed(tasks: list[Task]) -> None:
+    """``ValueError`` naming the tasks that are not allowed (:func:`allowed_scenes`)."""
     allowed = {(t.split, t.id) for t in allowed_scenes(tasks)}
     refused = [f"{t.split}/{t.id}" for t in tasks if (t.split, t.id) not in allowed]
     if refused:
         raise ValueError(f"not allowed as Cypher training scenes (held out): {', '.join(refused[:8])}")
+
+
+def _by_split(tasks: list[Task]) -> dict[str, list[Task]]:
     by_split: dict[str, list[Task]] = {}
     for t in tasks:
         by_split.setdefault(t.split, []).append(t)
+    return dict(sorted(by_split.items()))
+
+
+def training_questions(tasks: list[Task], n_per_split: int = 200, seed: int = 0) -> list[tuple[Question, Question]]:
+    """``(question, reworded)`` pairs of the training data, split by split in the questions' order:
+    :func:`~.qa.build_questions` on the tasks' scenes, each reworded with
+    ``random.Random(f"{seed}:{question id}")`` (:func:`~.phrasings.rephrase`)."""
+    out = []
+    for split, ts in _by_split(tasks).items():
+        scenes = {t.id: t.graph for t in ts}
+        for q in build_questions(split, list(scenes.items()), n_per_split, seed=seed):
+            out.append((q, rephrase(q, scenes[q.scene], random.Random(f"{seed}:{q.id}"))))
+    return out
+
+
+def grounding_items(tasks: list[Task], n_per_split: int = 200, seed: int = 0) -> list[tuple[Task, GroundingItem]]:
+    """Per split, up to ``n_per_split`` grounding items (:func:`~.grounding.build_item`: the task's
+    instruction, goal and judged states) of the tasks, in an order shuffled with
+    ``random.Random(f"{seed}:{split}:grounding-data")``; tasks without an item are passed over."""
+    out = []
+    for split, ts in _by_split(tasks).items():
+        order = sorted(ts, key=lambda t: t.id)
+        random.Random(f"{seed}:{split}:grounding-data").shuffle(order)
+        made = 0
+        for t in order:
+            if made == n_per_split:
+                break
+            item = build_item(t, seed)
+            if item is not None:
+                out.append((t, item))
+                made += 1
+    return out
+
+
+def write_turns(f, chat: list[dict[str, str]], meta: dict[str, Any], first: int = 0) -> int:
+    """One example per assistant turn of ``chat`` from message ``first`` on; returns how many."""
+    n = 0
+    for k, m in enumerate(chat):
+        if m["role"] == "assistant" and k >= first:
+            f.write(json.dumps({"messages": chat[: k + 1], "meta": {**meta, "turn": k}}) + "\n")
+            n += 1
+    return n
+
+
+def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, grounding_per_split: int = 200,
+               mistakes: list | None = None, seed: int = 0) -> dict:
+    """Write ``out/sft.jsonl`` and ``out/counts.json`` (module doc); returns the counts. Tasks not
+    allowed (:func:`allowed_scenes`) are refused with ``ValueError`` before anything is written.
+
+    Three kinds of examples, counted apart in ``counts``: questions (``questions``, ``qa_examples``,
+    ``by_template``, ``by_split``), grounding items (``grounding``: items, examples, per split, and
+    the items the grounding expert rejected, per reason: :mod:`.grounding_gold`) and, from
+    ``mistakes`` (:class:`~.recovery.Mistake`), recovery turns (``recovery``: :mod:`.recovery`).
+    ``examples`` is every line of ``sft.jsonl``."""
+    check_allowed(tasks)
+    if n_per_split < 0 or grounding_per_split < 0:
+        raise ValueError("questions and grounding items per split cannot be negative")
     out.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, Any] = {"questions": 0, "examples": 0, "by_template": {}, "by_split": {}}
+    counts: dict[str, Any] = {"questions": 0, "examples": 0, "qa_examples": 0, "by_template": {}, "by_split": {},
+                              "grounding": {"items": 0, "examples": 0, "by_split": {}, "rejected": {}}}
+    scenes = {(t.split, t.id): t for t in tasks}
     tmp = out / "sft.jsonl.part"
     with open(tmp, "w") as f:
-        for split, ts in sorted(by_split.items()):
-            scenes = {t.id: t.graph for t in ts}
-            questions = build_questions(split, list(scenes.items()), n_per_split, seed=seed)
-            turns, loaded = {}, None
-            for i in sorted(range(len(questions)), key=lambda i: questions[i].scene):  # one store load per scene
-                q = questions[i]
-                if q.scene != loaded:
-                    store.load(scenes[q.scene])
-                    loaded = q.scene
-                turns[i] = _gold_turns(q, scenes[q.scene], store, seed)
-            for i, q in enumerate(questions):  # written in the questions' own order
-                asked, chat = turns[i]
-                meta = {"source": "cypher-gold", "split": split, "scene": q.scene, "template": q.template,
-                        "question": asked}
-                for k, m in enumerate(chat):
-                    if m["role"] == "assistant":
-                        f.write(json.dumps({"messages": chat[: k + 1], "meta": {**meta, "turn": k}}) + "\n")
-                        counts["examples"] += 1
-                counts["questions"] += 1
-                counts["by_template"][q.template] = counts["by_template"].get(q.template, 0) + 1
-                counts["by_split"][split] = counts["by_split"].get(split, 0) + 1
+        if n_per_split:
+            _write_qa(f, tasks, store, n_per_split, seed, counts)
+        if grounding_per_split:
+            _write_grounding(f, tasks, store, grounding_per_split, seed, counts)
+        if mistakes:
+            from lookplangraph.cypher.recovery import write_recovery
+
+            counts["recovery"] = write_recovery(f, mistakes, scenes, store)
+            counts["examples"] += counts["recovery"]["examples"]
     tmp.replace(out / "sft.jsonl")
     (out / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
     return counts
 
 
-def _gold_turns(q, g, store, seed: int) -> tuple[str, list[dict[str, str]]]:
-    """``q`` reworded, and the agent's transcript with the gold policy on ``store`` (``g`` loaded)."""
+def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: dict[str, Any]) -> None:
+    pairs = training_questions(tasks, n_per_split, seed)
+    graphs = {(t.split, t.id): t.graph for t in tasks}
+    turns, loaded = {}, None
+    for i in sorted(range(len(pairs)), key=lambda i: (pairs[i][0].split, pairs[i][0].scene)):  # one load per scene
+        q, asked = pairs[i]
+        if (q.split, q.scene) != loaded:
+            store.load(graphs[(q.split, q.scene)])
+            loaded = (q.split, q.scene)
+        turns[i] = _gold_turns(q, asked, store)
+    for i, (q, asked) in enumerate(pairs):  # written in the questions' own order
+        meta = {"source": "cypher-gold", "split": q.split, "scene": q.scene, "template": q.template,
+                "question": asked.question}
+        n = write_turns(f, turns[i], meta)
+        counts["examples"] += n
+        counts["qa_examples"] += n
+        counts["questions"] += 1
+        counts["by_template"][q.template] = counts["by_template"].get(q.template, 0) + 1
+        counts["by_split"][q.split] = counts["by_split"].get(q.split, 0) + 1
+
+
+def _gold_turns(q: Question, asked: Question, store) -> list[dict[str, str]]:
+    """The agent's transcript for ``asked`` with the gold policy of ``q`` on ``store`` (the scene loaded)."""
     answer = gold(q, store)
-    asked = rephrase(q, g, random.Random(f"{seed}:{q.id}"))
     result = CypherAgent(GoldPolicy(answer), store, AgentConfig()).answer_question(asked.question, asked.answer_type)
     if result.error or result.answer != answer.answer:
         raise ValueError(f"{q.id}: the agent's loop did not take the gold turns ({result.error})")
-    return asked.question, result.transcript
+    return result.transcript
+
+
+def grounding_turns(task: Task, item: GroundingItem, store) -> list[dict[str, str]]:
+    """The agent's transcript grounding ``item`` on ``store`` showing ``task``'s scene as the
+    planner's memory graph at its start (as ``cypher-eval`` shows it), with the grounding expert's
+    queries and goal (:func:`~.grounding_gold.grounding_gold`; its :class:`GroundingGoldError`
+    passes through)."""
+    view = MemoryView(store, MemoryGraph(task.graph))
+    view.refresh()
+    g = grounding_gold(item, task.graph, view)
+    policy = ScriptedPolicy([query_reply(q.query, q.thought) for q in g.queries] + [answer_reply(g.answer, g.thought)])
+    result = CypherAgent(policy, view, AgentConfig()).ground(item.instruction)
+    if result.error or result.answer != g.answer or [q.query for q in result.queries] != [q.query for q in g.queries]:
+        raise ValueError(f"{item.id}: the agent's loop did not take the grounding expert's turns ({result.error})")
+    return result.transcript
+
+
+def _write_grounding(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: dict[str, Any]) -> None:
+    c = counts["grounding"]
+    for task, item in grounding_items(tasks, n_per_split, seed):
+        try:
+            chat = grounding_turns(task, item, store)
+        except GroundingGoldError as exc:
+            c["rejected"][exc.kind] = c["rejected"].get(exc.kind, 0) + 1
+            continue
+        meta = {"source": "cypher-gold-grounding", "split": item.split, "scene": item.task, "item": item.id,
+                "instruction": item.instruction}
+        n = write_turns(f, chat, meta)
+        c["examples"] += n
+        counts["examples"] += n
+        c["items"] += 1
+        c["by_split"][item.split] = c["by_split"].get(item.split, 0) + 1
