@@ -44,6 +44,8 @@ def test_the_students_answers_are_executed_and_every_state_is_labelled(pool, tmp
         assert answer["function_name"] != "done"  # the goal does not hold: the expert goes on
         assert ungrounded(json.dumps(answer), ex["messages"][-2]["content"]) == []
         assert ex["meta"]["source"] == "dagger" and ex["meta"]["student"] == "scripted" and ex["meta"]["round"] == 1
+        assert ex["meta"]["expert"] == "expert (privileged)"
+    assert [ex["meta"]["student_action"] for ex in lines] == [f"go_to({wrong})", f"go_to({wrong})", "done()"]
     # the state after the student's wrong walk is labelled from where the student is, not where the expert would be
     assert f"You are in {wrong}" in lines[1]["messages"][-2]["content"]
     assert counts.agreed == 0

@@ -103,7 +103,8 @@ def _episode_flags(p, *, command: str) -> None:
                                                 "llamacpp:qwen2.5-coder-1.5b (the base; default for the other planners), "
                                                 "llamacpp:PATH.gguf[+ADAPTER.gguf], openai:MODEL[@BASE_URL]; harness "
                                                 "tools, not models: expert (the privileged expert, belief-space search), "
-                                                "expert-oracle (its older room-by-room search)")
+                                                "expert-oracle (its older room-by-room search), expert-view (its search limited to what the "
+                                                "planner's view shows)")
     g.add_argument("--env", help="environment: graph (default; the SGS on the true graph), virtualhome "
                                  "(VirtualHome's evolving graph; virtualhome split only), virtualhome-unity[@URL] "
                                  "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080), "

@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, UsageError, YesNo, add_command, lm_failure,
-                                           progress_bar)
+from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, UsageError, YesNo, add_command,
+                                           lm_failure, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
 from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES
 from lookplangraph.prompts import PROMPT_LAYOUTS
@@ -76,6 +76,10 @@ def add_parsers(sub) -> None:
     d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
                    help="the examples' replies: the action then a reason (default, the v0 adapter's), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
+    d.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
+                   help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
+                        "to what the planner's view shows: its choices are learnable from the prompt) or "
+                        "expert-oracle (the older room-by-room search)")
     dg = add_command(dsub, "dagger", help="roll a student out and label every state it visits with the expert (DAgger)",
                      description="One DAgger round: the student (an LM spec) plans in LookPlanGraph's loop on train-pool "
                                  "or generated tasks; at every state it visits the privileged belief-space expert's answer "
@@ -98,6 +102,10 @@ def add_parsers(sub) -> None:
                     help="the prompts' layout (default history-scene: data v2's)")
     dg.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action",
                     help="the answers' format (default action: data v2's)")
+    dg.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
+                    help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
+                         "to what the planner's view shows: its choices are learnable from the prompt) or "
+                         "expert-oracle (the older room-by-room search)")
     dg.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
                     description="Replay each successful episode from its true initial graph through the SGS (every "
@@ -275,7 +283,7 @@ def cmd_distill(args) -> int:
         counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
                                          max_actions=args.max_actions, progress=progress_bar("expert episodes"),
                                          prompt_layout=args.prompt_layout, answer_format=args.answer_format,
-                                         generated=generated, heldout=held)
+                                         generated=generated, heldout=held, expert=_expert(args.expert))
     except GeneratedLeak as exc:
         raise UsageError(str(exc)) from None
     print(f"{len(pool)} train-pool tasks and {len(generated)} generated tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
@@ -287,6 +295,13 @@ def cmd_distill(args) -> int:
     print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "
           f"{out / 'counts.json'}")
     return EXIT_OK
+
+
+def _expert(spec: str):
+    """The privileged expert an ``--expert`` spec names (:data:`~lookplangraph.evaluation.expert.SEARCHES`)."""
+    from lookplangraph.evaluation.expert import SEARCHES, Expert
+
+    return Expert(search=SEARCHES[spec])
 
 
 def _dagger(args, root: Path, tasks: list) -> int:
@@ -316,7 +331,8 @@ def _dagger(args, root: Path, tasks: list) -> int:
         raise lm_failure(exc) from None
     try:
         counts = dagger.run_round(chosen, student, Path(args.out), cfg=cfg, seeds=seed_list(args.seeds),
-                                  round_=args.round, episodes=args.episodes, progress=progress_bar("student episodes"))
+                                  round_=args.round, episodes=args.episodes, expert=_expert(args.expert),
+                                  progress=progress_bar("student episodes"))
     except LMError as exc:
         raise lm_failure(exc, f"{exc} (finished episodes are kept in {args.out}; rerun to resume)") from None
     except dagger.DaggerError as exc:

@@ -143,7 +143,8 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
                 counts.left_out_ungrounded += 1
                 continue
             meta = {"source": "dagger", "student": student_name, "round": round_, "split": task.split,
-                    "task_id": task.id, "seed": seed, "step": step, "agreed": lab["student"] == lab["expert"]}
+                    "task_id": task.id, "seed": seed, "step": step, "agreed": lab["student"] == lab["expert"],
+                    "student_action": lab["student"], "expert": labeller.expert.name}
             chat = [*lab["messages"], {"role": "assistant", "content": lab["label"]}]
             lines.append(json.dumps({"messages": chat, "meta": meta}) + "\n")
             kept += 1

@@ -26,6 +26,14 @@ What it does, one reply per call, from the episode's current state:
   - ``rooms`` (``--lm expert-oracle``, the expert before 2026-11-27, kept for the harness proofs
     and to reproduce older data): the remembered holder, the other assets of its room, then the
     assets of the other rooms in the map's order.
+  - ``view`` (``--lm expert-view``): the ``belief`` search limited to what the planner's view
+    shows. The view lists an object's remembered place only while the agent is in that room
+    (:mod:`lookplangraph.agent.view`), so until the agent has been in the room where the map
+    remembers the object, the expert does not use it: it walks to the unvisited room whose
+    assets are likeliest to hold the object's class (the sum of the same weights), and searches
+    as ``belief`` once the remembered room has been visited (or every room has). Its choices
+    depend only on what a student sees, so a student can learn them; the other two jump to a
+    remembered room the prompt never showed.
 
   The truth is used for the *goal* (which objects, where they must end), never to shortcut the
   search, so its trajectories are ones a planner without privilege could learn to imitate.
@@ -94,13 +102,15 @@ NAME = "expert (privileged)"
 
 #: how the expert searches for an object that is not where it was remembered (module doc), by the
 #: ``--lm`` spec that selects it
-SEARCHES = {"expert": "belief", "expert-oracle": "rooms"}
+SEARCHES = {"expert": "belief", "expert-oracle": "rooms", "expert-view": "view"}
 
 #: the belief an object not yet found is still where it was remembered, or in the remembered room
 STAY = 0.5
 #: how much more likely an asset (or an asset of a room) the instruction names is
 HINT_WEIGHT = 4.0
 
+#: a person's room (``peters_office``): the person's name, as an instruction writes it ("Peter's" -> "peter s")
+PERSONS_ROOM = re.compile(r"([a-z]+)s_(?:office|room|desk)")
 #: a node's name in text (``shelf-2``, ``toms_office-1``)
 NODE_NAME = re.compile(r"\b[a-z][a-z0-9_]*-\d+\b")
 
@@ -127,7 +137,7 @@ class Expert:
             raise ExpertError(f"the expert searches by {' or '.join(SEARCHES.values())}, not {search!r}")
         self.search = search
         self.priors = priors
-        self.name = NAME if search == "belief" else f"{NAME}, room-by-room search"
+        self.name = {"belief": NAME, "rooms": f"{NAME}, room-by-room search", "view": f"{NAME}, view-limited search"}[search]
         self.task: Task | None = None
         self.env = None
         self.planner = "lookplangraph"
@@ -152,6 +162,8 @@ class Expert:
         self.held: set[str] = set()
         self.inspected: set[str] = set()  # the discover_objects the planner accepted
         self.known: set[str] = set()  # nodes named by accepted answers: the planner's view keeps them
+        self.visited: set[str] = set()  # rooms the agent has been in: their remembered objects were in view
+        self.hints = _hints(task.instruction, task.graph)  # the rooms and asset classes the instruction names
         self.refused: set[tuple[Any, str]] = set()
         self.last: tuple[Any, str] | None = None
         self.failures_seen = _failures(env)  # low-level failures so far (sim_adapters.failures)
@@ -256,6 +268,7 @@ class Expert:
                 if done.function_name == "discover_objects" or (self.planner == "react" and done.function_name == "open"):
                     self.inspected.add(done.node)  # ReAct looks inside what it opens
         g = g.evolve(inspected=g.inspected | self.inspected)  # what memory has inspected
+        self.visited.add(g.agent.location)
         key = state_key(g)
         if g.agent.holding:
             self.held.add(g.agent.holding)
@@ -385,6 +398,10 @@ class Expert:
         """The next step of the search for ``obj`` (module doc), or None when nothing is left."""
         prior = self.task.graph
         start = _holder(prior, obj) if obj in prior.parent else None
+        if self.search == "view" and start is not None and prior.place_of(start) not in self.visited:
+            explore = self._explore(g, key, obj)
+            if explore is not None:
+                return explore
         if self.search == "rooms":
             candidates = self._rooms_order(g, obj, start)
         else:
@@ -431,6 +448,51 @@ class Expert:
                     and (affords(g.nodes[n], "put_on") or affords(g.nodes[n], "put_inside"))]
         return out
 
+    def _holders(self) -> list[str]:
+        """The map's assets that can hold an object (on or inside)."""
+        prior = self.task.graph
+        return [n for n in prior.names(Layer.ASSET)
+                if affords(prior.nodes[n], "put_on") or affords(prior.nodes[n], "put_inside")]
+
+    def _weight(self, cls: str, asset: str) -> float:
+        """How likely ``asset`` holds an object of class ``cls``: the prior of each relation it
+        affords, times :data:`HINT_WEIGHT` for an asset (or the room of one) the instruction names."""
+        prior, priors = self.task.graph, self.priors or _shipped_priors()
+        rooms_named, classes_named = self.hints
+        node = prior.nodes[asset]
+        w = sum(priors.probability(cls, node_class(asset), rel) for rel, verb in (("ontop", "put_on"), ("inside", "put_inside"))
+                if affords(node, verb))
+        if prior.place_of(asset) in rooms_named:
+            w *= HINT_WEIGHT
+        if normalise(node_class(asset)) in classes_named:
+            w *= HINT_WEIGHT
+        return w
+
+    def _usually(self, cls: str) -> str:
+        """Where the prior usually puts class ``cls``, in words ("on a desk or inside a cabinet"; ""
+        for a class the prior does not know)."""
+        priors = self.priors or _shipped_priors()
+        usual = priors.holders(cls, 2) if priors.resolve(cls) else []
+        return " or ".join(f"{'on' if p.relation == 'ontop' else 'inside'} a {p.holder.replace('_', ' ')}" for p in usual)
+
+    def _explore(self, g: SceneGraph, key, obj: str) -> tuple[Action, str] | None:
+        """The ``view`` search before the room where the map remembers ``obj`` was visited: a
+        ``go_to`` of the unvisited room whose holders are likeliest for its class, or None."""
+        prior, cls = self.task.graph, node_class(obj)
+        mass: dict[str, float] = {}
+        for n in self._holders():
+            room = prior.place_of(n)
+            if room not in self.visited:
+                mass[room] = mass.get(room, 0.0) + self._weight(cls, n)
+        kept = self._usually(cls)
+        for room in sorted(mass, key=lambda r: (-mass[r], r)):
+            go = make("go_to", room)
+            if self._ok(g, key, go):
+                thing = cls.replace("_", " ")
+                why = f"a {thing} is usually {kept}" if kept else f"no {thing} is in view yet"
+                return go, f"{why}, and {room} is the likeliest room not visited yet"
+        return None
+
     def _belief_order(self, g: SceneGraph, obj: str, start: str | None) -> list[tuple[str, str]]:
         """The ``belief`` search (module doc): the unvisited holders, most likely per action first,
         each with the reason it is looked at."""
@@ -440,22 +502,9 @@ class Expert:
         if start is not None and start not in g.inspected:
             out.append((start, f"{obj} is remembered {self._remembered(obj)} but not seen yet"))
         room = prior.place_of(start) if start is not None else g.agent.location
-        assets = [n for n in prior.names(Layer.ASSET) if n != start and n not in g.inspected
-                  and (affords(prior.nodes[n], "put_on") or affords(prior.nodes[n], "put_inside"))]
-        priors = self.priors or _shipped_priors()
-        rooms_named, classes_named = _hints(self.task.instruction, prior)
-
-        def weight(n: str) -> float:
-            node = prior.nodes[n]
-            w = sum(priors.probability(cls, node_class(n), rel) for rel, verb in (("ontop", "put_on"), ("inside", "put_inside"))
-                    if affords(node, verb))
-            if prior.place_of(n) in rooms_named:
-                w *= HINT_WEIGHT
-            if normalise(node_class(n)) in classes_named:
-                w *= HINT_WEIGHT
-            return w
-
-        weights = {n: weight(n) for n in assets}
+        assets = [n for n in self._holders() if n != start and n not in g.inspected]
+        rooms_named, classes_named = self.hints
+        weights = {n: self._weight(cls, n) for n in assets}
         near = sum(w for n, w in weights.items() if prior.place_of(n) == room) or 1.0
         far = sum(w for n, w in weights.items() if prior.place_of(n) != room) or 1.0
         belief = {n: w * (STAY / near if prior.place_of(n) == room else (1 - STAY) / far) for n, w in weights.items()}
@@ -463,8 +512,7 @@ class Expert:
         ranked = sorted(assets, key=lambda n: (-belief[n] / cost[n], n))
         lead = (f"{obj} is not {self._remembered(obj)}, where it was remembered" if start in g.inspected
                 else f"{obj} is not seen yet")
-        usual = priors.holders(cls, 2) if priors.resolve(cls) else []
-        kept = " or ".join(f"{'on' if p.relation == 'ontop' else 'inside'} a {p.holder.replace('_', ' ')}" for p in usual)
+        kept = self._usually(cls)
         for n in ranked:
             hinted = prior.place_of(n) in rooms_named or normalise(node_class(n)) in classes_named
             why = (f"{lead}; the instruction points to {n}" if hinted else
@@ -558,9 +606,11 @@ def _shipped_priors() -> Priors:
 
 
 def _hints(instruction: str, graph: SceneGraph) -> tuple[set[str], set[str]]:
-    """The rooms and the asset classes an instruction names ("the shelf in the printing room")."""
+    """The rooms and the asset classes an instruction names ("the shelf in the printing room"; a
+    person's room by the person's name: "Peter's watch" names ``peters_office-1``)."""
     text = " " + re.sub(r"[^a-z0-9]+", " ", instruction.lower()) + " "
-    rooms = {p for p in graph.places if f" {node_class(p).replace('_', ' ')} " in text}
+    rooms = {p for p in graph.places if f" {node_class(p).replace('_', ' ')} " in text
+             or (m := PERSONS_ROOM.fullmatch(node_class(p))) is not None and f" {m.group(1)} " in text}
     classes = {normalise(node_class(n)) for n in graph.names(Layer.ASSET)
                if f" {node_class(n).replace('_', ' ')} " in text}
     return rooms, classes

@@ -97,6 +97,7 @@ class Counts:
     tokenizer: str = ""
     prompt_layout: str = "scene-history"
     answer_format: str = "action+reason"
+    expert: str = ""  # the teacher's name (Expert.name: which search)
     by_kind: dict[str, int] = field(default_factory=dict)
     by_source: dict[str, int] = field(default_factory=dict)  # examples per split (virtualhome, generated-office ...)
 
@@ -153,13 +154,15 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                correction: str = "rules", max_actions: int = 60, progress: Callable[[int, int, dict], None] | None = None,
                manifest: dict | None = None, prompt_layout: str = "scene-history",
                answer_format: str = "action+reason", generated: list[Task] = (),
-               heldout: list[Task] | None = None) -> Counts:
+               heldout: list[Task] | None = None, expert: Expert | None = None) -> Counts:
     """Write ``sft.jsonl``, ``episodes.jsonl``, ``demonstrations.jsonl.gz`` and ``counts.json``
     into ``out`` (module doc); each file appears whole or not at all. ``prompt_layout`` (the
     user message's order) and ``answer_format`` (:data:`~lookplangraph.planners.config.ANSWER_FORMATS`)
     are the format of the examples, recorded in ``counts.json`` and from there in the adapter.
     ``generated``: tasks of :mod:`grasif.generate`, checked against ``heldout`` (the evaluation
-    tasks, required with them) by :func:`grasif.generate.leaks.check_leaks` first."""
+    tasks, required with them) by :func:`grasif.generate.leaks.check_leaks` first. ``expert``: the
+    teacher (default :class:`~lookplangraph.evaluation.expert.Expert`, the belief-space search);
+    its name is recorded in ``counts.json``."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:
         raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
@@ -172,11 +175,11 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
         tasks = [*tasks, *generated]
     cfg = data_config(answer_format, prompt_layout, correction, max_actions)
     out.mkdir(parents=True, exist_ok=True)
-    counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format)
+    expert = expert or Expert()
+    counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format, expert=expert.name)
     tokens = _token_counter()
     counts.tokenizer = tokens.__doc__ or ""
     demos: list[Demonstration] = []
-    expert = Expert()
     kinds: list[str | None] = [None, *augmentations]
     total, done = len(tasks) * len(seeds) * len(kinds), 0
     sft_tmp, ep_tmp = out / "sft.jsonl.part", out / "episodes.jsonl.part"
