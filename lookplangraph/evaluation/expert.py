@@ -36,7 +36,10 @@ What it does, one reply per call, from the episode's current state:
     remembered room the prompt never showed.
 
   The truth is used for the *goal* (which objects, where they must end), never to shortcut the
-  search, so its trajectories are ones a planner without privilege could learn to imitate.
+  search. ``belief`` and ``rooms`` do use the memory graph's remembered places of rooms the
+  view has not shown (what the memory knows, not what the prompt shows); only ``view`` restricts
+  itself to what a planner's prompt has shown, so only its trajectories can be imitated from the
+  prompt alone.
 * **Grounded reasons.** A reason names only nodes the step's prompt shows (the view, the
   instruction, the previous steps): a node it does not show is written as its class ("the
   stapler"), and a search says why in terms a reader can check ("staplers are usually on a desk;
