@@ -24,6 +24,14 @@ class MemoryView:
         self._loaded: tuple[int, frozenset[str]] | None = None
         self.reloads = 0
 
+    @classmethod
+    def at_start(cls, store: GraphStore, graph) -> "MemoryView":
+        """``store`` loaded with the planner's memory of scene ``graph`` at a task's start (its
+        objects as unseen priors): what ``cypher-eval`` shows the agent."""
+        view = cls(store, MemoryGraph(graph))
+        view.refresh()
+        return view
+
     def refresh(self) -> bool:
         """Reload the store if the memory changed since the last load; return whether it did."""
         key = (id(self.memory.graph), frozenset(self.memory.unseen))

@@ -40,7 +40,6 @@ from pydantic import BaseModel, ValidationError
 
 from grasif.task import Task
 
-from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.gold import GoldError, answer_from_rows, gold
@@ -264,18 +263,22 @@ def _ask_qa(lm, lm_spec, pair, graphs, store) -> FirstQuery:
 
 def _ask_grounding(lm, lm_spec, pair, store) -> FirstQuery:
     task, item = pair
-    view = MemoryView(store, MemoryGraph(task.graph))  # as the training data and cypher-eval show it
-    view.refresh()
+    view = MemoryView.at_start(store, task.graph)  # as the training data and cypher-eval show it
     t0 = time.perf_counter()
     completion, shown, err = _first_reply(lm, lambda a: a.ground(item.instruction), view)
     rec = _record("grounding", lm_spec, completion, shown, err, time.perf_counter() - t0, id=item.id,
                   split=item.split, scene=item.task, text=item.instruction, item=item.id)
     if rec.outcome != "pending":
         return rec
+    outcome, kind, n = _grounding_outcome(view, rec.query, item)
+    return rec.model_copy(update={"outcome": outcome, "error_kind": kind, "rows": n})
+
+
+def _grounding_outcome(view, query: str, item: GroundingItem) -> tuple[str, str | None, int]:
+    """:func:`classify` for a grounding item: the rows must name what its gold goal uses."""
     from grasif.goals import GoalSpec
 
-    outcome, kind, n = classify(view, rec.query, needed=referenced(GoalSpec.model_validate(item.goal)))
-    return rec.model_copy(update={"outcome": outcome, "error_kind": kind, "rows": n})
+    return classify(view, query, needed=referenced(GoalSpec.model_validate(item.goal)))
 
 
 def summarize(records: list[FirstQuery]) -> dict[str, Any]:
@@ -351,20 +354,17 @@ def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0) -> tuple[lis
         expected_queries, expected_answer = [m.query, g.query], g.answer
         run = lambda agent: agent.answer_question(m.text, q.answer_type)  # noqa: E731
     else:
-        from grasif.goals import GoalSpec
-
         from lookplangraph.cypher.grounding import build_item
 
         item: GroundingItem | None = build_item(task, seed)
         if item is None or item.id != m.item or item.instruction != m.text:
             raise RecoveryRejected("bad_record", f"{m.id}: the task no longer gives this grounding item")
-        view = MemoryView(store, MemoryGraph(task.graph))
-        view.refresh()
+        view = MemoryView.at_start(store, task.graph)
         try:
             g = grounding_gold(item, task.graph, view)
         except GroundingGoldError as exc:
             raise RecoveryRejected("no_gold", str(exc)) from None
-        outcome = classify(view, m.query, needed=referenced(GoalSpec.model_validate(item.goal)))
+        outcome = _grounding_outcome(view, m.query, item)
         replies = [m.reply] + [query_reply(x.query, RETRY_THOUGHTS[m.outcome] if i == 0 else x.thought)
                                for i, x in enumerate(g.queries)] + [answer_reply(g.answer, g.thought)]
         expected_queries, expected_answer = [m.query] + [x.query for x in g.queries], g.answer

@@ -42,7 +42,6 @@ from grasif.generate import is_generated
 from grasif.heldout import in_train_pool
 from grasif.task import Task
 
-from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.benchmark import building, path_of
 from lookplangraph.cypher.gold import Gold, gold
@@ -229,8 +228,7 @@ def grounding_turns(task: Task, item: GroundingItem, store) -> list[dict[str, st
     planner's memory graph at its start (as ``cypher-eval`` shows it), with the grounding expert's
     queries and goal (:func:`~.grounding_gold.grounding_gold`; its :class:`GroundingGoldError`
     passes through)."""
-    view = MemoryView(store, MemoryGraph(task.graph))
-    view.refresh()
+    view = MemoryView.at_start(store, task.graph)
     g = grounding_gold(item, task.graph, view)
     policy = ScriptedPolicy([query_reply(q.query, q.thought) for q in g.queries] + [answer_reply(g.answer, g.thought)])
     result = CypherAgent(policy, view, AgentConfig()).ground(item.instruction)
