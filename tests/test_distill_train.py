@@ -308,3 +308,32 @@ def test_bfloat16_trains_on_a_cpu_and_float16_is_refused_there(tiny_base, data, 
     with pytest.raises(sft.TrainError, match="float16 needs a GPU"):
         sft.train(data, tiny_base, tmp_path / "fp16", sft.TrainConfig(max_steps=2, dtype="float16", **CONFIG),
                   log=lambda _: None)
+
+
+def test_a_mix_trains_with_its_own_system_messages_and_records_the_planning_one(tiny_base, data, tmp_path):
+    """A mix (``distill mix``) holds its final system messages: training keeps them, records the
+    planning examples' one in the adapter whatever example comes first, and refuses to replace
+    them with another."""
+    from lookplangraph.lm.lora import read_adapter
+    from lookplangraph.lm.training import mix
+
+    planning = tmp_path / "planning"
+    planning.mkdir()
+    (planning / "sft.jsonl").write_text((data / "sft.jsonl").read_text())
+    (planning / "counts.json").write_text(json.dumps({"prompt_layout": "history-scene", "answer_format": "action"}))
+    cypher = tmp_path / "cypher"
+    cypher.mkdir()
+    (cypher / "sft.jsonl").write_text(json.dumps({"messages": [
+        {"role": "system", "content": "Q"}, {"role": "user", "content": "How many rooms?"},
+        {"role": "assistant", "content": "3"}], "meta": {"source": "cypher-gold"}}) + "\n")
+    (cypher / "counts.json").write_text(json.dumps({"kind": "cypher", "questions": 1}))
+    mixed = tmp_path / "mix"
+    mix.mix([mix.Take(cypher), mix.Take(planning, 2)], mixed, system="P", system_name="compact")
+    with pytest.raises(sft.TrainError, match="final system messages"):
+        sft.train(mixed, tiny_base, tmp_path / "other", sft.TrainConfig(max_steps=1, system="other", **CONFIG),
+                  log=lambda _: None)
+    done = sft.train(mixed, tiny_base, tmp_path / "lora", sft.TrainConfig(max_steps=2, **{**CONFIG, "examples": 3}),
+                     log=lambda _: None)
+    info = read_adapter(done.adapter_gguf)
+    assert info.metadata["lookplangraph.system_prompt"] == "P"
+    assert info.system_prompt_name == "compact" and info.metadata["lookplangraph.prompt_layout"] == "history-scene"

@@ -176,6 +176,21 @@ def add_parsers(sub) -> None:
     m.add_argument("--type", default="q8_0", choices=["q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16"],
                    help="quantization of the merged model (default q8_0; q4_k_m, the embedded base's, was measured "
                         "to lose lpg-v0's update: its rounding is coarser than the update)")
+    mx = add_command(dsub, "mix", help="one training set from several: planning data, DAgger rounds, Cypher data",
+                     description="Take a seeded sample (or all) of each source's examples and write one sft.jsonl "
+                                 "and counts.json that distill train reads: planning sources (distill data, distill "
+                                 "dagger) must share prompt layout and answer format; Cypher sources (cypher-data) "
+                                 "keep the agent's system message, planning examples get --system-prompt's here "
+                                 "(lookplangraph.lm.training.mix).",
+                     examples=["lookplangraph distill mix --out runs/mix_v3 --take runs/distill_v3:5000 "
+                               "--take runs/dagger_v1_view --take runs/cypher_data_v2:800 --system-prompt compact"])
+    mx.add_argument("--out", required=True, metavar="DIR", help="output directory (sft.jsonl, counts.json)")
+    mx.add_argument("--take", action="append", required=True, metavar="DIR[:N]",
+                    help="a source directory and how many of its examples (default all); repeat for each source")
+    mx.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
+                    help="the planning examples' system message: as built, or the planner's compact prompt (then "
+                         "train with --system-prompt compact or as-built, and run the adapter with the compact prompt)")
+    mx.add_argument("--seed", type=int, default=0, help="seed of the samples and the order (default 0)")
     sp = add_command(dsub, "split", help="cut a file into checked chunks (to carry it to a GPU machine)",
                      description="Cut FILE into chunks of at most --chunk-mib MiB with a manifest of SHA-256 sums; "
                                  "`distill join` checks and puts them back together.",
@@ -241,7 +256,7 @@ def cmd_distill(args) -> int:
     """Distillation: training data from the expert (evaluation.trajectories: ``distill data``,
     ``distill validate``), LoRA training and export (training: ``distill train``, ``distill
     export``), and checked chunks for carrying files to a GPU machine (``distill split``, ``distill join``)."""
-    if args.distill_command in ("train", "export", "merge", "split", "join"):
+    if args.distill_command in ("train", "export", "merge", "split", "join", "mix"):
         return _distill_training(args)
     from grasif import dataset
     from grasif.heldout import evaluation_tasks, in_train_pool
@@ -391,6 +406,26 @@ def _merge(args, base: Path) -> int:
     return EXIT_OK
 
 
+def _mix(args) -> int:
+    """``distill mix``: one training set from several sources (:mod:`lookplangraph.lm.training.mix`)."""
+    from lookplangraph.lm.training import mix
+    from lookplangraph.prompts import compact_prompt
+
+    try:
+        takes = [mix.Take.parse(t) for t in args.take]
+        counts = mix.mix(takes, args.out, system=compact_prompt() if args.system_prompt == "compact" else None,
+                         system_name="compact" if args.system_prompt == "compact" else "full", seed=args.seed)
+    except mix.MixError as exc:
+        raise UsageError(str(exc)) from None
+    for src in counts["sources"]:
+        print(f"{src['name']} ({src['kind']}): {src['taken']} of {src['available']}")
+    print(f"{counts['examples']} examples ({', '.join(f'{k} {v}' for k, v in sorted(counts['by_source'].items()))}); "
+          f"planning: {counts['prompt_layout']} layout, {counts['answer_format']} answers, "
+          f"{counts['system_prompt_name']} system prompt")
+    print(f"written: {Path(args.out) / 'sft.jsonl'}, {Path(args.out) / 'counts.json'}")
+    return EXIT_OK
+
+
 def _distill_training(args) -> int:
     from lookplangraph.lm.training import chunks
 
@@ -402,6 +437,8 @@ def _distill_training(args) -> int:
         m = json.loads(manifest.read_text())
         print(f"{len(m['chunks'])} chunks of {args.file} in {args.out}; manifest {manifest} (sha256 {m['sha256'][:16]}...)")
         return EXIT_OK
+    if args.distill_command == "mix":
+        return _mix(args)
     if args.distill_command == "join":
         try:
             path = chunks.join_file(args.manifest, args.out)

@@ -174,7 +174,7 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, g
     if n_per_split < 0 or grounding_per_split < 0:
         raise ValueError("questions and grounding items per split cannot be negative")
     out.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, Any] = {"questions": 0, "examples": 0, "qa_examples": 0, "by_template": {}, "by_split": {},
+    counts: dict[str, Any] = {"kind": "cypher", "questions": 0, "examples": 0, "qa_examples": 0, "by_template": {}, "by_split": {},
                               "grounding": {"items": 0, "examples": 0, "by_split": {}, "rejected": {}}}
     scenes = {(t.split, t.id): t for t in tasks}
     tmp = out / "sft.jsonl.part"

@@ -28,11 +28,12 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from lookplangraph.lm.embedded import sha256_file
+from lookplangraph.lm.training.mix import final_systems
 
 #: Every linear layer of a Qwen2/Llama block: attention and MLP projections.
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -66,6 +67,8 @@ class TrainConfig:
     ``eager`` (plain matrix products: slower, the safe choice if a run still diverges).
     ``system``: the system message every example is trained with instead of the one it was built
     with (None: as built), e.g. the planner's compact prompt, which the trained model is then run with.
+    A mix (:mod:`.mix`) already holds its final system messages: they stay, and a ``system`` other
+    than its planning one is refused.
     ``system_name``: the planner's ``system_prompt`` setting whose text the examples' system
     message is (recorded in the adapter, so that the planner runs it with that prompt).
     """
@@ -178,8 +181,8 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
             counts = json.loads(path.read_text())
         except ValueError:
             counts = {}
-    return training_metadata(base_sha256, config.system_name, system, counts.get("prompt_layout", "scene-history"),
-                             counts.get("answer_format", "action+reason"))
+    return training_metadata(base_sha256, config.system_name, system, counts.get("prompt_layout") or "scene-history",
+                             counts.get("answer_format") or "action+reason")
 
 
 def with_system(messages: list[dict[str, str]], system: str | None) -> list[dict[str, str]]:
@@ -344,7 +347,12 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                                  "use another --out, or the same settings to resume")
     settings_path.write_text(json.dumps(settings, indent=1))
 
-    examples = [with_system(m, config.system) for m in read_examples(data)]
+    mixed = final_systems(data_file(data).parent)
+    if mixed is not None and config.system is not None and config.system != mixed.get("system_prompt"):
+        raise TrainError(f"{data_file(data).parent} is a mix whose examples hold their final system messages "
+                         f"(its planning ones: the {mixed.get('system_prompt_name')} prompt); train it with "
+                         "--system-prompt as-built, or mix again with the system prompt wanted")
+    examples = [m if mixed is not None else with_system(m, config.system) for m in read_examples(data)]
     random.Random(config.seed).shuffle(examples)
     if config.examples is not None:
         examples = examples[: config.examples]
@@ -489,8 +497,13 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
     from lookplangraph.lm.lora import stamp_adapter
 
-    system = next((m["content"] for m in examples[0] if m["role"] == "system"), "") if examples else ""
-    stamp_adapter(exported.path, exported.path, prompt_metadata(config, system, data, settings["base_sha256"]))
+    recorded = config
+    if mixed is not None:  # the planning examples' system message, whatever example came first
+        system = mixed.get("system_prompt") or ""
+        recorded = replace(config, system_name=mixed.get("system_prompt_name", "full"))
+    else:
+        system = next((m["content"] for m in examples[0] if m["role"] == "system"), "") if examples else ""
+    stamp_adapter(exported.path, exported.path, prompt_metadata(recorded, system, data, settings["base_sha256"]))
 
     _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {len(rows)} examples")
     report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=len(rows),

@@ -1,0 +1,174 @@
+"""One training set from several: planning data, DAgger rounds and Cypher data in chosen amounts.
+
+``distill train --examples N`` samples uniformly from one file, so a few hundred DAgger states
+among 40,000 expert examples are almost never seen, and planning and Cypher data could not share
+one training call. :func:`mix` writes a directory ``distill train`` reads like any other:
+
+* ``sft.jsonl`` — the examples taken from each source (a seeded sample of the number asked, or
+  all), in a seeded random order; each keeps its ``meta`` and gains ``meta.mixed_from`` (the
+  source's directory name);
+* ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout`` and
+  ``answer_format`` (they must agree), their teachers (``experts``, with counts), per source what
+  was available and taken (with the source file's SHA-256), ``by_source`` (the examples'
+  ``meta.source``, else their ``meta.split``), and the system messages: ``system_prompt_name``/``system_prompt`` of the
+  planning examples and ``systems_final: true``.
+
+Planning examples get the system message ``system`` (e.g. the planner's compact prompt) here,
+once; Cypher examples keep the agent's own. ``distill train`` therefore leaves a mix's system
+messages as they are (:func:`final_systems`), and records the planning one in the adapter.
+
+A source is a ``distill data`` or ``distill dagger`` directory (its ``counts.json`` has a
+``prompt_layout``: planning) or a ``cypher-data`` directory (``kind: "cypher"``, or the
+``questions`` count older ones have). Nothing is written unless every source reads; the files
+appear whole (written beside, then renamed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class MixError(ValueError):
+    """A source that cannot be mixed: missing, unreadable, of another format, or too small."""
+
+
+@dataclass(frozen=True)
+class Take:
+    """``n`` examples (None: all) of the source directory ``path``."""
+
+    path: Path
+    n: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "Take":
+        """``DIR`` or ``DIR:N`` or ``DIR:all`` (the CLI's ``--take``)."""
+        head, sep, tail = text.rpartition(":")
+        if sep and (tail.isdigit() or tail == "all"):
+            if tail == "all":
+                return cls(Path(head))
+            if int(tail) < 1:
+                raise MixError(f"--take {text}: the number of examples must be >= 1")
+            return cls(Path(head), int(tail))
+        return cls(Path(text))
+
+
+def source_kind(counts: dict) -> str | None:
+    """``planning``, ``cypher`` or ``mix`` for a data directory's ``counts.json``; None when it
+    is none of these."""
+    if counts.get("kind") in ("cypher", "mix"):
+        return counts["kind"]
+    if "prompt_layout" in counts:
+        return "planning"
+    if "questions" in counts:
+        return "cypher"
+    return None
+
+
+def final_systems(data_dir: Path) -> dict | None:
+    """A mix's ``counts.json`` when its examples hold their final system messages (module doc),
+    else None."""
+    path = data_dir / "counts.json"
+    if not path.is_file():
+        return None
+    try:
+        counts = json.loads(path.read_text())
+    except ValueError:
+        return None
+    return counts if counts.get("systems_final") else None
+
+
+def _read(take: Take) -> tuple[dict, list[str], str]:
+    counts_path, sft = take.path / "counts.json", take.path / "sft.jsonl"
+    if not sft.is_file() or not counts_path.is_file():
+        raise MixError(f"{take.path}: no sft.jsonl and counts.json there (a distill data, distill dagger or "
+                       "cypher-data directory)")
+    try:
+        counts = json.loads(counts_path.read_text())
+    except ValueError as exc:
+        raise MixError(f"{counts_path}: not JSON ({exc})") from None
+    if source_kind(counts) not in ("planning", "cypher"):
+        raise MixError(f"{take.path}: counts.json says neither planning data (prompt_layout) nor Cypher data "
+                       "(kind cypher); a mix is not mixed again")
+    raw = sft.read_bytes()
+    lines = [line for line in raw.decode("utf-8").splitlines() if line.strip()]
+    for i, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+            ok = isinstance(row.get("messages"), list) and row["messages"][-1]["role"] == "assistant"
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            raise MixError(f"{sft}:{i}: not a chat example ending with the assistant's answer")
+    if take.n is not None and take.n > len(lines):
+        raise MixError(f"{take.path}: {take.n} examples asked, {len(lines)} there")
+    return counts, lines, hashlib.sha256(raw).hexdigest()
+
+
+def _label(row: dict) -> str:
+    """What ``by_source`` counts an example under: its ``meta.source`` (``dagger``,
+    ``cypher-gold``, ...), else its ``meta.split`` (``distill data``'s examples)."""
+    meta = row.get("meta", {})
+    return meta.get("source") or meta.get("split") or meta.get("mixed_from", "?")
+
+
+def _with_system(row: dict, system: str) -> dict:
+    messages = [{"role": "system", "content": system}, *(m for m in row["messages"] if m["role"] != "system")]
+    return {**row, "messages": messages}
+
+
+def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None, system_name: str = "full",
+        seed: int = 0) -> dict:
+    """Write the mix of ``takes`` into ``out`` (module doc) and return its counts. ``system``:
+    the planning examples' system message (None: as built; then ``system_name`` is ``full``).
+    Raises :class:`MixError` before writing anything when a source is missing, unreadable,
+    smaller than asked, or when planning sources disagree on prompt layout or answer format."""
+    if not takes:
+        raise MixError("nothing to mix: give at least one --take DIR[:N]")
+    names = [t.path.name for t in takes]
+    if len(set(names)) != len(names):
+        raise MixError(f"two sources share a directory name ({', '.join(names)}): the mix records sources by name")
+    rng = random.Random(seed)
+    rows, sources, formats, experts, planning_system = [], [], set(), Counter(), None
+    for take in takes:
+        counts, lines, sha = _read(take)
+        kind = source_kind(counts)
+        chosen = sorted(rng.sample(range(len(lines)), take.n)) if take.n is not None else range(len(lines))
+        taken = [json.loads(lines[i]) for i in chosen]
+        if kind == "planning":
+            formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason")))
+            for row in taken:
+                teacher = row.get("meta", {}).get("expert") or counts.get("expert") or "expert (privileged)"
+                experts[teacher] += 1
+            if system is not None:
+                taken = [_with_system(r, system) for r in taken]
+            if taken and planning_system is None:
+                planning_system = next((m["content"] for m in taken[0]["messages"] if m["role"] == "system"), None)
+        for row in taken:
+            row.setdefault("meta", {})["mixed_from"] = take.path.name
+        rows.extend(taken)
+        sources.append({"name": take.path.name, "path": str(take.path), "kind": kind, "available": len(lines),
+                        "taken": len(taken), "sft_sha256": sha})
+    if len(formats) > 1:
+        raise MixError("the planning sources disagree on prompt layout and answer format: "
+                       + "; ".join(f"{a} with {b}" for a, b in sorted(formats)))
+    rng.shuffle(rows)
+    layout, answer = next(iter(formats)) if formats else (None, None)
+    counts = {"kind": "mix", "examples": len(rows), "seed": seed, "prompt_layout": layout, "answer_format": answer,
+              "experts": dict(experts), "sources": sources,
+              "by_source": dict(Counter(_label(r) for r in rows)),
+              "system_prompt_name": system_name if system is not None else "full",
+              "system_prompt": planning_system, "systems_final": True}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("sft.jsonl", "".join(json.dumps(r) + "\n" for r in rows)),
+                       ("counts.json", json.dumps(counts, indent=1) + "\n")):
+        part = out / (name + ".part")
+        part.write_text(text)
+        part.replace(out / name)
+    return counts

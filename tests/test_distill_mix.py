@@ -1,0 +1,95 @@
+"""``distill mix``: one training set from planning data, DAgger rounds and Cypher data
+(lookplangraph.lm.training.mix). The sources here are small hand-written data directories."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lookplangraph.cli import main
+from lookplangraph.lm.training.mix import MixError, Take, mix
+
+
+def example(system: str, user: str, answer: str, meta: dict) -> dict:
+    return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user},
+                         {"role": "assistant", "content": answer}], "meta": meta}
+
+
+def source(path, rows, counts):
+    path.mkdir(parents=True)
+    (path / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (path / "counts.json").write_text(json.dumps(counts))
+    return path
+
+
+@pytest.fixture
+def sources(tmp_path):
+    fmt = {"prompt_layout": "history-scene", "answer_format": "action"}
+    data = source(tmp_path / "distill_v3", [example("FULL", f"task {i}", f"go_to(room-{i})",
+                                                     {"split": "generated-office", "step": i}) for i in range(20)],
+                  {**fmt, "expert": "expert (privileged), view-limited search"})
+    dagger = source(tmp_path / "dagger", [example("FULL", f"state {i}", "done()",
+                                                  {"source": "dagger", "expert": "expert (privileged), view-limited search"})
+                                          for i in range(3)], fmt)
+    cypher = source(tmp_path / "cypher", [example("CYPHER", f"question {i}", "3", {"source": "cypher-gold"})
+                                          for i in range(5)], {"kind": "cypher", "questions": 5})
+    return data, dagger, cypher
+
+
+def test_a_mix_takes_the_amounts_asked_and_gives_only_planning_examples_the_system_prompt(sources, tmp_path):
+    data, dagger, cypher = sources
+    counts = mix([Take(data, 8), Take(dagger), Take(cypher, 2)], tmp_path / "mix", system="COMPACT",
+                 system_name="compact", seed=1)
+    rows = [json.loads(line) for line in (tmp_path / "mix" / "sft.jsonl").read_text().splitlines()]
+    assert len(rows) == counts["examples"] == 13
+    assert counts["by_source"] == {"generated-office": 8, "dagger": 3, "cypher-gold": 2}
+    assert [(s["name"], s["taken"], s["available"]) for s in counts["sources"]] == \
+        [("distill_v3", 8, 20), ("dagger", 3, 3), ("cypher", 2, 5)]
+    systems = {r["meta"]["mixed_from"]: r["messages"][0]["content"] for r in rows}
+    assert systems == {"distill_v3": "COMPACT", "dagger": "COMPACT", "cypher": "CYPHER"}
+    assert all(sum(m["role"] == "system" for m in r["messages"]) == 1 for r in rows)
+    assert counts["system_prompt"] == "COMPACT" and counts["system_prompt_name"] == "compact" and counts["systems_final"]
+    assert (counts["prompt_layout"], counts["answer_format"]) == ("history-scene", "action")
+    assert counts["experts"] == {"expert (privileged), view-limited search": 11}
+    again = mix([Take(data, 8), Take(dagger), Take(cypher, 2)], tmp_path / "again", system="COMPACT",
+                system_name="compact", seed=1)
+    assert (tmp_path / "again" / "sft.jsonl").read_bytes() == (tmp_path / "mix" / "sft.jsonl").read_bytes()
+    assert again["sources"][0]["sft_sha256"] == counts["sources"][0]["sft_sha256"]
+
+
+def test_a_mix_that_cannot_be_made_writes_nothing(sources, tmp_path):
+    data, dagger, cypher = sources
+    other = source(tmp_path / "v0", [example("FULL", "t", "done()", {"split": "virtualhome"})],
+                   {"prompt_layout": "scene-history", "answer_format": "action+reason"})
+    out = tmp_path / "mix"
+    with pytest.raises(MixError, match="disagree on prompt layout"):
+        mix([Take(data), Take(other)], out)
+    with pytest.raises(MixError, match="50 examples asked, 5 there"):
+        mix([Take(cypher, 50)], out)
+    with pytest.raises(MixError, match="no sft.jsonl"):
+        mix([Take(tmp_path / "missing")], out)
+    (dagger / "sft.jsonl").write_text((dagger / "sft.jsonl").read_text() + '{"messages": [{"role": "user"}]}\n')
+    with pytest.raises(MixError, match=r"dagger/sft.jsonl:4: not a chat example"):
+        mix([Take(data), Take(dagger)], out)
+    assert not out.exists()
+    mix([Take(cypher)], out)
+    with pytest.raises(MixError, match="not mixed again"):
+        mix([Take(out)], tmp_path / "twice")
+
+
+def test_take_reads_a_directory_and_an_amount():
+    assert Take.parse("runs/distill_v3:5000") == Take(__import__("pathlib").Path("runs/distill_v3"), 5000)
+    assert Take.parse("runs/dagger:all").n is None and Take.parse("runs/dagger").n is None
+    with pytest.raises(MixError, match=">= 1"):
+        Take.parse("runs/x:0")
+
+
+def test_the_command_prints_what_it_took_and_refuses_a_bad_source(sources, tmp_path, capsys):
+    data, dagger, cypher = sources
+    assert main(["distill", "mix", "--out", str(tmp_path / "m"), "--take", f"{data}:4", "--take", str(cypher),
+                 "--system-prompt", "compact"]) == 0
+    printed = capsys.readouterr().out
+    assert "distill_v3 (planning): 4 of 20" in printed and "9 examples" in printed and "compact system prompt" in printed
+    assert main(["distill", "mix", "--out", str(tmp_path / "n"), "--take", f"{cypher}:9"]) == 2
+    assert "9 examples asked, 5 there" in capsys.readouterr().err
