@@ -254,6 +254,37 @@ def test_evaluation_judges_resumes_and_refuses_other_settings(office_bench, tmp_
                      data_dir=data, bench_dir=bench)
 
 
+def test_the_reworded_set_asks_other_words_with_the_same_answers_and_sample(office_bench, tmp_path):
+    from lookplangraph.cypher.phrasings import REWORDED
+
+    data, bench, qs, _ = office_bench
+    replies = []
+
+    def factory():
+        lm = ScriptedBackend([a(q.answer) for q in select(qs, None, 4, 0)])  # scripted: each question's gold answer
+        replies.append(lm)
+        return lm
+
+    with open_store("ladybug") as s:
+        summary = evaluate("qa", factory, s, AgentConfig(variant="whole-graph"), tmp_path / "rw", limit=4,
+                           phrasing="reworded", data_dir=data, bench_dir=bench)
+        with pytest.raises(ValueError, match="other settings"):  # the original words are another evaluation
+            evaluate("qa", factory, s, AgentConfig(variant="whole-graph"), tmp_path / "rw", limit=4,
+                     data_dir=data, bench_dir=bench)
+        with pytest.raises(ValueError, match="grounding instructions have no templates"):
+            evaluate("grounding", factory, s, AgentConfig(variant="whole-graph"), tmp_path / "g", phrasing="reworded",
+                     data_dir=data, bench_dir=bench)
+    rows = [json.loads(l) for l in (tmp_path / "rw" / "results.jsonl").read_text().splitlines()]
+    chosen = select(qs, None, 4, 0)
+    assert [r["id"] for r in rows] == [q.id + "-rw" for q in chosen] and summary["all"]["accuracy"] == 1.0
+    asked = [req["messages"][-1]["content"] for req in replies[0].requests]
+    for row, item, prompt in zip(rows, chosen, asked):
+        assert row["question"] != item.question and row["question"] in prompt and item.question not in prompt
+        assert any(row["question"].lower().startswith(t.split("{")[0].lower()) or t.startswith("{")
+                   for t in REWORDED[item.template])
+    assert json.loads((tmp_path / "rw" / "meta.json").read_text())["phrasing"] == "reworded"
+
+
 def test_grounding_evaluation_judges_by_meaning(office_bench, tmp_path):
     from grasif.goals import GoalSpec
 

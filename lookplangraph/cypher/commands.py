@@ -151,7 +151,7 @@ def cmd_cypher_eval(args) -> int:
     try:
         summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
                            splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
-                           data_dir=Path(args.data_dir) if args.data_dir else None,
+                           phrasing=args.phrasing, data_dir=Path(args.data_dir) if args.data_dir else None,
                            bench_dir=Path(args.bench_dir) if args.bench_dir else None, meta=meta,
                            progress=_progress())
     except (BenchmarkError, FileNotFoundError, ValueError) as exc:
@@ -332,6 +332,9 @@ def add_parser(sub) -> None:
                                                             "on them) or held-out scenes (never); default both")
     p.add_argument("--limit", type=int, metavar="N", help="items per split, sampled with --seed (default all)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed for --limit (default 0)")
+    p.add_argument("--phrasing", choices=["original", "reworded"], default="original",
+                   help="qa only: the questions as written (default) or reworded in phrasings training never uses, "
+                        "nodes named in other surface forms (the same answers and sample)")
     p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
     p.add_argument("--bench-dir", metavar="DIR", help="benchmark files (default lookplangraph/cypher/data)")
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/cypher_BENCHMARK_VARIANT); rerun to resume")

@@ -15,6 +15,12 @@ Sampling (``limit``): per split, the first ``limit`` items of an order shuffled 
 (:func:`select`), so the same seed gives the same sample for every variant, and a rerun with a
 larger ``limit`` into the same directory adds items (``limit`` is the one setting that may change
 between runs of one directory).
+
+Phrasing (``phrasing``, QA only): ``original`` asks the benchmark's questions as written;
+``reworded`` asks each in one of the two phrasings training never uses, with its nodes named in
+other surface forms (:func:`~.phrasings.rephrase` with ``random.Random(f"reworded:{id}")``, so
+every run asks the same words). The answers and the sample are the same; a row's ``id`` gains
+``-rw`` and its ``question`` is what was asked.
 """
 
 from __future__ import annotations
@@ -32,11 +38,18 @@ from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.benchmark import load_benchmark
 from lookplangraph.cypher.grounding import judge
 from lookplangraph.cypher.memory_view import MemoryView
+from lookplangraph.cypher.phrasings import rephrase
 from lookplangraph.cypher.store import GraphStore
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.evaluation.runner import read_results
 
 TASKS = ("qa", "grounding")
+PHRASINGS = ("original", "reworded")
+
+
+def reworded(item, scene):
+    """``item`` as the reworded set asks it (module doc)."""
+    return rephrase(item, scene.graph, random.Random(f"reworded:{item.id}"), reworded=True)
 
 
 def select(items: list, splits: list[str] | None, limit: int | None, seed: int, part: str | None = None) -> list:
@@ -74,7 +87,8 @@ def run_item(task: str, item, scene, lm: LMBackend, store: GraphStore, config: A
         expected, reason = item.goal, (verdict.reason if verdict else res.error)
     return {
         "id": item.id, "split": item.split, "part": getattr(item, "part", "dev"), "kind": getattr(item, "kind", "grounding"),
-        "template": getattr(item, "template", ""), "variant": config.variant, "correct": correct,
+        "template": getattr(item, "template", ""), "question": getattr(item, "question", None),
+        "variant": config.variant, "correct": correct,
         "questioned": res.questioned, "sent_back": res.sent_back,
         "answer": res.answer, "expected": expected, "reason": reason, "error": res.error, "calls": res.calls,
         "queries": [q.__dict__ for q in res.queries], "input_tokens": res.input_tokens,
@@ -134,18 +148,25 @@ def summary_table(summary: dict[str, dict[str, float]], title: str = "") -> str:
 
 def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, config: AgentConfig, out: Path, *,
              splits: list[str] | None = None, limit: int | None = None, seed: int = 0, part: str | None = None,
-             data_dir: Path | None = None,
+             phrasing: str = "original", data_dir: Path | None = None,
              bench_dir: Path | None = None, meta: dict | None = None,
              progress: Callable[[int, int, dict | None], None] | None = None) -> dict:
     """Run (or resume) one evaluation into ``out``; return the summary (also in ``summary.json``).
     The LM is built only when an item is left to run."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; one of {', '.join(TASKS)}")
+    if phrasing not in PHRASINGS:
+        raise ValueError(f"unknown phrasing {phrasing!r}; one of {', '.join(PHRASINGS)}")
+    if phrasing != "original" and task != "qa":
+        raise ValueError("the reworded set is of questions (qa): grounding instructions have no templates to reword")
     items, scenes = load_benchmark(task, bench_dir, data_dir)
     chosen = select(items, splits, limit, seed, part)
+    if phrasing == "reworded":
+        chosen = [reworded(i, scenes[(i.split, i.scene)]) for i in chosen]  # questions always name their scene
     out.mkdir(parents=True, exist_ok=True)
     settings = {"task": task, "variant": config.variant, "max_queries": config.max_queries, "splits": splits,
-                "seed": seed, "engine": store.engine} | ({"part": part} if part else {}) | (meta or {})
+                "seed": seed, "engine": store.engine} | ({"part": part} if part else {}) | \
+        ({"phrasing": phrasing} if phrasing != "original" else {}) | (meta or {})
     meta_path = out / "meta.json"
     if meta_path.exists():
         old = json.loads(meta_path.read_text())
