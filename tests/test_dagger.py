@@ -10,7 +10,7 @@ import pytest
 from grasif import dataset, heldout
 from lookplangraph.cli import main
 from lookplangraph.evaluation.dagger import run_round
-from lookplangraph.evaluation.expert import ungrounded
+from lookplangraph.evaluation.expert import Expert, ungrounded
 from lookplangraph.evaluation.trajectories import data_config
 from lookplangraph.lm.scripted import ScriptedBackend
 
@@ -80,6 +80,10 @@ def test_a_round_adds_to_data_of_its_own_format_only(pool, tmp_path):
     with pytest.raises(DaggerError, match="action\\+reason"):
         run_round(pool, ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action+reason", "history-scene"),
                   seeds=[None])
+    with pytest.raises(DaggerError, match="labelled by 'expert \\(privileged\\)'; this round's teacher is "
+                                          "'expert \\(privileged\\), view-limited search'"):
+        run_round(pool, ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action", "history-scene"),
+                  seeds=[None], expert=Expert(search="view"))
 
 
 def test_a_real_model_is_a_student(small_model_path, pool, tmp_path, capsys):

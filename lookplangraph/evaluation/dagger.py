@@ -19,8 +19,9 @@ examples the round adds to):
 * ``dagger_counts.json`` — episodes, states labelled, examples kept, agreement, the student's
   success, the seconds spent and the states per hour;
 * ``counts.json`` — ``distill data``'s counts, with ``by_source["dagger"]`` and ``examples``
-  brought up to date; written anew (with the format) when ``OUT`` has none. A round whose prompt
-  layout or answer format differs from the directory's is refused (:class:`DaggerError`).
+  brought up to date; written anew (with the format and the teacher) when ``OUT`` has none. A
+  round whose prompt layout, answer format or teacher (``expert``, where recorded) differs from
+  the directory's is refused (:class:`DaggerError`): one directory, one teacher.
 
 A label is left out when it is ``done()`` while the goal does not hold (it would teach giving up)
 or when it names a node its prompt does not show. Only train-pool tasks or leak-checked generated
@@ -112,11 +113,15 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     out.mkdir(parents=True, exist_ok=True)
     layout = cfg.prompt_layout
     answer = answer_format(cfg.reason_first, cfg.reason_max_length)
+    teacher = (expert or Expert()).name
     data_counts = json.loads((out / "counts.json").read_text()) if (out / "counts.json").exists() else \
-        {"examples": 0, "prompt_layout": layout, "answer_format": answer, "by_source": {}}
+        {"examples": 0, "prompt_layout": layout, "answer_format": answer, "expert": teacher, "by_source": {}}
     if (data_counts.get("prompt_layout"), data_counts.get("answer_format")) != (layout, answer):
         raise DaggerError(f"{out} holds examples in the {data_counts.get('prompt_layout')} layout with "
                           f"{data_counts.get('answer_format')} answers; this round writes {layout} with {answer}")
+    if data_counts.get("expert", teacher) != teacher:
+        raise DaggerError(f"{out} holds examples labelled by {data_counts['expert']!r}; this round's teacher is "
+                          f"{teacher!r}: label with the same teacher (--expert), or use another --out")
     sft, eps = out / "sft.jsonl", out / "dagger_episodes.jsonl"
     for path in (sft, eps):
         trim_torn_line(path)
