@@ -9,6 +9,7 @@ instruction's hints); ``expert-oracle`` is the older room-by-room search.
 
     .venv/bin/python benchmarks/expert_search.py runs/expert_search
     .venv/bin/python benchmarks/expert_search.py runs/expert_search --limits 12,20,30 --seed 1
+    .venv/bin/python benchmarks/expert_search.py runs/expert_recall --experts expert-view --recall named
 
 Writes ``OUT/expert_search.csv`` and ``OUT/expert_search.md``; each cell's episodes are in
 ``OUT/<expert>_<mode>_a<limit>_<set>/`` (``lookplangraph eval``'s files; resumable).
@@ -46,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the dynamic-mode seed (default 0)")
     ap.add_argument("--experts", default=",".join(SEARCHES), help=f"default {','.join(SEARCHES)}")
     ap.add_argument("--modes", default=",".join(MODES), help=f"default {','.join(MODES)}")
+    ap.add_argument("--recall", default="here", choices=("here", "named"),
+                    help="the planner's recall setting the expert plays under (default here; named: the view also "
+                         "recalls the instruction's classes from other rooms, which expert-view then uses)")
     args = ap.parse_args(argv)
     limits = [int(x) for x in args.limits.split(",")]
     sets = task_sets(args.data_dir or dataset.default_data_dir())
@@ -54,19 +58,21 @@ def main(argv: list[str] | None = None) -> int:
         for mode in args.modes.split(","):
             for limit in limits:
                 for name, tasks in sets.items():
-                    out = args.out / f"{spec}_{mode}_a{limit}_{name.replace('+', '')}"
-                    results = evaluate(tasks, partial(Expert, search=SEARCHES[spec]), PlannerConfig(max_actions=limit),
+                    label = spec if args.recall == "here" else f"{spec}+recall-named"
+                    out = args.out / f"{label}_{mode}_a{limit}_{name.replace('+', '')}"
+                    results = evaluate(tasks, partial(Expert, search=SEARCHES[spec]),
+                                       PlannerConfig(max_actions=limit, recall=args.recall),
                                        out, dynamic_seed=None if mode == "static" else args.seed,
                                        dynamic_mode="paper" if mode == "static" else mode)
                     n = len(results)
                     ok = [r for r in results if r["success"]]
                     app = sum(r["precision"] for r in results) / n  # the episode's APP (grasif.metrics)
-                    rows.append({"expert": spec, "mode": mode, "max_actions": limit, "tasks": name, "n": n,
+                    rows.append({"expert": label, "mode": mode, "max_actions": limit, "tasks": name, "n": n,
                                  "sr": len(ok) / n, "app": app,
                                  "mean_actions": sum(len(r["actions"]) for r in results) / n,
                                  "mean_actions_success": sum(len(r["actions"]) for r in ok) / max(len(ok), 1)})
                     r = rows[-1]
-                    print(f"{spec:<14} {mode:<9} a{limit:<3} {name:<7} SR {r['sr']:.3f} ({len(ok)}/{n})  APP "
+                    print(f"{label:<14} {mode:<9} a{limit:<3} {name:<7} SR {r['sr']:.3f} ({len(ok)}/{n})  APP "
                           f"{r['app']:.3f}  actions {r['mean_actions']:.1f}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "expert_search.csv", "w", newline="") as f:

@@ -80,6 +80,9 @@ def test_a_round_adds_to_data_of_its_own_format_only(pool, tmp_path):
     with pytest.raises(DaggerError, match="action\\+reason"):
         run_round(pool, ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action+reason", "history-scene"),
                   seeds=[None])
+    with pytest.raises(DaggerError, match="recall here; this round writes history-scene with action and recall named"):
+        run_round(pool, ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action", "history-scene", recall="named"),
+                  seeds=[None])
     with pytest.raises(DaggerError, match="labelled by 'expert \\(privileged\\)'; this round's teacher is "
                                           "'expert \\(privileged\\), view-limited search'"):
         run_round(pool, ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action", "history-scene"),

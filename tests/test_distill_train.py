@@ -320,7 +320,8 @@ def test_a_mix_trains_with_its_own_system_messages_and_records_the_planning_one(
     planning = tmp_path / "planning"
     planning.mkdir()
     (planning / "sft.jsonl").write_text((data / "sft.jsonl").read_text())
-    (planning / "counts.json").write_text(json.dumps({"prompt_layout": "history-scene", "answer_format": "action"}))
+    (planning / "counts.json").write_text(json.dumps({"prompt_layout": "history-scene", "answer_format": "action",
+                                                      "recall": "named"}))
     cypher = tmp_path / "cypher"
     cypher.mkdir()
     (cypher / "sft.jsonl").write_text(json.dumps({"messages": [
@@ -337,3 +338,4 @@ def test_a_mix_trains_with_its_own_system_messages_and_records_the_planning_one(
     info = read_adapter(done.adapter_gguf)
     assert info.metadata["lookplangraph.system_prompt"] == "P"
     assert info.system_prompt_name == "compact" and info.metadata["lookplangraph.prompt_layout"] == "history-scene"
+    assert info.metadata["lookplangraph.recall"] == "named"  # the planner runs it with recall = named

@@ -93,6 +93,20 @@ def test_the_view_limited_search_reaches_every_static_office_goal(office):
     assert all(r.success for r in results), [r.task_id for r in results if not r.success]
 
 
+def test_with_recall_named_the_view_shows_the_named_class_from_anywhere_and_the_view_search_follows_it(office):
+    """office-01 asks for "the red stapler": with ``recall = named`` the prompt lists the stapler
+    remembered in the storage room wherever the agent is, and the view-limited search walks there
+    first, as the belief search does; the episode's prompts show it before the step that uses it."""
+    task = next(t for t in office if t.id == "office-01")
+    result, examples, _ = expert_episode(task, None, PlannerConfig(max_actions=60, recall="named"), Expert(search="view"))
+    assert result.success and result.actions[0] == "go_to(storage_room-1)"
+    first_prompt = examples[0][0][-1]["content"]
+    assert "Objects the instruction names, remembered in other places (they may have moved): stapler-1 ontop " \
+           "shelf-1 in printing_room-1; stapler-2 inside cardboard_box-1 in storage_room-1." in first_prompt
+    here, _, _ = expert_episode(task, None, PlannerConfig(max_actions=60), Expert(search="view"))
+    assert here.actions[0] == "go_to(toms_office-1)" and len(result.actions) < len(here.actions)
+
+
 def test_a_persons_room_is_named_by_the_persons_name(office):
     rooms, _ = _hints("Peter left his watch on his desk; bring Anna's mug to Tom.", office[0].graph)
     assert rooms == {"peters_office-1", "annas_office-1", "toms_office-1"}

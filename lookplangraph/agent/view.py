@@ -5,7 +5,9 @@ The *view* (:func:`view`) is the relevant part of the memory graph:
 * every place; the agent (its place, what it holds);
 * the assets of the agent's place with their states (``inspected`` when already discovered);
 * the objects in that place, split into *seen* ones and *unseen priors* ("remembered here");
-* everything known elsewhere: discovered objects and interacted nodes in other places.
+* everything known elsewhere: discovered objects and interacted nodes in other places;
+* with ``recall`` (the classes the instruction names, :mod:`lookplangraph.agent.recall`), the
+  unseen priors of those classes in other places, with their remembered place and room.
 
 Styles: ``text`` (default: short English lines, no format symbols), ``json`` (the same view as
 compact JSON: the "JSON graph" ablation) and ``full`` (every node of every place in the text
@@ -22,6 +24,7 @@ from sgs.graph import Layer, Relation, SceneGraph, affords
 from sgs.simulator import TARGET_STATE
 
 from lookplangraph.agent.memory import MemoryGraph
+from lookplangraph.agent.recall import recalled
 
 STYLES = ("text", "json", "full")
 
@@ -40,12 +43,14 @@ def _where(graph: SceneGraph, name: str) -> tuple[str, str] | None:
     return edge[1].value, edge[0]
 
 
-def view(memory: MemoryGraph, style: str = "text") -> dict:
-    """The part of the memory graph shown to the LM, as plain data (see module doc)."""
+def view(memory: MemoryGraph, style: str = "text", recall: frozenset[str] = frozenset()) -> dict:
+    """The part of the memory graph shown to the LM, as plain data (see module doc). ``recall``:
+    object classes whose unseen priors elsewhere are shown too (key ``recalled``, present only
+    when ``recall`` is not empty, so a view without it is what it always was)."""
     g = memory.graph
     here = g.agent.location
     everywhere = style == "full"
-    assets, seen, priors, elsewhere = [], [], [], []
+    assets, seen, priors, elsewhere, recalls = [], [], [], [], []
     for name, node in g.nodes.items():
         if node.layer is Layer.PLACE or name == g.agent.holding:
             continue
@@ -67,7 +72,10 @@ def view(memory: MemoryGraph, style: str = "text") -> dict:
         elif name in memory.known:
             entry["room"] = place
             elsewhere.append(entry)
-    return {
+        elif name in memory.unseen and recalled(name, recall):
+            entry["room"] = place
+            recalls.append(entry)
+    out = {
         "places": g.places,
         "agent": {"room": here, "holding": g.agent.holding},
         "assets": assets,
@@ -75,6 +83,9 @@ def view(memory: MemoryGraph, style: str = "text") -> dict:
         "remembered": priors,
         "elsewhere": elsewhere,
     }
+    if recall:
+        out["recalled"] = recalls
+    return out
 
 
 def visible_names(memory: MemoryGraph, style: str = "text") -> list[str]:
@@ -88,8 +99,8 @@ def names_in(v: dict) -> list[str]:
     names = list(v["places"])
     if v["agent"]["holding"]:
         names.append(v["agent"]["holding"])
-    for key in ("assets", "objects", "remembered", "elsewhere"):
-        names += [e["name"] for e in v[key]]
+    for key in ("assets", "objects", "remembered", "elsewhere", "recalled"):
+        names += [e["name"] for e in v.get(key, ())]
     return names
 
 
@@ -128,9 +139,10 @@ def render_view(v: dict, style: str = "text") -> str:
         ("remembered", "Objects remembered here, not seen yet (they may have moved)" if style == "text"
          else "Objects remembered, not seen yet (they may have moved)"),
         ("elsewhere", "Known in other places"),
+        ("recalled", "Objects the instruction names, remembered in other places (they may have moved)"),
     )
     for key, title in sections:
-        if v[key]:
+        if v.get(key):
             lines.append(f"{title}: " + "; ".join(_line(e) for e in v[key]) + ".")
         elif key in ("assets", "objects"):
             lines.append(f"{title}: none.")

@@ -13,6 +13,7 @@ from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, U
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
 from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES
 from lookplangraph.prompts import PROMPT_LAYOUTS
+from lookplangraph.agent.recall import RECALL_MODES
 
 
 def add_parsers(sub) -> None:
@@ -76,6 +77,9 @@ def add_parsers(sub) -> None:
     d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
                    help="the examples' replies: the action then a reason (default, the v0 adapter's), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
+    d.add_argument("--recall", choices=RECALL_MODES, default="here",
+                   help="the view's recall: here (default, the paper's: unseen priors of the agent's room only) or named (also "
+                        "those of the classes the instruction names, wherever they are remembered)")
     d.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
                    help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
                         "to what the planner's view shows: its choices are learnable from the prompt) or "
@@ -102,6 +106,9 @@ def add_parsers(sub) -> None:
                     help="the prompts' layout (default history-scene: data v2's)")
     dg.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action",
                     help="the answers' format (default action: data v2's)")
+    dg.add_argument("--recall", choices=RECALL_MODES, default="here",
+                    help="the view's recall: here (default, the paper's: unseen priors of the agent's room only) or named (also "
+                        "those of the classes the instruction names, wherever they are remembered)")
     dg.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
                     help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
                          "to what the planner's view shows: its choices are learnable from the prompt) or "
@@ -298,7 +305,8 @@ def cmd_distill(args) -> int:
         counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
                                          max_actions=args.max_actions, progress=progress_bar("expert episodes"),
                                          prompt_layout=args.prompt_layout, answer_format=args.answer_format,
-                                         generated=generated, heldout=held, expert=_expert(args.expert))
+                                         generated=generated, heldout=held, expert=_expert(args.expert),
+                                         recall=args.recall)
     except GeneratedLeak as exc:
         raise UsageError(str(exc)) from None
     print(f"{len(pool)} train-pool tasks and {len(generated)} generated tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
@@ -339,7 +347,8 @@ def _dagger(args, root: Path, tasks: list) -> int:
         raise UsageError(f"--tasks is train-pool or generated:DIR, not {args.tasks!r}")
     if args.episodes is not None and args.episodes < 1:
         raise UsageError(f"--episodes must be at least 1, not {args.episodes}")
-    cfg = trajectories.data_config(args.answer_format, args.prompt_layout, max_actions=args.max_actions)
+    cfg = trajectories.data_config(args.answer_format, args.prompt_layout, max_actions=args.max_actions,
+                                   recall=args.recall)
     try:
         student = make_backend(args.student)
     except LMError as exc:

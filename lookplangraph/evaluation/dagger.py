@@ -20,8 +20,8 @@ examples the round adds to):
   success, the seconds spent and the states per hour;
 * ``counts.json`` — ``distill data``'s counts, with ``by_source["dagger"]`` and ``examples``
   brought up to date; written anew (with the format and the teacher) when ``OUT`` has none. A
-  round whose prompt layout, answer format or teacher (``expert``, where recorded) differs from
-  the directory's is refused (:class:`DaggerError`): one directory, one teacher.
+  round whose prompt layout, answer format, recall or teacher (``expert``, where recorded)
+  differs from the directory's is refused (:class:`DaggerError`): one directory, one teacher.
 
 A label is left out when it is ``done()`` while the goal does not hold (it would teach giving up)
 or when it names a node its prompt does not show. Only train-pool tasks or leak-checked generated
@@ -114,11 +114,14 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     layout = cfg.prompt_layout
     answer = answer_format(cfg.reason_first, cfg.reason_max_length)
     teacher = (expert or Expert()).name
+    recall = cfg.recall if cfg.recall != "auto" else "here"
     data_counts = json.loads((out / "counts.json").read_text()) if (out / "counts.json").exists() else \
-        {"examples": 0, "prompt_layout": layout, "answer_format": answer, "expert": teacher, "by_source": {}}
-    if (data_counts.get("prompt_layout"), data_counts.get("answer_format")) != (layout, answer):
-        raise DaggerError(f"{out} holds examples in the {data_counts.get('prompt_layout')} layout with "
-                          f"{data_counts.get('answer_format')} answers; this round writes {layout} with {answer}")
+        {"examples": 0, "prompt_layout": layout, "answer_format": answer, "recall": recall, "expert": teacher,
+         "by_source": {}}
+    have = (data_counts.get("prompt_layout"), data_counts.get("answer_format"), data_counts.get("recall", "here"))
+    if have != (layout, answer, recall):
+        raise DaggerError(f"{out} holds examples in the {have[0]} layout with {have[1]} answers and recall {have[2]}; "
+                          f"this round writes {layout} with {answer} and recall {recall}")
     if data_counts.get("expert", teacher) != teacher:
         raise DaggerError(f"{out} holds examples labelled by {data_counts['expert']!r}; this round's teacher is "
                           f"{teacher!r}: label with the same teacher (--expert), or use another --out")

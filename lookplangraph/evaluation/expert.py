@@ -28,8 +28,10 @@ What it does, one reply per call, from the episode's current state:
     assets of the other rooms in the map's order.
   - ``view`` (``--lm expert-view``): the ``belief`` search limited to what the planner's view
     shows. The view lists an object's remembered place only while the agent is in that room
-    (:mod:`lookplangraph.agent.view`), so until the agent has been in the room where the map
-    remembers the object, the expert does not use it: it walks to the unvisited room whose
+    (:mod:`lookplangraph.agent.view`), or from anywhere when the planner's ``recall`` is
+    ``named`` and the instruction names the object's class (:mod:`lookplangraph.agent.recall`).
+    Until the view has shown where the map remembers the object, the expert does not use it: it
+    walks to the unvisited room whose
     assets are likeliest to hold the object's class (the sum of the same weights), and searches
     as ``belief`` once the remembered room has been visited (or every room has). Its choices
     depend only on what a student sees, so a student can learn them; the other two jump to a
@@ -83,6 +85,7 @@ from sgs.actions import Action, make, parse_action, parse_plan
 from sgs.graph import Layer, SceneGraph, affords, node_class
 from sgs.simulator import check, run_plan
 
+from lookplangraph.agent.recall import named_classes, recalled
 from lookplangraph.evaluation.injection import rearrange_opens
 from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.episode import failures_of
@@ -167,6 +170,9 @@ class Expert:
         self.known: set[str] = set()  # nodes named by accepted answers: the planner's view keeps them
         self.visited: set[str] = set()  # rooms the agent has been in: their remembered objects were in view
         self.hints = _hints(task.instruction, task.graph)  # the rooms and asset classes the instruction names
+        # the classes whose remembered places the view recalls from anywhere (planner setting recall = named)
+        self.recall = named_classes(task.instruction, task.graph) if getattr(config, "recall", "here") == "named" \
+            else frozenset()
         self.refused: set[tuple[Any, str]] = set()
         self.last: tuple[Any, str] | None = None
         self.failures_seen = _failures(env)  # low-level failures so far (sim_adapters.failures)
@@ -401,7 +407,8 @@ class Expert:
         """The next step of the search for ``obj`` (module doc), or None when nothing is left."""
         prior = self.task.graph
         start = _holder(prior, obj) if obj in prior.parent else None
-        if self.search == "view" and start is not None and prior.place_of(start) not in self.visited:
+        if self.search == "view" and start is not None and prior.place_of(start) not in self.visited \
+                and not recalled(obj, self.recall):
             explore = self._explore(g, key, obj)
             if explore is not None:
                 return explore

@@ -97,17 +97,19 @@ class Counts:
     tokenizer: str = ""
     prompt_layout: str = "scene-history"
     answer_format: str = "action+reason"
+    recall: str = "here"  # the view's recall (lookplangraph.agent.recall)
     expert: str = ""  # the teacher's name (Expert.name: which search)
     by_kind: dict[str, int] = field(default_factory=dict)
     by_source: dict[str, int] = field(default_factory=dict)  # examples per split (virtualhome, generated-office ...)
 
 
-def data_config(answer_format: str, prompt_layout: str, correction: str = "rules", max_actions: int = 60) -> PlannerConfig:
-    """The planner's settings that make examples in ``answer_format`` and ``prompt_layout``;
-    ``ValueError`` for an answer format that does not exist."""
+def data_config(answer_format: str, prompt_layout: str, correction: str = "rules", max_actions: int = 60,
+                recall: str = "here") -> PlannerConfig:
+    """The planner's settings that make examples in ``answer_format``, ``prompt_layout`` and the
+    view's ``recall``; ``ValueError`` for an answer format that does not exist."""
     if answer_format not in ANSWER_FORMATS:
         raise ValueError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, not {answer_format!r}")
-    return PlannerConfig(max_actions=max_actions, correction=correction, prompt_layout=prompt_layout,
+    return PlannerConfig(max_actions=max_actions, correction=correction, prompt_layout=prompt_layout, recall=recall,
                          reason_first=answer_format == "reason+action",
                          reason_max_length=0 if answer_format == "action" else None)
 
@@ -154,11 +156,12 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                correction: str = "rules", max_actions: int = 60, progress: Callable[[int, int, dict], None] | None = None,
                manifest: dict | None = None, prompt_layout: str = "scene-history",
                answer_format: str = "action+reason", generated: list[Task] = (),
-               heldout: list[Task] | None = None, expert: Expert | None = None) -> Counts:
+               heldout: list[Task] | None = None, expert: Expert | None = None, recall: str = "here") -> Counts:
     """Write ``sft.jsonl``, ``episodes.jsonl``, ``demonstrations.jsonl.gz`` and ``counts.json``
     into ``out`` (module doc); each file appears whole or not at all. ``prompt_layout`` (the
     user message's order) and ``answer_format`` (:data:`~lookplangraph.planners.config.ANSWER_FORMATS`)
-    are the format of the examples, recorded in ``counts.json`` and from there in the adapter.
+    and ``recall`` (the view's, :mod:`lookplangraph.agent.recall`) are the format of the examples,
+    recorded in ``counts.json`` and from there in the adapter.
     ``generated``: tasks of :mod:`grasif.generate`, checked against ``heldout`` (the evaluation
     tasks, required with them) by :func:`grasif.generate.leaks.check_leaks` first. ``expert``: the
     teacher (default :class:`~lookplangraph.evaluation.expert.Expert`, the belief-space search);
@@ -173,10 +176,10 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
             raise ValueError("generated tasks are checked against the held-out tasks: pass heldout")
         check_leaks(list(generated), heldout)
         tasks = [*tasks, *generated]
-    cfg = data_config(answer_format, prompt_layout, correction, max_actions)
+    cfg = data_config(answer_format, prompt_layout, correction, max_actions, recall)
     out.mkdir(parents=True, exist_ok=True)
     expert = expert or Expert()
-    counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format, expert=expert.name)
+    counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format, recall=recall, expert=expert.name)
     tokens = _token_counter()
     counts.tokenizer = tokens.__doc__ or ""
     demos: list[Demonstration] = []

@@ -38,6 +38,7 @@ META_KEYS = {
     "lookplangraph.system_prompt": "the exact system message of the training examples",
     "lookplangraph.prompt_layout": "the order of the examples' user message (prompts.PROMPT_LAYOUTS)",
     "lookplangraph.answer_format": "the reply format of the training examples (decoding.ANSWER_FORMATS)",
+    "lookplangraph.recall": "the view's recall of the training examples (agent.recall.RECALL_MODES; absent: here)",
     "lookplangraph.training": "the training record (train.json) as JSON",
 }
 
@@ -337,13 +338,17 @@ def stamp_adapter(src: str | os.PathLike, dst: str | os.PathLike, metadata: dict
 
 
 def training_metadata(base_sha256: str, system_prompt_name: str, system_prompt: str, prompt_layout: str,
-                      answer_format: str, training: dict[str, Any] | None = None) -> dict[str, str]:
+                      answer_format: str, training: dict[str, Any] | None = None,
+                      recall: str = "here") -> dict[str, str]:
     """The ``lookplangraph.*`` metadata of an adapter trained on ``base_sha256`` with examples
     whose system message was ``system_prompt`` (the ``system_prompt_name`` setting's text), whose
-    user message had ``prompt_layout`` and whose replies have ``answer_format``."""
+    user message had ``prompt_layout`` and the view's ``recall`` (recorded only when not the
+    default ``here``, so older adapters read the same) and whose replies have ``answer_format``."""
     meta = {"lookplangraph.base_sha256": base_sha256, "lookplangraph.system_prompt_name": system_prompt_name,
             "lookplangraph.system_prompt": system_prompt, "lookplangraph.prompt_layout": prompt_layout,
             "lookplangraph.answer_format": answer_format}
+    if recall != "here":
+        meta["lookplangraph.recall"] = recall
     if training is not None:
         meta["lookplangraph.training"] = json.dumps(training, sort_keys=True)
     return meta

@@ -26,6 +26,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Iterable
 
 from lookplangraph.prompts import PROMPT_LAYOUTS
+from lookplangraph.agent.recall import RECALL_MODES
 
 #: The decision's reply formats, by the order of their keys: the action then a reason (the
 #: default), the reason first (``reason_first``), or the action alone (``reason_max_length = 0``:
@@ -171,6 +172,9 @@ class PlannerConfig:
                                           "scene-history), scene-history (instruction, scene, steps) or history-scene "
                                           "(instruction, places, steps, then the scene: the KV cache serves the steps)",
                                  choices=("auto", *PROMPT_LAYOUTS))
+    recall: str = setting("auto", "LookPlanGraph's view of unseen priors: auto (the LM adapter's own, else here), "
+                                  "here (the paper's: only those in the agent's room) or named (also those of the "
+                                  "classes the instruction names, in other rooms)", choices=("auto", *RECALL_MODES))
     demonstrations: int = setting(0, "LookPlanGraph: the k train-pool expert trajectories most like the task "
                                      "(BM25), written before it in the system message (0: none)")
     demonstration_file: str | None = setting(None, "demonstrations to retrieve from (default: the shipped "
@@ -196,7 +200,7 @@ class PlannerConfig:
     def settled(self, adapter=None) -> "tuple[PlannerConfig, list[str]]":
         """This config with every ``auto`` prompt setting replaced by what the LM's LoRA
         ``adapter`` (a :class:`lookplangraph.lm.lora.AdapterInfo`, None for a model without one)
-        was trained with: its system prompt, its prompt layout, and its answer format where
+        was trained with: its system prompt, its prompt layout, its recall, and its answer format where
         ``reason_max_length`` is not set (``action``: 0, no reason). Returns the settled copy and
         one note per explicit setting that differs from the adapter's own (kept: a prompt other
         than the adapter's is a choice, recorded with the results). Raises
@@ -207,6 +211,7 @@ class PlannerConfig:
         meta = adapter.metadata if adapter is not None else {}
         own = {"system_prompt": meta.get("lookplangraph.system_prompt_name"),
                "prompt_layout": meta.get("lookplangraph.prompt_layout"),
+               "recall": meta.get("lookplangraph.recall"),
                "answer_format": meta.get("lookplangraph.answer_format")}
         name = own["system_prompt"]
         if name is not None:
@@ -220,12 +225,13 @@ class PlannerConfig:
                         f"as it was; set system_prompt (--system-prompt) to {' or '.join(SYSTEM_PROMPTS)} to run it anyway")
                 own["system_prompt"] = None
         notes = [f"{adapter.path.name} was trained with {key} = {own[key]}; running it with {getattr(self, key)} as set"
-                 for key in ("system_prompt", "prompt_layout")
+                 for key in ("system_prompt", "prompt_layout", "recall")
                  if own[key] and getattr(self, key) not in ("auto", own[key])]
         changes: dict[str, Any] = {
             "system_prompt": own["system_prompt"] or "full" if self.system_prompt == "auto" else self.system_prompt,
             "prompt_layout": own["prompt_layout"] or "scene-history" if self.prompt_layout == "auto"
-            else self.prompt_layout}
+            else self.prompt_layout,
+            "recall": own["recall"] or "here" if self.recall == "auto" else self.recall}
         fmt = own["answer_format"]
         if fmt:
             if self.reason_max_length is None and fmt == "action":

@@ -7,8 +7,8 @@ one training call. :func:`mix` writes a directory ``distill train`` reads like a
 * ``sft.jsonl`` — the examples taken from each source (a seeded sample of the number asked, or
   all), in a seeded random order; each keeps its ``meta`` and gains ``meta.mixed_from`` (the
   source's directory name);
-* ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout`` and
-  ``answer_format`` (they must agree), their teachers (``experts``, with counts), per source what
+* ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``,
+  ``answer_format`` and ``recall`` (they must agree), their teachers (``experts``, with counts), per source what
   was available and taken (with the source file's SHA-256), ``by_source`` (the examples'
   ``meta.source``, else their ``meta.split``), and the system messages: ``system_prompt_name``/``system_prompt`` of the
   planning examples and ``systems_final: true``.
@@ -141,7 +141,8 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
         chosen = sorted(rng.sample(range(len(lines)), take.n)) if take.n is not None else range(len(lines))
         taken = [json.loads(lines[i]) for i in chosen]
         if kind == "planning":
-            formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason")))
+            formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason"),
+                         counts.get("recall", "here")))
             for row in taken:
                 teacher = row.get("meta", {}).get("expert") or counts.get("expert") or "expert (privileged)"
                 experts[teacher] += 1
@@ -155,11 +156,12 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
         sources.append({"name": take.path.name, "path": str(take.path), "kind": kind, "available": len(lines),
                         "taken": len(taken), "sft_sha256": sha})
     if len(formats) > 1:
-        raise MixError("the planning sources disagree on prompt layout and answer format: "
-                       + "; ".join(f"{a} with {b}" for a, b in sorted(formats)))
+        raise MixError("the planning sources disagree on prompt layout, answer format or recall: "
+                       + "; ".join(f"{a} with {b}, recall {c}" for a, b, c in sorted(formats)))
     rng.shuffle(rows)
-    layout, answer = next(iter(formats)) if formats else (None, None)
+    layout, answer, recall = next(iter(formats)) if formats else (None, None, None)
     counts = {"kind": "mix", "examples": len(rows), "seed": seed, "prompt_layout": layout, "answer_format": answer,
+              "recall": recall,
               "experts": dict(experts), "sources": sources,
               "by_source": dict(Counter(_label(r) for r in rows)),
               "system_prompt_name": system_name if system is not None else "full",

@@ -169,9 +169,9 @@ def data_file(path: str | os.PathLike) -> Path:
 def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, base_sha256: str) -> dict[str, str]:
     """The ``lookplangraph.*`` metadata the exported adapter carries (:mod:`lookplangraph.lm.lora`):
     the base's SHA-256, the system message the examples were trained with (``system``) and its
-    name (``config.system_name``), and the prompt layout and answer format the data records in
-    its ``counts.json`` (``distill data``; data written before they were recorded had
-    ``scene-history`` and ``action+reason``)."""
+    name (``config.system_name``), and the prompt layout, answer format and recall the data records
+    in its ``counts.json`` (``distill data``; data written before they were recorded had
+    ``scene-history``, ``action+reason`` and ``here``)."""
     from lookplangraph.lm.lora import training_metadata
 
     counts: dict[str, Any] = {}
@@ -182,7 +182,7 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
         except ValueError:
             counts = {}
     return training_metadata(base_sha256, config.system_name, system, counts.get("prompt_layout") or "scene-history",
-                             counts.get("answer_format") or "action+reason")
+                             counts.get("answer_format") or "action+reason", recall=counts.get("recall") or "here")
 
 
 def with_system(messages: list[dict[str, str]], system: str | None) -> list[dict[str, str]]:

@@ -1,0 +1,47 @@
+"""Which remembered objects the view recalls from other rooms (the planner's ``recall`` setting).
+
+The paper's view shows unseen priors only in the agent's own room, so a planner asked to "find
+the red stapler" cannot know that the map remembers a stapler in the storage room until it walks
+in there: in a 37-room office that is a blind walk. ``recall = "named"`` also lists, wherever the
+agent is, the unseen priors of the classes the instruction names, with their remembered place and
+room ("stapler-2 inside cardboard_box-1 in storage_room-1"). They may have moved, as every prior
+may; discovering their holder confirms or removes them.
+
+* ``here`` (default): the paper's view.
+* ``named``: the paper's view and the recalled priors (:func:`named_classes`).
+
+A class is named when its words, last one in the singular, stand in the instruction with its
+words in the singular too: "the red stapler" names ``stapler``, "two glasses" ``glasses``, "the
+cup of yogurt" ``cup_of_yogurt``. Words that only describe ("something to drink") name nothing,
+and the planner searches by the prior as before.
+"""
+
+from __future__ import annotations
+
+import re
+
+from grasif.priors import normalise, singular
+from sgs.graph import Layer, SceneGraph, node_class
+
+RECALL_MODES = ("here", "named")
+
+
+def _words(text: str) -> str:
+    return " " + " ".join(singular(w) for w in re.findall(r"[a-z0-9]+", text.lower())) + " "
+
+
+def named_classes(instruction: str, graph: SceneGraph) -> frozenset[str]:
+    """The classes (:func:`grasif.priors.normalise`) of ``graph``'s objects that ``instruction``
+    names (module doc)."""
+    text = _words(instruction)
+    out = set()
+    for name in graph.names(Layer.OBJECT):
+        cls = normalise(node_class(name))
+        if _words(cls.replace("_", " ")) in text:
+            out.add(cls)
+    return frozenset(out)
+
+
+def recalled(name: str, classes: frozenset[str]) -> bool:
+    """Whether an object ``name`` is of a class in ``classes`` (of :func:`named_classes`)."""
+    return bool(classes) and normalise(node_class(name)) in classes
