@@ -4,6 +4,8 @@
   ``lookplangraph distill data``'s chat examples (loss on the answers only) and writes the adapter;
 * :mod:`.gguf_lora`: the PEFT adapter as a GGUF LoRA that llama.cpp applies to the unchanged
   base (``--lm llamacpp:BASE+ADAPTER``);
+* :mod:`.mix`: one training set from several (planning data, DAgger rounds, Cypher data) in
+  chosen amounts (``lookplangraph distill mix``);
 * :mod:`.chunks`: large files cut into checked chunks, for carrying to a GPU machine.
 
 The training stack (torch, transformers, peft, gguf, accelerate) is the ``distill`` extra;
