@@ -10,6 +10,8 @@ may; discovering their holder confirms or removes them.
 * ``here`` (default): the paper's view.
 * ``named``: the paper's view and the recalled priors (:func:`named_classes`).
 
+The modes are :data:`lookplangraph.planners.config.RECALL_MODES` (the planner's setting).
+
 A class is named when its words, last one in the singular, stand in the instruction with its
 words in the singular too: "the red stapler" names ``stapler``, "two glasses" ``glasses``, "the
 cup of yogurt" ``cup_of_yogurt``. Words that only describe ("something to drink") name nothing,
@@ -22,9 +24,6 @@ import re
 
 from grasif.priors import normalise, singular
 from sgs.graph import Layer, SceneGraph, node_class
-
-RECALL_MODES = ("here", "named")
-
 
 def _words(text: str) -> str:
     return " " + " ".join(singular(w) for w in re.findall(r"[a-z0-9]+", text.lower())) + " "

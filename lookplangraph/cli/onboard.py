@@ -11,9 +11,8 @@ from pathlib import Path
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, UsageError, YesNo, add_command,
                                            lm_failure, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
-from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES
+from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES, RECALL_MODES
 from lookplangraph.prompts import PROMPT_LAYOUTS
-from lookplangraph.agent.recall import RECALL_MODES
 
 
 def add_parsers(sub) -> None:

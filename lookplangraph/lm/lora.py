@@ -38,7 +38,7 @@ META_KEYS = {
     "lookplangraph.system_prompt": "the exact system message of the training examples",
     "lookplangraph.prompt_layout": "the order of the examples' user message (prompts.PROMPT_LAYOUTS)",
     "lookplangraph.answer_format": "the reply format of the training examples (decoding.ANSWER_FORMATS)",
-    "lookplangraph.recall": "the view's recall of the training examples (agent.recall.RECALL_MODES; absent: here)",
+    "lookplangraph.recall": "the view's recall of the training examples (planners.config.RECALL_MODES; absent: here)",
     "lookplangraph.training": "the training record (train.json) as JSON",
 }
 

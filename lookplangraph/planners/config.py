@@ -26,7 +26,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Iterable
 
 from lookplangraph.prompts import PROMPT_LAYOUTS
-from lookplangraph.agent.recall import RECALL_MODES
+
+#: The view's recall of unseen priors (:mod:`lookplangraph.agent.recall`): the agent's room only
+#: (the paper's), or also those of the classes the instruction names, from anywhere.
+RECALL_MODES = ("here", "named")
 
 #: The decision's reply formats, by the order of their keys: the action then a reason (the
 #: default), the reason first (``reason_first``), or the action alone (``reason_max_length = 0``:
