@@ -25,6 +25,7 @@ import re
 from grasif.priors import normalise, singular
 from sgs.graph import Layer, SceneGraph, node_class
 
+
 def _words(text: str) -> str:
     return " " + " ".join(singular(w) for w in re.findall(r"[a-z0-9]+", text.lower())) + " "
 

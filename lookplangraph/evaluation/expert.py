@@ -31,8 +31,8 @@ What it does, one reply per call, from the episode's current state:
     (:mod:`lookplangraph.agent.view`), or from anywhere when the planner's ``recall`` is
     ``named`` and the instruction names the object's class (:mod:`lookplangraph.agent.recall`).
     Until the view has shown where the map remembers the object, the expert does not use it: it
-    walks to the unvisited room whose
-    assets are likeliest to hold the object's class (the sum of the same weights), and searches
+    walks to the unvisited room whose assets are likeliest to hold the object's class (the sum
+    of the same weights), and searches
     as ``belief`` once the remembered room has been visited (or every room has). Its choices
     depend only on what a student sees, so a student can learn them; the other two jump to a
     remembered room the prompt never showed.
