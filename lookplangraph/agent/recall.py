@@ -42,6 +42,12 @@ def named_classes(instruction: str, graph: SceneGraph) -> frozenset[str]:
     return frozenset(out)
 
 
+def recall_classes(recall: str, instruction: str, graph: SceneGraph) -> frozenset[str]:
+    """The classes the view recalls under the setting ``recall``: :func:`named_classes` for
+    ``named``, none for ``here`` (and for ``auto`` not yet settled: the paper's view)."""
+    return named_classes(instruction, graph) if recall == "named" else frozenset()
+
+
 def recalled(name: str, classes: frozenset[str]) -> bool:
     """Whether an object ``name`` is of a class in ``classes`` (of :func:`named_classes`)."""
     return bool(classes) and normalise(node_class(name)) in classes

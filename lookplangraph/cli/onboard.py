@@ -76,13 +76,7 @@ def add_parsers(sub) -> None:
     d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
                    help="the examples' replies: the action then a reason (default, the v0 adapter's), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
-    d.add_argument("--recall", choices=RECALL_MODES, default="here",
-                   help="the view's recall: here (default, the paper's: unseen priors of the agent's room only) or named (also "
-                        "those of the classes the instruction names, wherever they are remembered)")
-    d.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
-                   help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
-                        "to what the planner's view shows: its choices are learnable from the prompt) or "
-                        "expert-oracle (the older room-by-room search)")
+    _teacher_flags(d)
     dg = add_command(dsub, "dagger", help="roll a student out and label every state it visits with the expert (DAgger)",
                      description="One DAgger round: the student (an LM spec) plans in LookPlanGraph's loop on train-pool "
                                  "or generated tasks; at every state it visits the privileged belief-space expert's answer "
@@ -105,13 +99,7 @@ def add_parsers(sub) -> None:
                     help="the prompts' layout (default history-scene: data v2's)")
     dg.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action",
                     help="the answers' format (default action: data v2's)")
-    dg.add_argument("--recall", choices=RECALL_MODES, default="here",
-                    help="the view's recall: here (default, the paper's: unseen priors of the agent's room only) or named (also "
-                        "those of the classes the instruction names, wherever they are remembered)")
-    dg.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
-                    help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
-                         "to what the planner's view shows: its choices are learnable from the prompt) or "
-                         "expert-oracle (the older room-by-room search)")
+    _teacher_flags(dg)
     dg.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
                     description="Replay each successful episode from its true initial graph through the SGS (every "
@@ -185,11 +173,11 @@ def add_parsers(sub) -> None:
     mx = add_command(dsub, "mix", help="one training set from several: planning data, DAgger rounds, Cypher data",
                      description="Take a seeded sample (or all) of each source's examples and write one sft.jsonl "
                                  "and counts.json that distill train reads: planning sources (distill data, distill "
-                                 "dagger) must share prompt layout and answer format; Cypher sources (cypher-data) "
+                                 "dagger) must share prompt layout, answer format and recall; Cypher sources (cypher-data) "
                                  "keep the agent's system message, planning examples get --system-prompt's here "
                                  "(lookplangraph.lm.training.mix).",
-                     examples=["lookplangraph distill mix --out runs/mix_v3 --take runs/distill_v3:5000 "
-                               "--take runs/dagger_v1_view --take runs/cypher_data_v2:800 --system-prompt compact"])
+                     examples=["lookplangraph distill mix --out runs/mix_v4 --take runs/distill_v4:4000 "
+                               "--take runs/dagger_v4 --take runs/cypher_data_v2:800 --system-prompt compact"])
     mx.add_argument("--out", required=True, metavar="DIR", help="output directory (sft.jsonl, counts.json)")
     mx.add_argument("--take", action="append", required=True, metavar="DIR[:N]",
                     help="a source directory and how many of its examples (default all); repeat for each source")
@@ -212,6 +200,18 @@ def add_parsers(sub) -> None:
     j.add_argument("manifest", metavar="MANIFEST", help="the manifest split wrote")
     j.add_argument("--out", metavar="FILE", help="where to write the file (default: its name beside the manifest)")
     p.set_defaults(func=cmd_distill)
+
+
+def _teacher_flags(p) -> None:
+    """``--recall`` and ``--expert``, the same on ``distill data`` and ``distill dagger``: the view
+    the examples' prompts show and the teacher that labels them."""
+    p.add_argument("--recall", choices=RECALL_MODES, default="here",
+                   help="the view's recall: here (default, the paper's: unseen priors of the agent's room only) or "
+                        "named (also those of the classes the instruction names, wherever they are remembered)")
+    p.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
+                   help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
+                        "to what the planner's view shows: its choices are learnable from the prompt) or "
+                        "expert-oracle (the older room-by-room search)")
 
 
 def cmd_expert_proof(args) -> int:

@@ -85,7 +85,7 @@ from sgs.actions import Action, make, parse_action, parse_plan
 from sgs.graph import Layer, SceneGraph, affords, node_class
 from sgs.simulator import check, run_plan
 
-from lookplangraph.agent.recall import named_classes, recalled
+from lookplangraph.agent.recall import recall_classes, recalled
 from lookplangraph.evaluation.injection import rearrange_opens
 from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.episode import failures_of
@@ -171,8 +171,7 @@ class Expert:
         self.visited: set[str] = set()  # rooms the agent has been in: their remembered objects were in view
         self.hints = _hints(task.instruction, task.graph)  # the rooms and asset classes the instruction names
         # the classes whose remembered places the view recalls from anywhere (planner setting recall = named)
-        self.recall = named_classes(task.instruction, task.graph) if getattr(config, "recall", "here") == "named" \
-            else frozenset()
+        self.recall = recall_classes(getattr(config, "recall", "here"), task.instruction, task.graph)
         self.refused: set[tuple[Any, str]] = set()
         self.last: tuple[Any, str] | None = None
         self.failures_seen = _failures(env)  # low-level failures so far (sim_adapters.failures)

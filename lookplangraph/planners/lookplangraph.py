@@ -78,7 +78,7 @@ from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
-from lookplangraph.agent.recall import named_classes
+from lookplangraph.agent.recall import recall_classes
 from lookplangraph.agent.view import inapplicable, names_in, render_view, view, vocabulary
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
@@ -103,7 +103,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     initial_true = env.true_graph()
     memory = MemoryGraph(task.graph, priors=cfg.priors)
     cfg, _ = cfg.settled(getattr(lm, "adapter", None))  # "auto": the prompt the LM's adapter was trained with
-    recall = named_classes(task.instruction, memory.graph) if cfg.recall == "named" else frozenset()
+    recall = recall_classes(cfg.recall, task.instruction, memory.graph)
     static = system_prompt(cfg.system_prompt)
     if cfg.demonstrations > 0:
         static += "\n\n" + task_demonstrations(task, cfg.demonstrations, cfg.demonstration_file,

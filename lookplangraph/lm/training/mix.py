@@ -33,6 +33,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from lookplangraph.lm.training.sft import with_system
+
 
 class MixError(ValueError):
     """A source that cannot be mixed: missing, unreadable, of another format, or too small."""
@@ -117,11 +119,6 @@ def _label(row: dict) -> str:
     return meta.get("source") or meta.get("split") or meta.get("mixed_from", "?")
 
 
-def _with_system(row: dict, system: str) -> dict:
-    messages = [{"role": "system", "content": system}, *(m for m in row["messages"] if m["role"] != "system")]
-    return {**row, "messages": messages}
-
-
 def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None, system_name: str = "full",
         seed: int = 0) -> dict:
     """Write the mix of ``takes`` into ``out`` (module doc) and return its counts. ``system``:
@@ -147,7 +144,7 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
                 teacher = row.get("meta", {}).get("expert") or counts.get("expert") or "expert (privileged)"
                 experts[teacher] += 1
             if system is not None:
-                taken = [_with_system(r, system) for r in taken]
+                taken = [{**r, "messages": with_system(r["messages"], system)} for r in taken]
             if taken and planning_system is None:
                 planning_system = next((m["content"] for m in taken[0]["messages"] if m["role"] == "system"), None)
         for row in taken:

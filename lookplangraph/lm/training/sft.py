@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from lookplangraph.lm.embedded import sha256_file
-from lookplangraph.lm.training.mix import final_systems
 
 #: Every linear layer of a Qwen2/Llama block: attention and MLP projections.
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -346,6 +345,8 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                 raise TrainError(f"{out} holds checkpoints of a run with other {', '.join(changed)}: "
                                  "use another --out, or the same settings to resume")
     settings_path.write_text(json.dumps(settings, indent=1))
+
+    from lookplangraph.lm.training.mix import final_systems
 
     mixed = final_systems(data_file(data).parent)
     if mixed is not None and config.system is not None and config.system != mixed.get("system_prompt"):
