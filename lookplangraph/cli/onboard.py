@@ -141,7 +141,7 @@ def add_parsers(sub) -> None:
                    help="attention kernels (default sdpa: PyTorch's fused ones, without cuDNN's on CUDA; eager: "
                         "plain matrix products, slower, for a run that still diverges)")
     t.add_argument("--checkpointing", choices=["auto", "on", "off"], default="auto",
-                   help="activation checkpointing (default auto: on with CUDA; off is faster where memory allows)")
+                   help="activation checkpointing (default auto: on; off is faster where memory allows)")
     t.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
                    help="weights and compute (default auto: bfloat16 on a GPU that has it, else float32)")
     t.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
