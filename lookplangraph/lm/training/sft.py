@@ -57,9 +57,9 @@ class TrainConfig:
     ``batch_size`` x ``grad_accum`` examples make one optimizer step. ``max_steps`` (if set) wins
     over ``epochs``. ``max_minutes`` stops training after that much wall time, with a checkpoint
     (resume with the same command). ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else
-    float32. ``gradient_checkpointing``: ``auto`` is on (on a 24 GB CPU machine the 0.5B without it
-    was killed for memory at 4 examples of up to 1,024 tokens; ``off`` is faster where memory
-    allows, as on the GPU runs of the guide). ``lr_schedule``: ``steps``
+    float32. ``gradient_checkpointing``: ``auto`` is on, on a CPU as with CUDA (without it a
+    batch of long examples can exhaust a CPU machine's memory); ``off`` is faster where memory
+    allows. ``lr_schedule``: ``steps``
     (the Trainer's cosine over the optimizer steps of ``epochs``/``max_steps``) or ``time`` (the
     same warm-up and cosine over the wall time of ``max_minutes``, for a run whose length is set
     by a time limit: it ends at a learning rate near zero wherever the limit falls; a resumed run
