@@ -14,8 +14,9 @@ one training call. :func:`mix` writes a directory ``distill train`` reads like a
   planning examples and ``systems_final: true``.
 
 Planning examples get the system message ``system`` (e.g. the planner's compact prompt) here,
-once; Cypher examples keep the agent's own. ``distill train`` therefore leaves a mix's system
-messages as they are (:func:`final_systems`), and records the planning one in the adapter.
+once; Cypher examples keep the agent's own. ``distill train`` therefore leaves the system messages
+of a data directory whose ``counts.json`` says ``systems_final`` as they are, and records the
+planning one in the adapter.
 
 A source is a ``distill data`` or ``distill dagger`` directory (its ``counts.json`` has a
 ``prompt_layout``: planning) or a ``cypher-data`` directory (``kind: "cypher"``, or the
@@ -70,19 +71,6 @@ def source_kind(counts: dict) -> str | None:
     if "questions" in counts:
         return "cypher"
     return None
-
-
-def final_systems(data_dir: Path) -> dict | None:
-    """A mix's ``counts.json`` when its examples hold their final system messages (module doc),
-    else None."""
-    path = data_dir / "counts.json"
-    if not path.is_file():
-        return None
-    try:
-        counts = json.loads(path.read_text())
-    except ValueError:
-        return None
-    return counts if counts.get("systems_final") else None
 
 
 def _read(take: Take) -> tuple[dict, list[str], str]:

@@ -167,6 +167,18 @@ def data_file(path: str | os.PathLike) -> Path:
     return path
 
 
+def data_counts(data: str | os.PathLike) -> dict[str, Any]:
+    """The ``counts.json`` beside the data's ``sft.jsonl`` (``distill data``, ``distill dagger``,
+    ``distill mix``, ``cypher-data`` write one); empty when there is none or it does not parse."""
+    path = data_file(data).parent / "counts.json"
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        return {}
+
+
 def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, base_sha256: str) -> dict[str, str]:
     """The ``lookplangraph.*`` metadata the exported adapter carries (:mod:`lookplangraph.lm.lora`):
     the base's SHA-256, the system message the examples were trained with (``system``) and its
@@ -175,13 +187,7 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
     ``scene-history``, ``action+reason`` and ``here``)."""
     from lookplangraph.lm.lora import training_metadata
 
-    counts: dict[str, Any] = {}
-    path = data_file(data).parent / "counts.json"
-    if path.is_file():
-        try:
-            counts = json.loads(path.read_text())
-        except ValueError:
-            counts = {}
+    counts = data_counts(data)
     return training_metadata(base_sha256, config.system_name, system, counts.get("prompt_layout") or "scene-history",
                              counts.get("answer_format") or "action+reason", recall=counts.get("recall") or "here")
 
@@ -348,9 +354,8 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                                  "use another --out, or the same settings to resume")
     settings_path.write_text(json.dumps(settings, indent=1))
 
-    from lookplangraph.lm.training.mix import final_systems
-
-    mixed = final_systems(data_file(data).parent)
+    counts = data_counts(data)
+    mixed = counts if counts.get("systems_final") else None  # a mix (distill mix): its system messages are final
     if mixed is not None and config.system is not None and config.system != mixed.get("system_prompt"):
         raise TrainError(f"{data_file(data).parent} is a mix whose examples hold their final system messages "
                          f"(its planning ones: the {mixed.get('system_prompt_name')} prompt); train it with "
