@@ -218,6 +218,18 @@ def test_the_cli_exits_2_on_an_adapter_of_another_base_before_llama_cpp_loads_it
     assert code == 2 and "does not fit the base" in err, err
 
 
+@pytest.mark.skipif(not embedded.is_available("qwen2.5-coder-0.5b"), reason="the 0.5B model's parts are not installed")
+@pytest.mark.parametrize("adapter, message", [
+    ("lpg-v9", "no adapter 'lpg-v9' shipped for 'qwen2.5-coder-0.5b'"),
+    (str(SHIPPED), "does not fit the base"),  # the 1.5B's adapter as the start of a 0.5B run
+])
+def test_distill_train_exits_2_on_a_start_adapter_that_is_missing_or_does_not_fit(capsys, tmp_path, adapter, message):
+    code, err = run_cli(capsys, "distill", "train", "--data", str(tmp_path / "sft.jsonl"), "--base", "qwen2.5-coder-0.5b",
+                        "--out", str(tmp_path / "out"), "--init-adapter", adapter)
+    assert code == 2 and "--init-adapter" in err and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_answer_formats_and_prompt_layouts():
     from lookplangraph.agent.decoding import action_schema, constrained_schema
 

@@ -339,3 +339,43 @@ def test_a_mix_trains_with_its_own_system_messages_and_records_the_planning_one(
     assert info.metadata["lookplangraph.system_prompt"] == "P"
     assert info.system_prompt_name == "compact" and info.metadata["lookplangraph.prompt_layout"] == "history-scene"
     assert info.metadata["lookplangraph.recall"] == "named"  # the planner runs it with recall = named
+
+
+def test_a_run_starts_from_a_gguf_adapter_exactly_and_refuses_one_that_does_not_fit(trained, tiny_base, data, tmp_path):
+    """``init_adapter``: the exported GGUF LoRA is read back into a fresh PEFT model weight for
+    weight (float16 precision), a run started from it begins at the trained loss, not the fresh
+    one, and an adapter of another rank is refused before any weight changes."""
+    import peft
+    from safetensors.numpy import load_file
+
+    out, _, _ = trained
+    model, _ = sft.load_base(tiny_base, torch.float32)
+    model = peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8.0, target_modules=list(sft.DEFAULT_TARGETS),
+                                                       task_type="CAUSAL_LM"))
+    assert gguf_lora.load_lora(model, out / "adapter.gguf", tiny_base) == LAYERS * 7
+    saved = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    loaded = {n: p.detach().numpy() for n, p in model.named_parameters() if "lora_" in n}
+    assert len(saved) == len(loaded) == LAYERS * 14
+    for key, value in saved.items():
+        mine = loaded[key.replace(".weight", ".default.weight")]
+        np.testing.assert_allclose(mine, value, rtol=2e-3, atol=1e-4)
+
+    warm = tmp_path / "warm"
+    sft.train(data, tiny_base, warm, sft.TrainConfig(max_steps=1, init_adapter=str(out / "adapter.gguf"),
+                                                      **{**CONFIG, "learning_rate": 1e-6}), log=lambda _: None)
+    with open(out / "loss.csv") as f:
+        fresh = [float(r["loss"]) for r in csv.DictReader(f)]
+    with open(warm / "loss.csv") as f:
+        started = float(next(csv.DictReader(f))["loss"])
+    assert started < fresh[0] - 0.3 and abs(started - min(fresh[-4:])) < 0.5, (started, fresh)
+    assert json.loads((warm / "settings.json").read_text())["init_adapter_sha256"]
+
+    other = peft.get_peft_model(sft.load_base(tiny_base, torch.float32)[0], peft.LoraConfig(
+        r=8, lora_alpha=16.0, target_modules=list(sft.DEFAULT_TARGETS), task_type="CAUSAL_LM"))
+    before = {n: p.detach().clone() for n, p in other.named_parameters() if "lora_" in n}
+    with pytest.raises(gguf_lora.ExportError, match="another rank"):
+        gguf_lora.load_lora(other, out / "adapter.gguf", tiny_base)
+    assert all(torch.equal(p, before[n]) for n, p in other.named_parameters() if "lora_" in n)
+    with pytest.raises(sft.TrainError, match="cannot start from"):
+        sft.train(data, tiny_base, tmp_path / "r8", sft.TrainConfig(max_steps=1, init_adapter=str(out / "adapter.gguf"),
+                                                                     **{**CONFIG, "rank": 8}), log=lambda _: None)

@@ -147,6 +147,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
                    help="the examples' system message: as built (the planner's full prompt) or compact (then run the "
                         "adapter with --system-prompt compact; a fifth of the prompt tokens)")
+    t.add_argument("--init-adapter", metavar="ADAPTER",
+                   help="start from this adapter's weights instead of a fresh LoRA: a GGUF LoRA file or the name of "
+                        "an adapter shipped for --base (lpg-v0); it must have --rank and --alpha")
     t.add_argument("--restart", action=YesNo, default=False,
                    help="ignore the checkpoints in OUT and start over (off: go on from the last one)")
     e = add_command(dsub, "export", help="a PEFT adapter directory as a GGUF LoRA for llama.cpp",
@@ -469,6 +472,16 @@ def _distill_training(args) -> int:
         return EXIT_OK
     if args.distill_command == "merge":
         return _merge(args, base)
+    init_adapter = None
+    if args.init_adapter is not None:
+        from lookplangraph.lm.llamacpp import resolve_adapter
+        from lookplangraph.lm.lora import AdapterError, check_adapter
+
+        try:
+            init_adapter = resolve_adapter(args.base, args.init_adapter)
+            check_adapter(init_adapter, base)
+        except AdapterError as exc:
+            raise UsageError(f"--init-adapter: {exc}") from None
     config = sft.TrainConfig(rank=args.rank, alpha=args.alpha, learning_rate=args.lr, epochs=args.epochs,
                              max_steps=args.max_steps, batch_size=args.batch_size, grad_accum=args.grad_accum,
                              max_length=args.max_length, examples=args.examples, seed=args.seed,
@@ -476,7 +489,8 @@ def _distill_training(args) -> int:
                              lr_schedule=args.lr_schedule, gradient_checkpointing=args.checkpointing,
                              attention=args.attention,
                              system=compact_prompt() if args.system_prompt == "compact" else None,
-                             system_name="compact" if args.system_prompt == "compact" else "full")
+                             system_name="compact" if args.system_prompt == "compact" else "full",
+                             init_adapter=str(init_adapter) if init_adapter is not None else None)
     try:
         r = sft.train(args.data, base, args.out, config, resume=not args.restart)
     except sft.TrainError as exc:

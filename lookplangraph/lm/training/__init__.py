@@ -3,7 +3,8 @@
 * :mod:`.sft`: ``train()`` reads the base model from its GGUF file, fine-tunes a LoRA on
   ``lookplangraph distill data``'s chat examples (loss on the answers only) and writes the adapter;
 * :mod:`.gguf_lora`: the PEFT adapter as a GGUF LoRA that llama.cpp applies to the unchanged
-  base (``--lm llamacpp:BASE+ADAPTER``);
+  base (``--lm llamacpp:BASE+ADAPTER``), and such a file read back to train on from it
+  (``distill train --init-adapter``);
 * :mod:`.mix`: one training set from several (planning data, DAgger rounds, Cypher data) in
   chosen amounts (``lookplangraph distill mix``);
 * :mod:`.chunks`: large files cut into checked chunks, for carrying to a GPU machine.

@@ -1,4 +1,5 @@
-"""A PEFT LoRA adapter written as a GGUF LoRA file that llama.cpp applies on top of an unchanged base GGUF.
+"""A PEFT LoRA adapter written as a GGUF LoRA file that llama.cpp applies on top of an unchanged base GGUF
+(:func:`export_lora`), and such a file read back into a PEFT model to train on from it (:func:`load_lora`).
 
 The file format is the one llama.cpp's ``llama_adapter_lora_init`` reads (and llama.cpp's own
 ``convert_lora_to_gguf.py`` writes):
@@ -100,10 +101,7 @@ def export_lora(adapter_dir: str | os.PathLike, base_gguf: str | os.PathLike, ou
         raise ExportError(f"dtype must be f16 or f32, not {dtype!r}")
     rank, alpha = int(config["r"]), float(config["lora_alpha"])
     arch, n_blocks, shapes = base_info(base_gguf)
-    arch_enum = next((a for a, n in gguf.MODEL_ARCH_NAMES.items() if n == arch), None)
-    if arch_enum is None:
-        raise ExportError(f"the gguf package does not know the architecture {arch!r} of {base_gguf}")
-    names = gguf.get_tensor_name_map(arch_enum, n_blocks)
+    names = _tensor_names(gguf, arch, n_blocks, base_gguf)
 
     pairs: dict[str, dict[str, Any]] = {}
     for key, value in tensors.items():
@@ -148,3 +146,68 @@ def export_lora(adapter_dir: str | os.PathLike, base_gguf: str | os.PathLike, ou
     writer.close()
     os.replace(part, out)
     return ExportReport(out, arch, len(writer_tensors) // 2, rank, alpha, out.stat().st_size)
+
+
+def _tensor_names(gguf, arch: str, n_blocks: int, base_gguf) -> Any:
+    arch_enum = next((a for a, n in gguf.MODEL_ARCH_NAMES.items() if n == arch), None)
+    if arch_enum is None:
+        raise ExportError(f"the gguf package does not know the architecture {arch!r} of {base_gguf}")
+    return gguf.get_tensor_name_map(arch_enum, n_blocks)
+
+
+def load_lora(model: Any, adapter_gguf: str | os.PathLike, base_gguf: str | os.PathLike) -> int:
+    """Copy the LoRA weights of the GGUF LoRA file ``adapter_gguf`` (what :func:`export_lora` or
+    llama.cpp's converter writes) into the freshly made PEFT ``model``'s adapter, so that training
+    goes on from that adapter; returns the number of LoRA pairs loaded.
+
+    The inverse of :func:`export_lora`, with the same name mapping. The adapter must be one for
+    ``base_gguf`` (its architecture), hold a pair for every module ``model`` adapts and none
+    other, and have ``model``'s rank and alpha: anything else raises :class:`ExportError` before
+    a weight is changed. Weights stored in float16 are widened to the model's dtype.
+    """
+    import numpy as np
+    import torch
+
+    gguf = _gguf()
+    reader = gguf.GGUFReader(str(adapter_gguf))
+    kind = reader.get_field("general.type")
+    if kind is None or kind.contents() != "adapter":
+        raise ExportError(f"{adapter_gguf} is not a GGUF adapter file (general.type is not 'adapter')")
+    arch_field, alpha_field = reader.get_field("general.architecture"), reader.get_field("adapter.lora.alpha")
+    arch, n_blocks, shapes = base_info(base_gguf)
+    if arch_field is None or arch_field.contents() != arch:
+        raise ExportError(f"{adapter_gguf} is an adapter for {arch_field.contents() if arch_field else 'no architecture'}, "
+                          f"the base {base_gguf} is {arch}")
+    stored: dict[str, Any] = {t.name: t for t in reader.tensors}
+    names = _tensor_names(gguf, arch, n_blocks, base_gguf)
+
+    plan: list[tuple[Any, Any, Any]] = []
+    for name, module in model.named_modules():
+        if not (hasattr(module, "lora_A") and "default" in getattr(module, "lora_A", {})):
+            continue
+        hf = name.removeprefix("base_model.model.")
+        target = names.get_name(hf + ".weight", try_suffixes=(".weight",))
+        a_t, b_t = stored.pop(f"{target}.lora_a", None), stored.pop(f"{target}.lora_b", None)
+        if a_t is None or b_t is None:
+            raise ExportError(f"{adapter_gguf} has no LoRA pair for {hf} ({target}): it adapts other modules "
+                              "than this run (--rank and the targets must be the adapter's)")
+        a, b = np.asarray(a_t.data, dtype=np.float32), np.asarray(b_t.data, dtype=np.float32)
+        lora_a, lora_b = module.lora_A["default"].weight, module.lora_B["default"].weight
+        if a.shape != tuple(lora_a.shape) or b.shape != tuple(lora_b.shape):
+            raise ExportError(f"{hf}: the adapter's lora_a {a.shape} / lora_b {b.shape} do not fit this run's "
+                              f"{tuple(lora_a.shape)} / {tuple(lora_b.shape)} (another rank, or another base?)")
+        scaling = module.scaling["default"]
+        if alpha_field is not None and abs(float(alpha_field.contents()) / a.shape[0] - scaling) > 1e-6:
+            raise ExportError(f"{adapter_gguf} has alpha {alpha_field.contents()} at rank {a.shape[0]}, this run "
+                              f"scales by {scaling}: pass the adapter's --alpha")
+        plan.append((lora_a, lora_b, (a, b)))
+    leftover = sorted(n for n in stored if n.endswith((".lora_a", ".lora_b")))
+    if leftover:
+        raise ExportError(f"{adapter_gguf} adapts modules this run does not ({leftover[0]}, ...): train with its targets")
+    if not plan:
+        raise ExportError("the model has no LoRA modules to load into")
+    with torch.no_grad():
+        for lora_a, lora_b, (a, b) in plan:
+            lora_a.copy_(torch.from_numpy(a).to(lora_a.dtype))
+            lora_b.copy_(torch.from_numpy(b).to(lora_b.dtype))
+    return len(plan)

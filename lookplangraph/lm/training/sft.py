@@ -72,6 +72,9 @@ class TrainConfig:
     than its planning one is refused.
     ``system_name``: the planner's ``system_prompt`` setting whose text the examples' system
     message is (recorded in the adapter, so that the planner runs it with that prompt).
+    ``init_adapter``: a GGUF LoRA file (e.g. a shipped adapter) whose weights the run starts from
+    instead of PEFT's fresh initialisation (it must have ``rank``, ``alpha`` and ``targets``); None:
+    a fresh adapter.
     """
 
     rank: int = 16
@@ -96,6 +99,7 @@ class TrainConfig:
     attention: str = "sdpa"
     system: str | None = None
     system_name: str = "full"
+    init_adapter: str | None = None
 
     def check(self) -> None:
         """Raise :class:`TrainError` for a setting that cannot work."""
@@ -127,6 +131,8 @@ class TrainConfig:
             raise TrainError("lr_schedule 'time' needs max_minutes (the wall time the schedule runs over)")
         if not self.targets:
             raise TrainError("targets: at least one module name")
+        if self.init_adapter is not None and not Path(self.init_adapter).is_file():
+            raise TrainError(f"init_adapter: no file {self.init_adapter}")
 
 
 @dataclass
@@ -339,13 +345,15 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     settings_path = out / "settings.json"
     settings = {"config": asdict(config), "base": str(base_gguf), "base_sha256": sha256_file(base_gguf)}
     settings["data_sha256"] = sha256_file(data_file(data))
+    if config.init_adapter is not None:
+        settings["init_adapter_sha256"] = sha256_file(Path(config.init_adapter))
     settings["config"]["targets"] = list(config.targets)
     checkpoints = out / "checkpoints"
     has_checkpoint = checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
     if has_checkpoint and resume:
         if settings_path.is_file():
             before = json.loads(settings_path.read_text())
-            changed = [k for k in ("base_sha256", "data_sha256") if before.get(k) != settings.get(k)]
+            changed = [k for k in ("base_sha256", "data_sha256", "init_adapter_sha256") if before.get(k) != settings.get(k)]
             defaults = asdict(TrainConfig())  # a key an older run did not record had its default
             changed += [f"config.{k}" for k in settings["config"] if k not in RESUMABLE_CHANGES
                         and before.get("config", {}).get(k, defaults[k]) != settings["config"][k]]
@@ -399,6 +407,14 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=config.dropout,
                            target_modules=list(config.targets), bias="none", task_type="CAUSAL_LM")
     model = peft.get_peft_model(model, lora)
+    if config.init_adapter is not None:
+        from lookplangraph.lm.training.gguf_lora import ExportError, load_lora
+
+        try:
+            pairs = load_lora(model, config.init_adapter, base_gguf)
+        except ExportError as exc:
+            raise TrainError(f"cannot start from {config.init_adapter}: {exc}") from None
+        log(f"starting from the adapter {config.init_adapter} ({pairs} LoRA pairs)")
     if checkpointing:
         model.enable_input_require_grads()
 
