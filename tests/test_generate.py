@@ -56,6 +56,29 @@ def test_every_task_is_checked_and_every_kind_comes_in_several_phrasings(made):
     assert len(offices) > 20  # people's rooms by name
 
 
+def test_an_attribute_task_names_its_object_by_a_property_the_view_shows_and_no_other_of_its_class_has(made):
+    from lookplangraph.agent.memory import MemoryGraph
+    from lookplangraph.agent.view import render_view, view
+    from sgs.graph import Layer, node_class
+
+    for kind, tasks in made.items():
+        attribute = [t for t in tasks if t.provenance["kind"] == "attribute"]
+        assert len(attribute) >= 15, kind
+        for t in attribute:
+            g, obj = t.graph, t.goal.node_goals[0].node
+            mine = set(g.nodes[obj].properties or ())
+            same = [o for o in g.names(Layer.OBJECT) if node_class(o) == node_class(obj) and o != obj]
+            assert same, t.id  # the class is there more than once
+            told = [p for p in mine if p.lower() in t.instruction.lower()
+                    and not any(p in (g.nodes[o].properties or ()) for o in same)]
+            assert told, (t.id, t.instruction, mine)
+            shown = render_view(view(MemoryGraph(g), "full"), "full")
+            assert f"{obj}, {', '.join(g.nodes[obj].properties)}," in shown, t.id
+    owned = [t for t in made["office"] if t.provenance["kind"] == "attribute" and any(
+        p.endswith("'s") and f"{p} " in t.instruction for p in t.graph.nodes[t.goal.node_goals[0].node].properties)]
+    assert owned  # a person's things by name, in offices
+
+
 def test_the_expert_solves_generated_tasks_static_and_dynamic(made):
     for t in made["home"][::40] + made["office"][::40]:
         for seed in (None, 0):

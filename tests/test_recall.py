@@ -1,7 +1,11 @@
 """The view's recall (lookplangraph.agent.recall): which classes an instruction names, and the
-view that lists their unseen priors from other rooms only when asked."""
+view that lists their unseen priors from other rooms only when asked; and the nodes' properties
+in the view, which tell such priors apart."""
 
 from __future__ import annotations
+
+import json
+import re
 
 import pytest
 
@@ -37,8 +41,31 @@ def test_without_recall_the_view_is_what_it_was_and_with_it_the_named_priors_els
     text = render_view(named)
     assert text.startswith(render_view(plain))
     assert text.endswith("Objects the instruction names, remembered in other places (they may have moved): "
-                         "stapler-1 ontop shelf-1 in printing_room-1; stapler-2 inside cardboard_box-1 in storage_room-1.")
+                         "stapler-1, blue, ontop shelf-1 in printing_room-1; stapler-2, red, inside cardboard_box-1 in storage_room-1.")
     assert "stapler-2" in names_in(named) and "stapler-2" not in names_in(plain)
+
+
+def test_the_view_shows_properties_so_that_an_instruction_naming_one_is_decidable(office):
+    """Office-01 asks for "the red stapler" with a blue one remembered too: the properties are in
+    the view's data (JSON style included), in the text as an apposition, and a room's in Places;
+    a graph without properties renders as it always did."""
+    task = office["office-01"]
+    memory = MemoryGraph(task.graph)
+    named = view(memory, recall=named_classes(task.instruction, task.graph))
+    assert [(e["name"], e.get("properties")) for e in named["recalled"]] == [("stapler-1", ["blue"]), ("stapler-2", ["red"])]
+    assert named["place_properties"]["kitchen-1"] == ["main kitchen"]
+    text = render_view(named)
+    assert "stapler-2, red, inside cardboard_box-1 in storage_room-1" in text
+    assert "kitchen-1 (main kitchen), " in text and "lobby-1, corridor-1," in text
+    assert json.loads(render_view(view(memory, "json"), "json"))["place_properties"]["boardroom-1"] == ["the largest meeting room"]
+    parcels = render_view(view(MemoryGraph(office["office-08"].graph)))
+    assert "parcel-2, addressed to Anna, ontop reception_desk-1" in parcels
+
+    home = dataset.split_module("virtualhome").build_tasks()[0]
+    plain = view(MemoryGraph(home.graph))
+    assert plain["place_properties"] == {} and not any("properties" in e for k in ("assets", "remembered") for e in plain[k])
+    items = [i for line in render_view(plain).splitlines()[2:] for i in line.split(": ", 1)[1].rstrip(".").split("; ")]
+    assert items and not any("," in re.sub(r" \([^)]*\)$", "", i) for i in items)  # no apposition without properties
 
 
 def test_recall_follows_the_adapter_unless_set(tmp_path):

@@ -34,8 +34,9 @@ from sgs.io import graph_from_dict
 
 __all__ = ["GENERATOR", "KINDS", "SPLIT_PREFIX", "generate", "is_generated", "load", "write"]
 
-#: the generator's version, in every task's provenance
-GENERATOR = "grasif.generate v1"
+#: the generator's version, in every task's provenance (v2: properties that tell objects of a class
+#: apart, and the ``attribute`` kind; a seed draws other buildings than under v1)
+GENERATOR = "grasif.generate v2"
 #: the split of a generated task is this and its kind (``generated-office``)
 SPLIT_PREFIX = "generated-"
 #: tasks drawn on one building before the next is drawn

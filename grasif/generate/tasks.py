@@ -4,6 +4,9 @@ validator knows, each instruction in one of several phrasings, each task checked
 Kinds (:data:`KINDS`):
 
 * ``rearrange`` — one object onto or into another asset ("Put the apple in the fridge");
+* ``attribute`` — the same, the object named by a property no other of its class has ("Put the
+  red mug on Chen's desk", "Bring Dana's laptop to the meeting table"), where its class is there
+  more than once: the planner must tell it apart from the others by what the view shows;
 * ``multi`` — two or three objects to one asset;
 * ``count`` — N objects of a class to one asset (a count goal);
 * ``state`` — open, close, switch on or off an asset (a state goal);
@@ -32,7 +35,7 @@ from sgs.simulator import run_plan
 
 from grasif.generate.worlds import Building
 
-KINDS = ("rearrange", "multi", "count", "state", "sequence")
+KINDS = ("rearrange", "attribute", "multi", "count", "state", "sequence")
 
 #: phrasings of each kind: ``{obj}``, ``{objs}``, ``{n}``, ``{cls}``, ``{prep}`` (on / in), ``{into}`` (onto / into),
 #: ``{dest}``, ``{verb}`` and ``{thing}`` are filled in
@@ -40,6 +43,9 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
     "rearrange": ("Put {obj} {prep} {dest}.", "Please move {obj} {into} {dest}.",
                   "Could you take {obj} and leave it {prep} {dest}?", "I need {obj} {prep} {dest}.",
                   "{Obj} should be {prep} {dest}; bring it there."),
+    "attribute": ("Put {obj} {prep} {dest}.", "Find {obj} and put it {prep} {dest}.",
+                  "Could you bring {obj} to {dest} and leave it {prep} it?", "I need {obj} {prep} {dest}.",
+                  "{Obj} belongs {prep} {dest}; take it there."),
     "multi": ("Put {objs} {prep} {dest}.", "Gather {objs} and place them {prep} {dest}.",
               "Please bring {objs} to {dest} and put them {prep} it.", "I want {objs} {prep} {dest}."),
     "count": ("Put {n} {cls} {prep} {dest}.", "Bring {n} {cls} to {dest} and put them {prep} it.",
@@ -117,6 +123,26 @@ class Describer:
         return f"the {words(cls)} {'on' if rel is Relation.ONTOP else 'in'} {where}"
 
 
+    def by_property(self, obj: str) -> str:
+        """``the red mug``, ``Chen's mug`` or ``Chen's red mug``: the object named by the first of
+        its properties (a possessive and a colour together) that no other object of its class has;
+        "" when it has none such or is the only one of its class."""
+        cls = node_class(obj)
+        others = [o for o in self.classes[cls] if o != obj]
+        props = list(self.g.nodes[obj].properties or ())
+        if not others or not props:
+            return ""
+        taken = {p for o in others for p in (self.g.nodes[o].properties or ())}
+        unique = [p for p in props if p not in taken]
+        if not unique:
+            return ""
+        owner = next((p for p in props if p.endswith("'s")), None)
+        colour = next((p for p in props if not p.endswith("'s")), None)
+        if owner in unique:
+            return f"{owner} {colour + ' ' if colour else ''}{words(cls)}"
+        return f"the {unique[0]} {words(cls)}"
+
+
 def _prep(rel: str) -> str:
     return "on" if rel == "ontop" else "in"
 
@@ -142,6 +168,17 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
     object prior of the (first) object moved."""
     d = Describer(g, b)
     holders, movable = _holders(g, d), _movable(g, d)
+    if kind == "attribute":
+        named = [o for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "pick_up") and d.by_property(o)]
+        if not holders or not named:
+            return None
+        obj = rng.choice(named)
+        dest, rel = _destination(rng, [h for h in holders if h[0] != g.parent[obj][0]] or holders, node_class(obj), priors)
+        name = d.by_property(obj)
+        i = rng.randrange(len(PHRASINGS[kind]))
+        text = PHRASINGS[kind][i].format(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest))
+        goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])
+        return text, goal, [f"rearrange({obj}, {rel}, {dest})"], i
     if kind in ("rearrange", "multi"):
         if not holders or not movable:
             return None

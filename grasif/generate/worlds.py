@@ -6,7 +6,11 @@ A building is a scene graph in the paper's JSON format (:mod:`sgs.io`). Rooms ar
 occupant, :data:`PEOPLE`, which no held-out task uses), each room's assets from its template, and
 objects from :data:`OBJECTS`; an object starts on or inside an asset drawn with the object prior
 (:mod:`grasif.priors`, counted over the train pool), so a mug starts on a table or in a cabinet.
-Containers start closed, devices off. Deterministic for a seed and an index.
+Containers start closed, devices off. Objects of a class the building holds more than once may
+carry properties that tell them apart, as the office split's do: a colour (:data:`COLOURS`, for the
+classes of :data:`COLOURED`) and, in
+an office, an occupant's name on a personal thing (:data:`PERSONAL`: "Chen's mug"). Deterministic
+for a seed and an index.
 """
 
 from __future__ import annotations
@@ -84,6 +88,19 @@ OBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "laptop": (("pick_up", "turn_on", "turn_off"), ("off",)),
 }
 
+#: colours an object of a repeated class may be told apart by
+COLOURS = ("red", "blue", "green", "yellow", "black", "white", "grey", "orange")
+#: classes whose things come in colours (not food, paper or cutlery)
+COLOURED = ("mug", "cup", "plate", "bowl", "book", "notebook", "pen", "marker", "stapler", "folder", "envelope",
+            "towel", "shirt", "pillow", "candle", "headphones", "water_bottle", "box", "basket", "laptop", "phone",
+            "toothbrush", "wallet")
+#: classes of things that belong to someone in an office ("Chen's laptop")
+PERSONAL = ("mug", "cup", "laptop", "notebook", "keys", "wallet", "phone", "glasses", "headphones", "water_bottle",
+            "charger")
+#: chance that the objects of a repeated class are told apart by colour / that a personal thing in an
+#: office has an owner
+P_COLOURED, P_OWNED = 0.6, 0.5
+
 #: occupants of generated offices (no held-out task names them)
 PEOPLE = ("alice", "ben", "chen", "dana", "elif", "farid", "grace", "hugo", "ines", "jonas", "kofi", "lucia",
           "mateo", "nadia", "oskar", "rosa", "sami", "yuki")
@@ -102,6 +119,27 @@ class Building:
 def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = ()) -> list[str]:
     rest = [k for k in table if k not in required]
     return list(required) + rng.sample(rest, max(0, min(n - len(required), len(rest))))
+
+
+def _describe(objects: list[dict], counts: dict[str, int], people: list[str], rng: random.Random) -> None:
+    """Give the objects of each class the building holds more than once properties that may tell
+    them apart (module doc): distinct colours to all of a class (chance :data:`P_COLOURED`), and
+    distinct owners among ``people`` to personal things (chance :data:`P_OWNED` each)."""
+    by_class: dict[str, list[dict]] = {}
+    for o in objects:
+        by_class.setdefault(o["name"].rsplit("-", 1)[0], []).append(o)
+    for cls in sorted(by_class):
+        same = by_class[cls]
+        if counts.get(cls, 0) < 2:
+            continue
+        if cls in COLOURED and len(same) <= len(COLOURS) and rng.random() < P_COLOURED:
+            for o, colour in zip(same, rng.sample(COLOURS, len(same))):
+                o["properties"].append(colour)
+        if people and cls in PERSONAL:
+            owners = rng.sample(people, min(len(people), len(same)))
+            for o, owner in zip(same, owners):
+                if rng.random() < P_OWNED:
+                    o["properties"].append(f"{owner.capitalize()}'s")
 
 
 def building(kind: str, rng: random.Random, priors: Priors) -> Building:
@@ -145,7 +183,8 @@ def building(kind: str, rng: random.Random, priors: Priors) -> Building:
         holder, rel = rng.choices(holders, weights=weights)[0]
         aff, states = OBJECTS[cls]
         objects.append({"name": name(cls), "relation": f"{rel}_of", "related_to": holder, "states": list(states),
-                        "affordances": list(aff)})
+                        "affordances": list(aff), "properties": []})
+    _describe(objects, counts, sorted(occupants.values()), rng)
     graph = {"nodes": {"rooms": room_entries, "asset": assets, "objects": objects,
                        "agent": {"name": "agent-1", "location": rng.choice(room_entries)["name"], "holding": "nothing"}}}
     return Building(graph, kinds, occupants)

@@ -2,12 +2,16 @@
 
 The *view* (:func:`view`) is the relevant part of the memory graph:
 
-* every place; the agent (its place, what it holds);
+* every place (with its properties: "main kitchen"); the agent (its place, what it holds);
 * the assets of the agent's place with their states (``inspected`` when already discovered);
 * the objects in that place, split into *seen* ones and *unseen priors* ("remembered here");
 * everything known elsewhere: discovered objects and interacted nodes in other places;
 * with ``recall`` (the classes the instruction names, :mod:`lookplangraph.agent.recall`), the
   unseen priors of those classes in other places, with their remembered place and room.
+
+Every node is shown with its properties ("red", "Peter's", "addressed to Anna"), as the paper's
+graph carries them: an instruction that names "the red stapler" is decidable from the view alone
+when two staplers are remembered.
 
 Styles: ``text`` (default: short English lines, no format symbols), ``json`` (the same view as
 compact JSON: the "JSON graph" ablation) and ``full`` (every node of every place in the text
@@ -56,6 +60,8 @@ def view(memory: MemoryGraph, style: str = "text", recall: frozenset[str] = froz
             continue
         place = g.place_of(name)
         entry = {"name": name, "states": _states(g, name)}
+        if node.properties:
+            entry["properties"] = list(node.properties)
         if node.layer is Layer.OBJECT:
             rel = _where(g, name)
             if rel:
@@ -77,6 +83,7 @@ def view(memory: MemoryGraph, style: str = "text", recall: frozenset[str] = froz
             recalls.append(entry)
     out = {
         "places": g.places,
+        "place_properties": {p: list(g.nodes[p].properties) for p in g.places if g.nodes[p].properties},
         "agent": {"room": here, "holding": g.agent.holding},
         "assets": assets,
         "objects": seen,
@@ -105,11 +112,13 @@ def names_in(v: dict) -> list[str]:
 
 
 def _line(e: dict) -> str:
+    """``name[, property, ...,] [relation parent] [in room] [(states)]``: the properties as an
+    apposition ("stapler-2, red, inside cardboard_box-1 in storage_room-1")."""
     text = e["name"]
-    if "relation" in e:
-        text += f" {e['relation']} {e['parent']}"
-    if "room" in e:
-        text += f" in {e['room']}"
+    place = (f" {e['relation']} {e['parent']}" if "relation" in e else "") + (f" in {e['room']}" if "room" in e else "")
+    if e.get("properties"):
+        text += ", " + ", ".join(e["properties"]) + ("," if place else "")
+    text += place
     if e["states"]:
         text += f" ({', '.join(e['states'])})"
     return text
@@ -129,8 +138,10 @@ def render_view(v: dict, style: str = "text") -> str:
     if style == "json":
         return json.dumps(v, separators=(",", ":"))
     agent = v["agent"]
+    described = v.get("place_properties", {})
+    places = [f"{p} ({', '.join(described[p])})" if p in described else p for p in v["places"]]
     lines = [
-        f"Places: {', '.join(v['places'])}.",
+        f"Places: {', '.join(places)}.",
         f"You are in {agent['room']} and hold {agent['holding'] or 'nothing'}.",
     ]
     sections = (
