@@ -101,8 +101,8 @@ def test_with_recall_named_the_view_shows_the_named_class_from_anywhere_and_the_
     result, examples, _ = expert_episode(task, None, PlannerConfig(max_actions=60, recall="named"), Expert(search="view"))
     assert result.success and result.actions[0] == "go_to(storage_room-1)"
     first_prompt = examples[0][0][-1]["content"]
-    assert "Objects the instruction names, remembered in other places (they may have moved): stapler-1 ontop " \
-           "shelf-1 in printing_room-1; stapler-2 inside cardboard_box-1 in storage_room-1." in first_prompt
+    assert "Objects the instruction names, remembered in other places (they may have moved): stapler-1, blue, " \
+           "ontop shelf-1 in printing_room-1; stapler-2, red, inside cardboard_box-1 in storage_room-1." in first_prompt
     here, _, _ = expert_episode(task, None, PlannerConfig(max_actions=60), Expert(search="view"))
     assert here.actions[0] == "go_to(toms_office-1)" and len(result.actions) < len(here.actions)
 
