@@ -369,6 +369,9 @@ def test_a_run_starts_from_a_gguf_adapter_exactly_and_refuses_one_that_does_not_
         started = float(next(csv.DictReader(f))["loss"])
     assert started < fresh[0] - 0.3 and abs(started - min(fresh[-4:])) < 0.5, (started, fresh)
     assert json.loads((warm / "settings.json").read_text())["init_adapter_sha256"]
+    assert sft.start_mismatch(out / "adapter.gguf", sft.prompt_metadata(sft.TrainConfig(), "", data, "")) == []
+    assert sft.start_mismatch(out / "adapter.gguf", {"lookplangraph.answer_format": "action"}) == [
+        "the start adapter was trained with answer_format action+reason, these examples have action"]
 
     other = peft.get_peft_model(sft.load_base(tiny_base, torch.float32)[0], peft.LoraConfig(
         r=8, lora_alpha=16.0, target_modules=list(sft.DEFAULT_TARGETS), task_type="CAUSAL_LM"))

@@ -198,6 +198,23 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
                              counts.get("answer_format") or "action+reason", recall=counts.get("recall") or "here")
 
 
+def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[str]:
+    """What the adapter ``adapter`` was trained on that differs from the run's examples (``wanted``:
+    :func:`prompt_metadata`): prompt layout, answer format, recall. A run started from it then
+    relearns those first; on a CPU's few hundred examples that costs more than it gains (the
+    results log's warm start of ``lpg-v0``)."""
+    from lookplangraph.lm.lora import read_adapter
+
+    had = read_adapter(adapter).metadata
+    defaults = {"prompt_layout": "scene-history", "answer_format": "action+reason", "recall": "here"}
+    out = []
+    for key, default in defaults.items():
+        was, now = had.get(f"lookplangraph.{key}", default), wanted.get(f"lookplangraph.{key}", default)
+        if was != now:
+            out.append(f"the start adapter was trained with {key} {was}, these examples have {now}")
+    return out
+
+
 def with_system(messages: list[dict[str, str]], system: str | None) -> list[dict[str, str]]:
     """``messages`` with their system message replaced by ``system`` (put first if there is none;
     None: unchanged)."""
@@ -415,6 +432,8 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         except ExportError as exc:
             raise TrainError(f"cannot start from {config.init_adapter}: {exc}") from None
         log(f"starting from the adapter {config.init_adapter} ({pairs} LoRA pairs)")
+        for note in start_mismatch(config.init_adapter, prompt_metadata(config, "", data, "")):
+            log(f"note: {note}")
     if checkpointing:
         model.enable_input_require_grads()
 
