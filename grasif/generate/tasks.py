@@ -122,7 +122,6 @@ class Describer:
             return ""
         return f"the {words(cls)} {'on' if rel is Relation.ONTOP else 'in'} {where}"
 
-
     def by_property(self, obj: str) -> str:
         """``the red mug``, ``Chen's mug`` or ``Chen's red mug``: the object named by the first of
         its properties (a possessive and a colour together) that no other object of its class has;

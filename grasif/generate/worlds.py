@@ -7,10 +7,9 @@ occupant, :data:`PEOPLE`, which no held-out task uses), each room's assets from 
 objects from :data:`OBJECTS`; an object starts on or inside an asset drawn with the object prior
 (:mod:`grasif.priors`, counted over the train pool), so a mug starts on a table or in a cabinet.
 Containers start closed, devices off. Objects of a class the building holds more than once may
-carry properties that tell them apart, as the office split's do: a colour (:data:`COLOURS`, for the
-classes of :data:`COLOURED`) and, in
-an office, an occupant's name on a personal thing (:data:`PERSONAL`: "Chen's mug"). Deterministic
-for a seed and an index.
+carry properties that tell them apart, as the office split's do: a colour (:data:`COLOURS`, for
+the classes of :data:`COLOURED`) and, in an office, an occupant's name on a personal thing
+(:data:`PERSONAL`: "Chen's mug"). Deterministic for a seed and an index.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from typing import Any
 
 
 class ExportError(ValueError):
-    """An adapter that cannot be exported onto the given base (wrong base, unsupported LoRA variant)."""
+    """An adapter that cannot be exported onto the given base, or loaded from a GGUF file into a
+    run (wrong base, unsupported LoRA variant, another rank or alpha)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,14 @@ def _adapter_tensors(adapter_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]
     from safetensors.numpy import load_file
 
     return config, load_file(str(weights_path))
+
+
+def _tensor_names(gguf, arch: str, n_blocks: int, base_gguf) -> Any:
+    """The ``gguf`` package's map from Hugging Face module names to GGUF tensor names for ``arch``."""
+    arch_enum = next((a for a, n in gguf.MODEL_ARCH_NAMES.items() if n == arch), None)
+    if arch_enum is None:
+        raise ExportError(f"the gguf package does not know the architecture {arch!r} of {base_gguf}")
+    return gguf.get_tensor_name_map(arch_enum, n_blocks)
 
 
 def export_lora(adapter_dir: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.PathLike,
@@ -148,13 +157,6 @@ def export_lora(adapter_dir: str | os.PathLike, base_gguf: str | os.PathLike, ou
     return ExportReport(out, arch, len(writer_tensors) // 2, rank, alpha, out.stat().st_size)
 
 
-def _tensor_names(gguf, arch: str, n_blocks: int, base_gguf) -> Any:
-    arch_enum = next((a for a, n in gguf.MODEL_ARCH_NAMES.items() if n == arch), None)
-    if arch_enum is None:
-        raise ExportError(f"the gguf package does not know the architecture {arch!r} of {base_gguf}")
-    return gguf.get_tensor_name_map(arch_enum, n_blocks)
-
-
 def load_lora(model: Any, adapter_gguf: str | os.PathLike, base_gguf: str | os.PathLike) -> int:
     """Copy the LoRA weights of the GGUF LoRA file ``adapter_gguf`` (what :func:`export_lora` or
     llama.cpp's converter writes) into the freshly made PEFT ``model``'s adapter, so that training
@@ -174,7 +176,7 @@ def load_lora(model: Any, adapter_gguf: str | os.PathLike, base_gguf: str | os.P
     if kind is None or kind.contents() != "adapter":
         raise ExportError(f"{adapter_gguf} is not a GGUF adapter file (general.type is not 'adapter')")
     arch_field, alpha_field = reader.get_field("general.architecture"), reader.get_field("adapter.lora.alpha")
-    arch, n_blocks, shapes = base_info(base_gguf)
+    arch, n_blocks, _ = base_info(base_gguf)
     if arch_field is None or arch_field.contents() != arch:
         raise ExportError(f"{adapter_gguf} is an adapter for {arch_field.contents() if arch_field else 'no architecture'}, "
                           f"the base {base_gguf} is {arch}")
