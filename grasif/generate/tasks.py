@@ -168,12 +168,13 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
     d = Describer(g, b)
     holders, movable = _holders(g, d), _movable(g, d)
     if kind == "attribute":
-        named = [o for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "pick_up") and d.by_property(o)]
+        named = {o: d.by_property(o) for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "pick_up")}
+        named = {o: n for o, n in named.items() if n}
         if not holders or not named:
             return None
-        obj = rng.choice(named)
+        obj = rng.choice(list(named))
         dest, rel = _destination(rng, [h for h in holders if h[0] != g.parent[obj][0]] or holders, node_class(obj), priors)
-        name = d.by_property(obj)
+        name = named[obj]
         i = rng.randrange(len(PHRASINGS[kind]))
         text = PHRASINGS[kind][i].format(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest))
         goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])

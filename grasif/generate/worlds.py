@@ -120,7 +120,7 @@ def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = (
     return list(required) + rng.sample(rest, max(0, min(n - len(required), len(rest))))
 
 
-def _describe(objects: list[dict], counts: dict[str, int], people: list[str], rng: random.Random) -> None:
+def _describe(objects: list[dict], people: list[str], rng: random.Random) -> None:
     """Give the objects of each class the building holds more than once properties that may tell
     them apart (module doc): distinct colours to all of a class (chance :data:`P_COLOURED`), and
     distinct owners among ``people`` to personal things (chance :data:`P_OWNED` each)."""
@@ -129,7 +129,7 @@ def _describe(objects: list[dict], counts: dict[str, int], people: list[str], rn
         by_class.setdefault(o["name"].rsplit("-", 1)[0], []).append(o)
     for cls in sorted(by_class):
         same = by_class[cls]
-        if counts.get(cls, 0) < 2:
+        if len(same) < 2:
             continue
         if cls in COLOURED and len(same) <= len(COLOURS) and rng.random() < P_COLOURED:
             for o, colour in zip(same, rng.sample(COLOURS, len(same))):
@@ -183,7 +183,7 @@ def building(kind: str, rng: random.Random, priors: Priors) -> Building:
         aff, states = OBJECTS[cls]
         objects.append({"name": name(cls), "relation": f"{rel}_of", "related_to": holder, "states": list(states),
                         "affordances": list(aff), "properties": []})
-    _describe(objects, counts, sorted(occupants.values()), rng)
+    _describe(objects, sorted(occupants.values()), rng)
     graph = {"nodes": {"rooms": room_entries, "asset": assets, "objects": objects,
                        "agent": {"name": "agent-1", "location": rng.choice(room_entries)["name"], "holding": "nothing"}}}
     return Building(graph, kinds, occupants)

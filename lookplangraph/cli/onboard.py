@@ -474,12 +474,14 @@ def _distill_training(args) -> int:
         return _merge(args, base)
     init_adapter = None
     if args.init_adapter is not None:
+        from lookplangraph.lm import embedded
         from lookplangraph.lm.llamacpp import resolve_adapter
         from lookplangraph.lm.lora import AdapterError, check_adapter
 
+        spec = embedded.MODELS.get(args.base)  # its known hash: the 1.1 GB base is not hashed again here
         try:
             init_adapter = resolve_adapter(args.base, args.init_adapter)
-            check_adapter(init_adapter, base)
+            check_adapter(init_adapter, base, spec.sha256 if spec else None)
         except AdapterError as exc:
             raise UsageError(f"--init-adapter: {exc}") from None
     config = sft.TrainConfig(rank=args.rank, alpha=args.alpha, learning_rate=args.lr, epochs=args.epochs,

@@ -185,7 +185,7 @@ def load_lora(model: Any, adapter_gguf: str | os.PathLike, base_gguf: str | os.P
 
     plan: list[tuple[Any, Any, Any]] = []
     for name, module in model.named_modules():
-        if not (hasattr(module, "lora_A") and "default" in getattr(module, "lora_A", {})):
+        if "default" not in getattr(module, "lora_A", {}):
             continue
         hf = name.removeprefix("base_model.model.")
         target = names.get_name(hf + ".weight", try_suffixes=(".weight",))

@@ -44,6 +44,11 @@ RESUMABLE_CHANGES = ("epochs", "max_steps", "max_minutes", "save_steps", "loggin
                      "gradient_checkpointing")
 
 
+#: The prompt settings of examples (and adapters) that do not record them: what data had before
+#: ``counts.json`` recorded its prompt layout, answer format and recall.
+UNRECORDED = {"prompt_layout": "scene-history", "answer_format": "action+reason", "recall": "here"}
+
+
 class TrainError(ValueError):
     """Training cannot start: missing extra, bad data, bad settings."""
 
@@ -194,8 +199,9 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
     from lookplangraph.lm.lora import training_metadata
 
     counts = data_counts(data)
-    return training_metadata(base_sha256, config.system_name, system, counts.get("prompt_layout") or "scene-history",
-                             counts.get("answer_format") or "action+reason", recall=counts.get("recall") or "here")
+    recorded = {key: counts.get(key) or default for key, default in UNRECORDED.items()}
+    return training_metadata(base_sha256, config.system_name, system, recorded["prompt_layout"],
+                             recorded["answer_format"], recall=recorded["recall"])
 
 
 def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[str]:
@@ -206,9 +212,8 @@ def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[s
     from lookplangraph.lm.lora import read_adapter
 
     had = read_adapter(adapter).metadata
-    defaults = {"prompt_layout": "scene-history", "answer_format": "action+reason", "recall": "here"}
     out = []
-    for key, default in defaults.items():
+    for key, default in UNRECORDED.items():
         was, now = had.get(f"lookplangraph.{key}", default), wanted.get(f"lookplangraph.{key}", default)
         if was != now:
             out.append(f"the start adapter was trained with {key} {was}, these examples have {now}")
