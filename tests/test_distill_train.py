@@ -310,6 +310,13 @@ def test_bfloat16_trains_on_a_cpu_and_float16_is_refused_there(tiny_base, data, 
                   log=lambda _: None)
 
 
+def test_missing_data_is_refused_before_the_output_directory_is_made(tmp_path):
+    with pytest.raises(sft.TrainError, match="no training data at"):
+        sft.train(tmp_path / "nowhere", tmp_path / "base.gguf", tmp_path / "run", sft.TrainConfig(max_steps=1),
+                  log=lambda _: None)
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_mix_trains_with_its_own_system_messages_and_records_the_planning_one(tiny_base, data, tmp_path):
     """A mix (``distill mix``) holds its final system messages: training keeps them, records the
     planning examples' one in the adapter whatever example comes first, and refuses to replace

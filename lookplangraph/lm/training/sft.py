@@ -361,12 +361,13 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     import peft
     from transformers import DataCollatorForSeq2Seq, Trainer, TrainerCallback, TrainingArguments
 
+    data_sha256 = sha256_file(data_file(data))  # no training data: an error before OUT is created
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     base_gguf = Path(base_gguf)
     settings_path = out / "settings.json"
     settings = {"config": asdict(config), "base": str(base_gguf), "base_sha256": sha256_file(base_gguf)}
-    settings["data_sha256"] = sha256_file(data_file(data))
+    settings["data_sha256"] = data_sha256
     if config.init_adapter is not None:
         settings["init_adapter_sha256"] = sha256_file(Path(config.init_adapter))
     settings["config"]["targets"] = list(config.targets)
