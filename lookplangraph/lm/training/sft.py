@@ -361,7 +361,23 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     import peft
     from transformers import DataCollatorForSeq2Seq, Trainer, TrainerCallback, TrainingArguments
 
-    data_sha256 = sha256_file(data_file(data))  # no training data: an error before OUT is created
+    # Every check of the data and settings comes before OUT is made or written.
+    data_sha256 = sha256_file(data_file(data))
+    counts = data_counts(data)
+    mixed = counts if counts.get("systems_final") else None  # a mix (distill mix): its system messages are final
+    if mixed is not None and config.system is not None and config.system != mixed.get("system_prompt"):
+        raise TrainError(f"{data_file(data).parent} is a mix whose examples hold their final system messages "
+                         f"(its planning ones: the {mixed.get('system_prompt_name')} prompt); train it with "
+                         "--system-prompt as-built, or mix again with the system prompt wanted")
+    cuda = torch.cuda.is_available()
+    if config.dtype == "auto":
+        dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
+    else:
+        dtype = getattr(torch, config.dtype)
+    if not cuda and dtype == torch.float16:
+        raise TrainError("--dtype float16 needs a GPU (mixed precision in float16 has no CPU path): on a CPU use "
+                         "float32 or bfloat16")
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     base_gguf = Path(base_gguf)
@@ -385,25 +401,11 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                                  "use another --out, or the same settings to resume")
     settings_path.write_text(json.dumps(settings, indent=1))
 
-    counts = data_counts(data)
-    mixed = counts if counts.get("systems_final") else None  # a mix (distill mix): its system messages are final
-    if mixed is not None and config.system is not None and config.system != mixed.get("system_prompt"):
-        raise TrainError(f"{data_file(data).parent} is a mix whose examples hold their final system messages "
-                         f"(its planning ones: the {mixed.get('system_prompt_name')} prompt); train it with "
-                         "--system-prompt as-built, or mix again with the system prompt wanted")
     examples = [m if mixed is not None else with_system(m, config.system) for m in read_examples(data)]
     random.Random(config.seed).shuffle(examples)
     if config.examples is not None:
         examples = examples[: config.examples]
 
-    cuda = torch.cuda.is_available()
-    if config.dtype == "auto":
-        dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
-    else:
-        dtype = getattr(torch, config.dtype)
-    if not cuda and dtype == torch.float16:
-        raise TrainError("--dtype float16 needs a GPU (mixed precision in float16 has no CPU path): on a CPU use "
-                         "float32 or bfloat16")
     log(f"loading {base_gguf.name} (dequantizing to {str(dtype).removeprefix('torch.')}) ...")
     if cuda and config.attention == "sdpa":
         torch.backends.cuda.enable_cudnn_sdp(False)  # flash and memory-efficient kernels stay
