@@ -178,7 +178,7 @@ def test_a_time_limited_run_follows_the_time_schedule(tiny_base, data, tmp_path,
         lrs = [float(r["learning_rate"]) for r in csv.DictReader(f)]
     peak = CONFIG["learning_rate"]
     expected = [sft.time_schedule_lr(peak, (2 * k + 1) / 12, 0.0) for k in range(7)]
-    assert lrs == pytest.approx(expected)  # the time schedule's rates, not the Trainer's constant peak
+    assert lrs == pytest.approx(expected)  # the Trainer logs the time schedule's rates, not its constant peak
     assert lrs[-1] < 0.1 * peak
 
 

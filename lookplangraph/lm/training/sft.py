@@ -457,7 +457,6 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     stopped = {"by_time": False, "diverged": False}
     skipped: list[int] = []  # optimizer steps whose gradients were not finite
     by_time = config.lr_schedule == "time"
-    schedule_lrs: dict[int, float] = {}  # the time schedule's learning rate by step (0-based)
 
     class TimeLimit(TrainerCallback):
         """Starts the clock when training begins (after loading and tokenizing) and stops (and
@@ -476,15 +475,19 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
 
     class TimeSchedule(TrainerCallback):
         """``lr_schedule="time"``: warm-up and cosine over the fraction of ``max_minutes`` gone,
-        set on the optimizer before each step (the Trainer's own schedule is then constant)."""
+        set before each step on the optimizer and on the Trainer's constant schedule (its base, which
+        it sets again after the step, and its last rate, which the Trainer logs and prints)."""
 
-        def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
+        def on_step_begin(self, args, state, control, optimizer=None, lr_scheduler=None, **kwargs):
             if optimizer is not None:
                 lr = time_schedule_lr(config.learning_rate, (time.monotonic() - clock["start"]) / (config.max_minutes * 60),
                                       config.warmup_ratio)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
-                schedule_lrs[state.global_step] = lr
+                constant = getattr(lr_scheduler, "scheduler", lr_scheduler)  # accelerate may wrap it
+                if constant is not None and hasattr(constant, "base_lrs"):
+                    constant.base_lrs = [lr] * len(constant.base_lrs)
+                    constant._last_lr = [lr] * len(constant.base_lrs)  # the Trainer logs get_last_lr() before it steps
             return control
 
     class FiniteGuard(TrainerCallback):
@@ -525,9 +528,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
 
     logged = [h for h in trainer.state.log_history if "loss" in h]
     losses = [(int(h["step"]), float(h["loss"])) for h in logged]
-    # the learning rate of each logged step: the time schedule's own (the Trainer logs its constant peak)
-    lrs = [schedule_lrs.get(int(h["step"]) - 1, h.get("learning_rate")) if by_time else h.get("learning_rate")
-           for h in logged]
+    lrs = [h.get("learning_rate") for h in logged]  # the time schedule's too: it is the constant schedule's base
     with open(out / "loss.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["step", "loss", "learning_rate"])
