@@ -145,6 +145,22 @@ def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_pro
     assert (info.rank, len(info.targets)) == (16, 196)
 
 
+def test_the_default_adapter_is_the_registered_file_trained_from_lpg_v0_in_the_recall_named_view():
+    spec = embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v2"]
+    info = read_adapter(spec.path())
+    assert spec.path().stat().st_size <= 40 << 20 and set(info.metadata) == set(META_KEYS)
+    assert info.metadata["lookplangraph.base_sha256"] == embedded.MODELS["qwen2.5-coder-1.5b"].sha256
+    assert info.metadata["lookplangraph.system_prompt"].strip() == system_prompt("compact")
+    assert (info.metadata["lookplangraph.prompt_layout"], info.answer_format) == ("scene-history", "action+reason")
+    assert info.metadata["lookplangraph.recall"] == "named"
+    training = json.loads(info.metadata["lookplangraph.training"])
+    assert (training["steps"], training["device"]) == (47, "cpu")
+    assert training["adapter_gguf_sha256"] == "7894868119a49d74638442b82fdd4af5017cd4d8c68a5248924fdc8ee5aad234"
+    assert (info.rank, len(info.targets)) == (16, 196)
+    cfg, notes = PlannerConfig().settled(info)  # a run with it takes its prompt and its view
+    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == ("compact", "scene-history", "named", [])
+
+
 def test_auto_prompt_settings_follow_the_adapter_and_an_explicit_other_prompt_is_noted(tmp_path):
     own = read_adapter(SHIPPED)
     cfg, notes = PlannerConfig().settled(own)
@@ -295,8 +311,8 @@ def test_merging_adds_the_adapter_to_the_real_base_and_keeps_its_record(tmp_path
 def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_other_planners():
     from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM, load_settings
 
-    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v0" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
+    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v2" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
     s = load_settings(None, {})
-    assert (s.lm, s.config.system_prompt) == (DEFAULT_LM, "compact")
+    assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, "compact", "named")
     assert load_settings(None, {"planner": "react"}).lm == BASE_LM
     assert load_settings(None, {"planner": "react", "lm": DEFAULT_LM}).lm == DEFAULT_LM

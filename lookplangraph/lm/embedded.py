@@ -109,11 +109,13 @@ class AdapterSpec:
 
 
 #: Adapters shipped for the embedded models, ``{model: {name: spec}}`` (``lookplangraph distill
-#: train`` makes them; each has its model card beside it, ``lpg-v0.md``).
+#: train`` makes them; each has its model card beside it, ``lpg-v0.md``, ``lpg-v2.md``).
 ADAPTERS: dict[str, dict[str, AdapterSpec]] = {
     "qwen2.5-coder-1.5b": {
         "lpg-v0": AdapterSpec("lpg-v0", "qwen2.5-coder-1.5b", "lpg-v0.gguf",
                               "3690a80854c456991a64d1e7bda6b9be789efc12cd964c65c95eebaa4600cdbb"),
+        "lpg-v2": AdapterSpec("lpg-v2", "qwen2.5-coder-1.5b", "lpg-v2.gguf",
+                              "d114f082f6c54474db4bf51f3c98f07418e72e541a728eb8f88a753fd6cb4ed4"),
     },
 }
 
