@@ -130,33 +130,33 @@ def test_stamping_keeps_every_tensor_and_key_and_never_leaves_half_a_file(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gguf", "broken.gguf", "stamped.gguf"]
 
 
-def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_prompt():
-    spec = embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v0"]
-    assert spec.path() == SHIPPED and SHIPPED.stat().st_size <= 40 << 20
-    info = read_adapter(SHIPPED)
-    assert set(info.metadata) == set(META_KEYS) - {"lookplangraph.recall"}  # recorded only when not "here"
+def shipped_record(name: str):
+    """A shipped adapter's file checked against its registry entry and its record's common part:
+    the embedded base, this version's compact prompt byte for byte, ``lpg-v0``'s layout and answer
+    format, rank 16 on all 196 linear layers; returns its info and its training record."""
+    spec = embedded.ADAPTERS["qwen2.5-coder-1.5b"][name]
+    assert spec.path().stat().st_size <= 40 << 20
+    info = read_adapter(spec.path())
     assert info.metadata["lookplangraph.base_sha256"] == embedded.MODELS["qwen2.5-coder-1.5b"].sha256
-    # the prompt it was trained with is this version's compact prompt, byte for byte
     assert info.system_prompt_name == "compact"
     assert info.metadata["lookplangraph.system_prompt"].strip() == system_prompt("compact")
     assert (info.metadata["lookplangraph.prompt_layout"], info.answer_format) == ("scene-history", "action+reason")
-    training = json.loads(info.metadata["lookplangraph.training"])
-    assert training["steps"] == 376 and training["device"] == "NVIDIA H200"
     assert (info.rank, len(info.targets)) == (16, 196)
+    return info, json.loads(info.metadata["lookplangraph.training"])
+
+
+def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_prompt():
+    assert embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v0"].path() == SHIPPED
+    info, training = shipped_record("lpg-v0")
+    assert set(info.metadata) == set(META_KEYS) - {"lookplangraph.recall"}  # recorded only when not "here"
+    assert training["steps"] == 376 and training["device"] == "NVIDIA H200"
 
 
 def test_the_default_adapter_is_the_registered_file_trained_from_lpg_v0_in_the_recall_named_view():
-    spec = embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v2"]
-    info = read_adapter(spec.path())
-    assert spec.path().stat().st_size <= 40 << 20 and set(info.metadata) == set(META_KEYS)
-    assert info.metadata["lookplangraph.base_sha256"] == embedded.MODELS["qwen2.5-coder-1.5b"].sha256
-    assert info.metadata["lookplangraph.system_prompt"].strip() == system_prompt("compact")
-    assert (info.metadata["lookplangraph.prompt_layout"], info.answer_format) == ("scene-history", "action+reason")
-    assert info.metadata["lookplangraph.recall"] == "named"
-    training = json.loads(info.metadata["lookplangraph.training"])
+    info, training = shipped_record("lpg-v2")
+    assert set(info.metadata) == set(META_KEYS) and info.metadata["lookplangraph.recall"] == "named"
     assert (training["steps"], training["device"]) == (47, "cpu")
     assert training["adapter_gguf_sha256"] == "7894868119a49d74638442b82fdd4af5017cd4d8c68a5248924fdc8ee5aad234"
-    assert (info.rank, len(info.targets)) == (16, 196)
     cfg, notes = PlannerConfig().settled(info)  # a run with it takes its prompt and its view
     assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == ("compact", "scene-history", "named", [])
 

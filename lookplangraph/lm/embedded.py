@@ -109,7 +109,7 @@ class AdapterSpec:
 
 
 #: Adapters shipped for the embedded models, ``{model: {name: spec}}`` (``lookplangraph distill
-#: train`` makes them; each has its model card beside it, ``lpg-v0.md``, ``lpg-v2.md``).
+#: train`` makes them; each has its model card beside it: ``NAME.md``).
 ADAPTERS: dict[str, dict[str, AdapterSpec]] = {
     "qwen2.5-coder-1.5b": {
         "lpg-v0": AdapterSpec("lpg-v0", "qwen2.5-coder-1.5b", "lpg-v0.gguf",
