@@ -7,7 +7,8 @@
 #                                                    #   (one call per base chunk, back to back: the machine
 #                                                    #   stays warm ~30 s and keeps /tmp between calls)
 #   benchmarks/distill_on_device.sh train MINUTES [TRAIN ARGS...]
-#                                                    # join the base (SHA-256 checked), train with a time
+#                                                    # join the base (SHA-256 checked), train (from the
+#                                                    #   carried init/adapter.gguf if there is one) with a time
 #                                                    #   schedule of MINUTES, and put the adapter (in <=15 MiB
 #                                                    #   chunks), train.json, loss.csv and loss.png in $OUT;
 #                                                    #   a run the NaN guard stops goes on once with
@@ -45,7 +46,7 @@ EOF
 stash)
   mkdir -p "$CARRY/base"
   for f in runs/carry/base/*; do [ -e "$f" ] && mv -f "$f" "$CARRY/base/"; done
-  for d in data wheels; do [ -d runs/carry/$d ] && { rm -rf "$CARRY/$d"; mv runs/carry/$d "$CARRY/$d"; }; done
+  for d in data wheels init; do [ -d runs/carry/$d ] && { rm -rf "$CARRY/$d"; mv runs/carry/$d "$CARRY/$d"; }; done
   ls "$CARRY/base" | wc -l; du -sh "$CARRY"
   ;;
 train)
@@ -55,11 +56,13 @@ train)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$CARRY"/wheels/*.whl
   fi
   python3 -m lookplangraph.cli distill join "$CARRY"/base/*.manifest.json --out /tmp/base.gguf
+  init=()
+  [ -f "$CARRY/init/adapter.gguf" ] && init=(--init-adapter "$CARRY/init/adapter.gguf")
   run_train() {  # MINUTES [MORE TRAIN ARGS...]
     local m=$1
     shift
     python3 -m lookplangraph.cli distill train --data "$CARRY/data/sft.jsonl.gz" --base /tmp/base.gguf --out /tmp/lora \
-      --system-prompt compact --max-minutes "$m" --lr-schedule time --max-steps 1000000 "$@" 2>&1 \
+      --system-prompt compact --max-minutes "$m" --lr-schedule time --max-steps 1000000 "${init[@]}" "$@" 2>&1 \
       | tr '\r' '\n' | grep -v -E '^\s*$' | awk 'NR % 20 == 1 || /loss|examples|written|done|stopped|Error|error/' \
       | tee -a "$OUT/train.log"
   }
