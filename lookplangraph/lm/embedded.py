@@ -116,6 +116,8 @@ ADAPTERS: dict[str, dict[str, AdapterSpec]] = {
                               "3690a80854c456991a64d1e7bda6b9be789efc12cd964c65c95eebaa4600cdbb"),
         "lpg-v2": AdapterSpec("lpg-v2", "qwen2.5-coder-1.5b", "lpg-v2.gguf",
                               "d114f082f6c54474db4bf51f3c98f07418e72e541a728eb8f88a753fd6cb4ed4"),
+        "lpg-v3": AdapterSpec("lpg-v3", "qwen2.5-coder-1.5b", "lpg-v3.gguf",
+                              "86ad5492b0e5207ab151911bec9a4d2ea51480e7496424f0b523dfb8c8a5161b"),
     },
 }
 
