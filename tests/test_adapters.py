@@ -326,3 +326,7 @@ def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_ot
     assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, "compact", "named")
     assert load_settings(None, {"planner": "react"}).lm == BASE_LM
     assert load_settings(None, {"planner": "react", "lm": DEFAULT_LM}).lm == DEFAULT_LM
+    # the Cypher agent asks and is evaluated with the same adapter; its mistakes are recorded on the base
+    from lookplangraph.cypher import commands as cypher_commands
+
+    assert (cypher_commands.DEFAULT_LM, cypher_commands.MISTAKES_LM) == (DEFAULT_LM, BASE_LM)

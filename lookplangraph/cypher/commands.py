@@ -17,7 +17,11 @@ import json
 import sys
 from pathlib import Path
 
-DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b"
+#: the agent's LM for ``ask`` and ``cypher-eval``: the embedded model with the shipped adapter trained on
+#: planning and on the agent's own turns (model card ``lookplangraph/lm/adapters/lpg-v3.md``)
+DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v3"
+#: ``cypher-mistakes`` records the base model's mistakes: the recovery turns of the training data
+MISTAKES_LM = "llamacpp:qwen2.5-coder-1.5b"
 
 
 class _Bad(Exception):
@@ -407,7 +411,7 @@ def add_parser(sub) -> None:
     p.add_argument("--generated", action="append", default=[], metavar="DIR",
                    help="also the buildings of a `grasif generate` directory (repeat for several)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed of the items (default 0)")
-    p.add_argument("--lm", default=DEFAULT_LM, metavar="SPEC", help=f"LM backend spec (default {DEFAULT_LM})")
+    p.add_argument("--lm", default=MISTAKES_LM, metavar="SPEC", help=f"LM backend spec (default {MISTAKES_LM}, the base)")
     p.add_argument("--n-ctx", type=int, default=8192, metavar="N",
                    help="context of an in-process llama.cpp model (default 8192)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
