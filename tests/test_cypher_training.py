@@ -92,6 +92,22 @@ def test_the_data_is_the_agents_own_turns_with_the_gold_query_and_answer(tasks, 
     assert not any(ex["meta"]["question"] in t for ex in lines for v in REWORDED.values() for t in v)
 
 
+def test_templates_restrict_the_questions_and_some_are_asked_in_the_benchmarks_own_words(tasks, store, tmp_path):
+    from lookplangraph.cypher.training import training_questions
+
+    deep = ("contain_deep_set", "contain_base_asset", "contain_count_deep")
+    chosen = allowed_scenes(tasks)[:40] + generate("office", 30, seed=5)
+    counts = build_data(chosen, store, tmp_path, n_per_split=60, grounding_per_split=0, templates=deep)
+    assert counts["templates"] == list(deep) and set(counts["by_template"]) == set(deep)
+    assert counts["questions"] >= 30
+    pairs = training_questions(chosen, 60, templates=deep)
+    own = [asked for q, asked in pairs if PATTERNS[q.template].match(asked.question)]
+    assert 0 < len(own) < len(pairs) / 2  # one in ORIGINAL_EVERY, the rest reworded
+    assert all(q.question == asked.question for q, asked in pairs if asked in own)
+    with pytest.raises(ValueError, match="unknown question templates nope"):
+        training_questions(chosen, 5, templates=("nope",))
+
+
 def test_grounding_examples_are_the_agents_turns_with_goals_the_judge_scores_correct(tasks, store, tmp_path):
     chosen = allowed_scenes(tasks) + generate("office", 6, seed=5)
     counts = build_data(chosen, store, tmp_path, n_per_split=0, grounding_per_split=12)
@@ -157,3 +173,6 @@ def test_the_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
     (tmp_path / "bad.jsonl").write_text('{"kind": "qa"}\n')
     assert main(["cypher-data", "--out", str(tmp_path / "d"), "--recovery-from", str(tmp_path / "bad.jsonl")]) == 2
     assert "bad.jsonl:1: not a first-query record" in capsys.readouterr().err
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--templates", "contain_deep_set,nope"]) == 2
+    assert "--templates: unknown nope" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()

@@ -131,3 +131,18 @@ def test_after_a_refusal_the_expert_answers_something_else(sample):
     first = expert.complete([{"role": "user", "content": "Instruction: ..."}]).text
     again = expert.complete([{"role": "user", "content": "Feedback on your last answer: refused"}]).text
     assert parse_reply(again)[0] != parse_reply(first)[0]
+
+
+def test_the_expert_names_the_object_by_the_property_the_instruction_picks_it_out_by(sample):
+    """office-01 asks for "the red stapler" where the map holds a blue one too: each reason about
+    the red one says "(red)", as the view writes it, and none calls the blue one red."""
+    task = next(t for t in dataset.load_split(dataset.default_data_dir(), "office") if t.id == "office-01")
+    assert {"stapler-1", "stapler-2"} <= set(task.graph.nodes) and "red" in task.graph.nodes["stapler-2"].properties
+    env = make_env(task)
+    expert, cfg = Expert(), PlannerConfig(max_actions=20)
+    expert.begin_episode(task, env, "lookplangraph", cfg)
+    records = []
+    assert run_episode(task, env, expert, cfg, on_step=records.append).success
+    about = [r.reason for r in records if "stapler-2" in (r.reason or "")]
+    assert about and all("stapler-2 (red)" in why for why in about), about
+    assert not any("stapler-1 (" in (r.reason or "") for r in records)

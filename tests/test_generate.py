@@ -79,6 +79,26 @@ def test_an_attribute_task_names_its_object_by_a_property_the_view_shows_and_no_
     assert owned  # a person's things by name, in offices
 
 
+def test_a_decoy_task_hints_at_the_decoys_place_or_the_objects_own_and_names_the_object_by_property(made):
+    """A ``decoy`` task says where the object usually is: half the time the asset where another
+    of its class (without the naming property) sits, half the time the object's own."""
+    from sgs.graph import node_class
+
+    for kind, tasks in made.items():
+        decoys = [t for t in tasks if t.provenance["kind"] == "decoy"]
+        assert len(decoys) >= 15, kind
+        stale = 0
+        for t in decoys:
+            g, obj, decoy, hint = t.graph, t.goal.node_goals[0].node, t.provenance["decoy"], t.provenance["hint"]
+            mine = set(g.nodes[obj].properties or ())
+            assert node_class(decoy) == node_class(obj) and not mine & set(g.nodes[decoy].properties or ()), t.id
+            assert any(p.lower() in t.instruction.lower() for p in mine), t.id
+            assert g.parent[decoy][0] != g.parent[obj][0] and hint in (g.parent[decoy][0], g.parent[obj][0]), t.id
+            assert node_class(hint).replace("_", " ") in t.instruction, t.id
+            stale += hint == g.parent[decoy][0]
+        assert len(decoys) // 4 <= stale <= len(decoys) * 3 // 4, (kind, stale, len(decoys))
+
+
 def test_the_expert_solves_generated_tasks_static_and_dynamic(made):
     for t in made["home"][::40] + made["office"][::40]:
         for seed in (None, 0):

@@ -35,8 +35,9 @@ from sgs.io import graph_from_dict
 __all__ = ["GENERATOR", "KINDS", "SPLIT_PREFIX", "generate", "is_generated", "load", "write"]
 
 #: the generator's version, in every task's provenance (v2: properties that tell objects of a class
-#: apart, and the ``attribute`` kind; a seed draws other buildings than under v1)
-GENERATOR = "grasif.generate v2"
+#: apart, and the ``attribute`` kind; v3: the ``decoy`` kind. A seed draws other buildings and
+#: tasks under each version: data built with an older one names it and its commit)
+GENERATOR = "grasif.generate v3"
 #: the split of a generated task is this and its kind (``generated-office``)
 SPLIT_PREFIX = "generated-"
 #: tasks drawn on one building before the next is drawn

@@ -7,6 +7,11 @@ Kinds (:data:`KINDS`):
 * ``attribute`` — the same, the object named by a property no other of its class has ("Put the
   red mug on Chen's desk", "Bring Dana's laptop to the meeting table"), where its class is there
   more than once: the planner must tell it apart from the others by what the view shows;
+* ``decoy`` — an ``attribute`` task whose instruction also says where the object usually is, and
+  another of its class (not told apart by that property) sits on an asset the instruction could
+  mean: half the time the hint names the decoy's asset (the object was moved: "It is usually on
+  the shelf in the printing room, but it may have been moved"), half the time the object's own. The
+  planner must pick the object by its property, not by the hint;
 * ``multi`` — two or three objects to one asset;
 * ``count`` — N objects of a class to one asset (a count goal);
 * ``state`` — open, close, switch on or off an asset (a state goal);
@@ -35,10 +40,11 @@ from sgs.simulator import run_plan
 
 from grasif.generate.worlds import Building
 
-KINDS = ("rearrange", "attribute", "multi", "count", "state", "sequence")
+KINDS = ("rearrange", "attribute", "decoy", "multi", "count", "state", "sequence")
 
 #: phrasings of each kind: ``{obj}``, ``{objs}``, ``{n}``, ``{cls}``, ``{prep}`` (on / in), ``{into}`` (onto / into),
-#: ``{dest}``, ``{verb}`` and ``{thing}`` are filled in
+#: ``{dest}``, ``{verb}``, ``{thing}`` and ``{usual}`` (where the object usually is: "on the shelf in
+#: the kitchen") are filled in
 PHRASINGS: dict[str, tuple[str, ...]] = {
     "rearrange": ("Put {obj} {prep} {dest}.", "Please move {obj} {into} {dest}.",
                   "Could you take {obj} and leave it {prep} {dest}?", "I need {obj} {prep} {dest}.",
@@ -46,6 +52,11 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
     "attribute": ("Put {obj} {prep} {dest}.", "Find {obj} and put it {prep} {dest}.",
                   "Could you bring {obj} to {dest} and leave it {prep} it?", "I need {obj} {prep} {dest}.",
                   "{Obj} belongs {prep} {dest}; take it there."),
+    "decoy": ("Find {obj} and put it {prep} {dest}. It is usually {usual}, but it may have been moved.",
+              "Bring {obj} to {dest} and leave it {prep} it; the last time I saw it, it was {usual}.",
+              "{Obj} goes {prep} {dest}. It normally lives {usual}, though someone may have taken it.",
+              "Please put {obj} {prep} {dest}. Look {usual} first; it might not be there any more.",
+              "I need {obj} {prep} {dest}. People keep it {usual}, unless it was borrowed."),
     "multi": ("Put {objs} {prep} {dest}.", "Gather {objs} and place them {prep} {dest}.",
               "Please bring {objs} to {dest} and put them {prep} it.", "I want {objs} {prep} {dest}."),
     "count": ("Put {n} {cls} {prep} {dest}.", "Bring {n} {cls} to {dest} and put them {prep} it.",
@@ -162,8 +173,9 @@ def _destination(rng: random.Random, holders: list[tuple[str, str]], cls: str, p
 
 
 def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors: Priors):
-    """``(instruction, goal, plan, phrasing index)`` of one task of ``kind``, or None when this
-    building offers none (the caller checks it: :func:`checked`). Destinations are drawn with the
+    """``(instruction, goal, plan, phrasing index)`` of one task of ``kind`` (a ``decoy`` task adds
+    a fifth item for its provenance: the ``decoy`` object and the asset the ``hint`` names), or
+    None when this building offers none (the caller checks it: :func:`checked`). Destinations are drawn with the
     object prior of the (first) object moved."""
     d = Describer(g, b)
     holders, movable = _holders(g, d), _movable(g, d)
@@ -179,6 +191,8 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
         text = PHRASINGS[kind][i].format(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest))
         goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])
         return text, goal, [f"rearrange({obj}, {rel}, {dest})"], i
+    if kind == "decoy":
+        return _decoy(g, d, rng, priors, holders)
     if kind in ("rearrange", "multi"):
         if not holders or not movable:
             return None
@@ -257,6 +271,39 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
     raise ValueError(f"task kinds are {', '.join(KINDS)}, not {kind!r}")
 
 
+def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, holders: list[tuple[str, str]]):
+    """A ``decoy`` task (module doc), or None when the building has no object named by a property
+    with another of its class on another asset that can be named."""
+    def usual(obj: str) -> str:
+        holder, rel = g.parent[obj]
+        where = d.asset(holder) if g.nodes[holder].layer is Layer.ASSET else ""
+        return f"{'on' if rel is Relation.ONTOP else 'inside'} {where}" if where else ""
+
+    pairs = []
+    for obj in g.names(Layer.OBJECT):
+        if not affords(g.nodes[obj], "pick_up") or not d.by_property(obj):
+            continue
+        mine = set(g.nodes[obj].properties or ())
+        pairs += [(obj, o) for o in d.classes[node_class(obj)] if o != obj and usual(o)
+                  and g.parent[o][0] != g.parent[obj][0] and not mine & set(g.nodes[o].properties or ())]
+    if not pairs or not holders:
+        return None
+    obj, decoy = rng.choice(pairs)
+    moved = rng.random() < 0.5 or not usual(obj)  # the hint names the decoy's asset: the object was moved
+    hint = usual(decoy) if moved else usual(obj)
+    taken = {g.parent[obj][0], g.parent[decoy][0]}
+    dest, rel = _destination(rng, [h for h in holders if h[0] not in taken] or holders, node_class(obj), priors)
+    if dest in taken:
+        return None
+    name = d.by_property(obj)
+    i = rng.randrange(len(PHRASINGS["decoy"]))
+    text = PHRASINGS["decoy"][i].format(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest),
+                                        usual=hint)
+    goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])
+    return text, goal, [f"rearrange({obj}, {rel}, {dest})"], i, {
+        "decoy": decoy, "hint": g.parent[decoy][0] if moved else g.parent[obj][0]}
+
+
 def closing_steps(g: SceneGraph, plan: list[str], goal: GoalSpec) -> list[str]:
     """``close`` steps for the containers the plan's corrections open and the goal does not want
     open, innermost first."""
@@ -276,7 +323,7 @@ def checked(task_id: str, split: str, b: Building, g: SceneGraph, drawn, provena
     """The task, when it is one (module doc): no goal part holds already in ``g`` (the building's
     graph, parsed), and the plan with its closing steps reaches the goal with nothing else
     changed; else None."""
-    text, goal, plan, phrasing = drawn
+    text, goal, plan, phrasing, *more = drawn
     goal = goal.model_copy(update={"unchanged_elsewhere": True})
     if goal.check_names(g) or already_met(goal, g):
         return None
@@ -284,4 +331,4 @@ def checked(task_id: str, split: str, b: Building, g: SceneGraph, drawn, provena
     if not validate_plan(g, plan, goal).success:
         return None
     return Task(id=task_id, split=split, instruction=text, initial_graph=b.graph, goal=goal,
-                ground_truth_plan=plan, provenance={**provenance, "phrasing": phrasing})
+                ground_truth_plan=plan, provenance={**provenance, "phrasing": phrasing, **(more[0] if more else {})})

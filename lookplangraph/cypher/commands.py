@@ -224,11 +224,21 @@ def cmd_cypher_data(args) -> int:
             raise _Bad(f"--recovery-from {path}: no such file") from None
         except ValueError as exc:
             raise _Bad(f"--recovery-from: {exc}") from None
+    templates = None
+    if args.templates is not None:
+        from lookplangraph.cypher.qa import TEMPLATES
+
+        templates = tuple(t.strip() for t in args.templates.split(",") if t.strip())
+        unknown = [t for t in templates if t not in TEMPLATES]
+        if unknown or not templates:
+            raise _Bad(f"--templates: unknown {', '.join(unknown) or '(none given)'}; the templates are "
+                       + ", ".join(TEMPLATES))
     tasks = _training_tasks(args)
     store = open_store("ladybug", QueryLimits(timeout_s=10, max_rows=500, max_chars=20000))
     try:
         counts = build_data(tasks, store, Path(args.out), n_per_split=args.qa_per_split,
-                            grounding_per_split=args.grounding_per_split, mistakes=mistakes, seed=args.seed)
+                            grounding_per_split=args.grounding_per_split, mistakes=mistakes, seed=args.seed,
+                            templates=templates)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     finally:
@@ -388,6 +398,9 @@ def add_parser(sub) -> None:
     p.add_argument("--recovery-from", action="append", default=[], metavar="FILE",
                    help="also recovery turns from the mistakes in FILE (written by `lookplangraph cypher-mistakes`; "
                         "repeat for several)")
+    p.add_argument("--templates", metavar="NAME[,NAME...]",
+                   help="ask only these question templates (default all; e.g. contain_deep_set,contain_base_asset, "
+                        "contain_count_deep: the deep-containment questions)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
     p.set_defaults(func=cmd_cypher_data)
 

@@ -258,17 +258,24 @@ TEMPLATES: dict[str, tuple[str, Template]] = {
 
 
 def build_questions(split: str, scenes: list[tuple[str, SceneGraph]], n: int, seed: int = 0,
-                    part: str = "dev") -> list[Question]:
+                    part: str = "dev", templates: tuple[str, ...] | None = None) -> list[Question]:
     """``n`` questions (fewer if the scenes do not allow them) over ``scenes`` (task id, graph),
     deterministic for a seed: scenes are shuffled with ``random.Random(f"{seed}:{split}")``, each
     template is tried once per scene with a generator seeded by scene and template, and questions
     are taken round-robin over the templates. Ids are ``SPLIT-qa-NNN`` (``SPLIT-heldout-qa-NNN``
-    for ``part="heldout"``)."""
+    for ``part="heldout"``). ``templates``: only these templates (default all of :data:`TEMPLATES`;
+    ``ValueError`` naming an unknown one); a template's questions do not depend on the others'."""
+    chosen = tuple(TEMPLATES) if templates is None else tuple(templates)
+    unknown = [t for t in chosen if t not in TEMPLATES]
+    if unknown or not chosen:
+        raise ValueError(f"unknown question templates {', '.join(unknown) or '(none given)'}; the templates are "
+                         + ", ".join(TEMPLATES))
     order = sorted(scenes, key=lambda s: s[0])
     random.Random(f"{seed}:{split}").shuffle(order)
-    pools: dict[str, list[Question]] = {t: [] for t in TEMPLATES}
+    pools: dict[str, list[Question]] = {t: [] for t in chosen}
     for scene_id, graph in order:
-        for name, (kind, make) in TEMPLATES.items():
+        for name in chosen:
+            kind, make = TEMPLATES[name]
             made = make(graph, random.Random(f"{seed}:{split}:{scene_id}:{name}"))
             if made is None:
                 continue
@@ -279,7 +286,7 @@ def build_questions(split: str, scenes: list[tuple[str, SceneGraph]], n: int, se
     seen: set[tuple[str, str]] = set()
     usage: Counter = Counter()  # questions per scene so far: spread them over the scenes
     while len(out) < n and any(pools.values()):
-        for name in TEMPLATES:
+        for name in chosen:
             pool = pools[name]
             fresh = [q for q in pool if (q.scene, q.question) not in seen]
             pool[:] = fresh

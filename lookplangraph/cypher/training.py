@@ -53,6 +53,10 @@ from lookplangraph.cypher.qa import Question, build_questions
 from lookplangraph.lm.base import Completion, Usage, checked_completion
 
 
+#: one training question in this many is asked in its template's own words (:func:`training_questions`)
+ORIGINAL_EVERY = 6
+
+
 class ScriptedPolicy:
     """Answers the agent's calls with fixed replies in order, the last one again when the agent
     asks once more (an answer it questioned). A **data tool**, not a model: it sees nothing of the
@@ -119,15 +123,21 @@ def _by_split(tasks: list[Task]) -> dict[str, list[Task]]:
     return dict(sorted(by_split.items()))
 
 
-def training_questions(tasks: list[Task], n_per_split: int = 200, seed: int = 0) -> list[tuple[Question, Question]]:
-    """``(question, reworded)`` pairs of the training data, split by split in the questions' order:
-    :func:`~.qa.build_questions` on the tasks' scenes, each reworded with
-    ``random.Random(f"{seed}:{question id}")`` (:func:`~.phrasings.rephrase`)."""
+def training_questions(tasks: list[Task], n_per_split: int = 200, seed: int = 0,
+                       templates: tuple[str, ...] | None = None) -> list[tuple[Question, Question]]:
+    """``(question, asked)`` pairs of the training data, split by split in the questions' order:
+    :func:`~.qa.build_questions` on the tasks' scenes (only ``templates``, when given), each asked
+    in the template's own words one time in :data:`ORIGINAL_EVERY` and else reworded
+    (:func:`~.phrasings.rephrase`), both drawn with ``random.Random(f"{seed}:{question id}")``.
+    The template's own words are the benchmark's, so a trained agent has seen how the
+    benchmark asks (never a held-out question: the scenes are training scenes)."""
     out = []
     for split, ts in _by_split(tasks).items():
         scenes = {t.id: t.graph for t in ts}
-        for q in build_questions(split, list(scenes.items()), n_per_split, seed=seed):
-            out.append((q, rephrase(q, scenes[q.scene], random.Random(f"{seed}:{q.id}"))))
+        for q in build_questions(split, list(scenes.items()), n_per_split, seed=seed, templates=templates):
+            rng = random.Random(f"{seed}:{q.id}")
+            asked = rephrase(q, scenes[q.scene], rng)
+            out.append((q, q if rng.randrange(ORIGINAL_EVERY) == 0 else asked))
     return out
 
 
@@ -161,7 +171,7 @@ def write_turns(f, chat: list[dict[str, str]], meta: dict[str, Any], first: int 
 
 
 def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, grounding_per_split: int = 200,
-               mistakes: list | None = None, seed: int = 0) -> dict:
+               mistakes: list | None = None, seed: int = 0, templates: tuple[str, ...] | None = None) -> dict:
     """Write ``out/sft.jsonl`` and ``out/counts.json`` (module doc); returns the counts. Tasks not
     allowed (:func:`allowed_scenes`) are refused with ``ValueError`` before anything is written.
 
@@ -169,18 +179,21 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, g
     ``by_template``, ``by_split``), grounding items (``grounding``: items, examples, per split, and
     the items the grounding expert rejected, per reason: :mod:`.grounding_gold`) and, from
     ``mistakes`` (:class:`~.recovery.Mistake`), recovery turns (``recovery``: :mod:`.recovery`).
-    ``examples`` is every line of ``sft.jsonl``."""
+    ``examples`` is every line of ``sft.jsonl``. ``templates``: the question templates asked
+    (default all; counted in ``counts["templates"]`` when given)."""
     check_allowed(tasks)
     if n_per_split < 0 or grounding_per_split < 0:
         raise ValueError("questions and grounding items per split cannot be negative")
     out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, Any] = {"kind": "cypher", "questions": 0, "examples": 0, "qa_examples": 0, "by_template": {}, "by_split": {},
                               "grounding": {"items": 0, "examples": 0, "by_split": {}, "rejected": {}}}
+    if templates is not None:
+        counts["templates"] = list(templates)
     scenes = {(t.split, t.id): t for t in tasks}
     tmp = out / "sft.jsonl.part"
     with open(tmp, "w") as f:
         if n_per_split:
-            _write_qa(f, tasks, store, n_per_split, seed, counts)
+            _write_qa(f, tasks, store, n_per_split, seed, counts, templates)
         if grounding_per_split:
             _write_grounding(f, tasks, store, grounding_per_split, seed, counts)
         if mistakes:
@@ -193,8 +206,9 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, g
     return counts
 
 
-def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: dict[str, Any]) -> None:
-    pairs = training_questions(tasks, n_per_split, seed)
+def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: dict[str, Any],
+              templates: tuple[str, ...] | None = None) -> None:
+    pairs = training_questions(tasks, n_per_split, seed, templates)
     graphs = {(t.split, t.id): t.graph for t in tasks}
     turns, loaded = {}, None
     for i in sorted(range(len(pairs)), key=lambda i: (pairs[i][0].split, pairs[i][0].scene)):  # one load per scene

@@ -170,6 +170,7 @@ class Expert:
         self.known: set[str] = set()  # nodes named by accepted answers: the planner's view keeps them
         self.visited: set[str] = set()  # rooms the agent has been in: their remembered objects were in view
         self.hints = _hints(task.instruction, task.graph)  # the rooms and asset classes the instruction names
+        self.told = _told_apart(task.instruction, task.graph)  # objects the instruction picks out by a property
         # the classes whose remembered places the view recalls from anywhere (planner setting recall = named)
         self.recall = recall_classes(getattr(config, "recall", "here"), task.instruction, task.graph)
         self.refused: set[tuple[Any, str]] = set()
@@ -450,7 +451,8 @@ class Expert:
         prior = self.task.graph
         first_room = prior.place_of(start) if start is not None else g.agent.location
         rooms = [first_room] + [p for p in g.places if p != first_room]
-        out = [(start, f"{obj} is remembered {self._remembered(obj)} but not seen yet")] if start is not None else []
+        out = [(start, f"{self._called(obj)} is remembered {self._remembered(obj)} but not seen yet")] \
+            if start is not None else []
         for room in rooms:
             out += [(n, f"{obj} was not found where it was remembered; look at {n}") for n in g.children(room)
                     if g.nodes[n].layer is Layer.ASSET
@@ -509,7 +511,7 @@ class Expert:
         thing = cls.replace("_", " ")
         out: list[tuple[str, str]] = []
         if start is not None and start not in g.inspected:
-            out.append((start, f"{obj} is remembered {self._remembered(obj)} but not seen yet"))
+            out.append((start, f"{self._called(obj)} is remembered {self._remembered(obj)} but not seen yet"))
         room = prior.place_of(start) if start is not None else g.agent.location
         assets = [n for n in self._holders() if n != start and n not in g.inspected]
         rooms_named, classes_named = self.hints
@@ -519,8 +521,8 @@ class Expert:
         belief = {n: w * (STAY / near if prior.place_of(n) == room else (1 - STAY) / far) for n, w in weights.items()}
         cost = {n: 1.0 if prior.place_of(n) == g.agent.location else 2.0 for n in assets}
         ranked = sorted(assets, key=lambda n: (-belief[n] / cost[n], n))
-        lead = (f"{obj} is not {self._remembered(obj)}, where it was remembered" if start in g.inspected
-                else f"{obj} is not seen yet")
+        lead = (f"{self._called(obj)} is not {self._remembered(obj)}, where it was remembered" if start in g.inspected
+                else f"{self._called(obj)} is not seen yet")
         kept = self._usually(cls)
         for n in ranked:
             hinted = prior.place_of(n) in rooms_named or normalise(node_class(n)) in classes_named
@@ -575,12 +577,18 @@ class Expert:
         if fn == "go_to":
             return f"the next part of the task is in {node}"
         if fn == "rearrange":
-            return f"{node} is seen; put it {'on' if action.relation == 'ontop' else 'in'} {dest}"
+            return f"{self._called(node)} is seen; put it {'on' if action.relation == 'ontop' else 'in'} {dest}"
         if fn in ("put_on", "put_inside"):
             return f"put what I hold {'on' if fn == 'put_on' else 'in'} {dest}"
         if fn == "pick_up":
-            return f"{node} is seen; take it"
+            return f"{self._called(node)} is seen; take it"
         return f"{fn.replace('_', ' ')} {node}, as the instruction asks"
+
+    def _called(self, obj: str) -> str:
+        """``obj`` as a reason names it: with the properties the instruction picks it out by, as
+        the view writes them (``stapler-2 (red)``), when the map holds others of its class."""
+        props = self.told.get(obj)
+        return f"{obj} ({', '.join(props)})" if props else obj
 
     def _done_reason(self, g: SceneGraph) -> str:
         result = evaluate_goal(self.task.goal, g, self.initial)
@@ -612,6 +620,31 @@ def _shipped_priors() -> Priors:
     from grasif.priors import shipped
 
     return shipped()
+
+
+def _spoken(text: str) -> str:
+    """``text`` lower case, its words separated by single spaces, with one at either end."""
+    return " " + " ".join(re.findall(r"[a-z0-9']+", text.lower())) + " "
+
+
+def _told_apart(instruction: str, graph: SceneGraph) -> dict[str, list[str]]:
+    """For each object whose class the map holds more than once, the properties it has that the
+    instruction says and no other object of its class has ("the red stapler": ``{"stapler-2":
+    ["red"]}``); objects without such a property are left out."""
+    text = _spoken(instruction)
+    by_class: dict[str, list[str]] = {}
+    for n in graph.names(Layer.OBJECT):
+        by_class.setdefault(node_class(n), []).append(n)
+    out: dict[str, list[str]] = {}
+    for same in by_class.values():
+        if len(same) < 2:
+            continue
+        for n in same:
+            others = {p for o in same if o != n for p in (graph.nodes[o].properties or ())}
+            said = [p for p in (graph.nodes[n].properties or ()) if p not in others and _spoken(p) in text]
+            if said:
+                out[n] = said
+    return out
 
 
 def _hints(instruction: str, graph: SceneGraph) -> tuple[set[str], set[str]]:
