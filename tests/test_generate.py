@@ -145,6 +145,16 @@ def test_write_puts_each_task_beside_its_building_whole(made, held, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
+def test_task_kinds_restrict_the_draw_and_an_unknown_one_is_refused(grasif_build, tmp_path, capsys):
+    only = generate("office", 40, seed=3, kinds=("decoy", "attribute"))
+    assert len(only) == 40 and {t.provenance["kind"] for t in only} == {"decoy", "attribute"}
+    with pytest.raises(ValueError, match="task kinds are"):
+        generate("office", 5, kinds=("decoys",))
+    assert main(["grasif", "generate", "--kind", "office", "--n", "5", "--task-kinds", "decoy,nope",
+                 "--out", str(tmp_path / "g"), "--data-dir", str(grasif_build)]) == 2
+    assert "--task-kinds: unknown nope" in capsys.readouterr().err and not (tmp_path / "g").exists()
+
+
 def test_the_command_writes_tasks_a_run_reads(grasif_build, tmp_path, capsys):
     out = tmp_path / "gen"
     assert main(["grasif", "generate", "--kind", "home", "--n", "12", "--seed", "2", "--out", str(out),
