@@ -88,3 +88,41 @@ def test_the_compact_system_prompt_is_what_the_planner_sends_and_what_training_p
     assert with_system(built, compact_prompt())[:2] == sent["compact"][0][0]
     with pytest.raises(ValueError, match="system_prompt"):
         PlannerConfig(system_prompt="short")
+
+
+def test_device_tree_untracks_what_the_device_never_needs_and_restores_it_exactly(tmp_path):
+    """benchmarks/device_tree.sh on a repository of its own: untrack takes the .gguf, the committed
+    training data and the figures out of the tree git shows (the files stay), refuses a second
+    untrack, and restore leaves git status and .git/info/exclude as they were."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "device_tree.sh"
+    repo = tmp_path / "r"
+    for rel, size in {"lookplangraph/lm/adapters/a.gguf": 4000, "data/training/mix/sft.jsonl.gz": 3000,
+                      "docs/figures/f.png": 2000, "docs/index.md": 100, "data/training/mix/README.md": 50}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(b"x" * size)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(git[:5] + ["init", "-q", str(repo)], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "t"], check=True)
+    exclude_before = (repo / ".git/info/exclude").read_text()
+
+    def run(*args):
+        return subprocess.run(["sh", str(script), *args], cwd=repo, capture_output=True, text=True)
+    assert "after untrack: 150 bytes" in run("size").stdout
+    r = run("untrack")
+    assert r.returncode == 0 and "untracked 3 files; tree now 150 bytes" in r.stdout
+    tracked = subprocess.run(git + ["ls-files"], capture_output=True, text=True).stdout.split()
+    assert tracked == ["data/training/mix/README.md", "docs/index.md"]
+    assert (repo / "lookplangraph/lm/adapters/a.gguf").stat().st_size == 4000  # still on disk
+    status = subprocess.run(git + ["status", "--short", "--untracked-files=all"], capture_output=True, text=True).stdout
+    assert all(line.startswith("D ") for line in status.splitlines())  # ignored, not offered as new files
+    assert run("untrack").returncode == 1
+    assert run("restore").returncode == 0
+    assert subprocess.run(git + ["status", "--short"], capture_output=True, text=True).stdout == ""
+    assert (repo / ".git/info/exclude").read_text() == exclude_before
+    assert run("restore").returncode == 1 and run("nonsense").returncode == 2
+    shutil.rmtree(repo)
