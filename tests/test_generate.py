@@ -56,6 +56,23 @@ def test_every_task_is_checked_and_every_kind_comes_in_several_phrasings(made):
     assert len(offices) > 20  # people's rooms by name
 
 
+def test_some_objects_start_on_or_in_another_object_never_deeper(made):
+    from grasif.generate.worlds import NESTS
+    from sgs.graph import Layer, node_class
+
+    for kind, tasks in made.items():
+        nested = 0
+        for t in {t.provenance["building"]: t for t in tasks}.values():
+            g = t.graph
+            for o in g.names(Layer.OBJECT):
+                holder, rel = g.parent[o]
+                if g.nodes[holder].layer is Layer.OBJECT:
+                    nested += 1
+                    assert node_class(o) in NESTS[node_class(holder)][1] and rel.value == NESTS[node_class(holder)][0]
+                    assert g.nodes[g.parent[holder][0]].layer is Layer.ASSET  # two deep at most
+        assert nested >= 20, (kind, nested)
+
+
 def test_an_attribute_task_names_its_object_by_a_property_the_view_shows_and_no_other_of_its_class_has(made):
     from lookplangraph.agent.memory import MemoryGraph
     from lookplangraph.agent.view import render_view, view

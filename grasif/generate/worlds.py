@@ -6,6 +6,9 @@ A building is a scene graph in the paper's JSON format (:mod:`sgs.io`). Rooms ar
 occupant, :data:`PEOPLE`, which no held-out task uses), each room's assets from its template, and
 objects from :data:`OBJECTS`; an object starts on or inside an asset drawn with the object prior
 (:mod:`grasif.priors`, counted over the train pool), so a mug starts on a table or in a cabinet.
+Since v3 some objects start on or inside another object (:data:`NESTS`: keys in a bowl, a stapler in
+a box, bread on a plate; chance :data:`P_NESTED` each where the building has a container that
+takes its class), so a scene has objects that rest on an asset only through another object.
 Containers start closed, devices off. Objects of a class the building holds more than once may
 carry properties that tell them apart, as the office split's do: a colour (:data:`COLOURS`, for
 the classes of :data:`COLOURED`) and, in an office, an occupant's name on a personal thing
@@ -87,6 +90,18 @@ OBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "laptop": (("pick_up", "turn_on", "turn_off"), ("off",)),
 }
 
+#: object class that takes things (and how) -> the classes that may start on or in it
+NESTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "box": ("inside", ("stapler", "pen", "marker", "keys", "charger", "headphones", "phone", "wallet", "envelope",
+                       "paper", "candle", "notebook", "folder", "glasses", "remote_control", "soap", "toothbrush")),
+    "basket": ("inside", ("apple", "banana", "orange", "bread", "towel", "shirt", "magazine", "book", "pillow",
+                          "keys", "remote_control")),
+    "bowl": ("inside", ("apple", "banana", "orange", "keys", "fork", "spoon")),
+    "plate": ("ontop", ("apple", "banana", "bread", "cheese", "orange", "fork", "knife", "spoon")),
+}
+#: chance that an object whose class a container of the building takes (:data:`NESTS`) starts on or in one
+P_NESTED = 0.25
+
 #: colours an object of a repeated class may be told apart by
 COLOURS = ("red", "blue", "green", "yellow", "black", "white", "grey", "orange")
 #: classes whose things come in colours (not food, paper or cutlery)
@@ -118,6 +133,18 @@ class Building:
 def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = ()) -> list[str]:
     rest = [k for k in table if k not in required]
     return list(required) + rng.sample(rest, max(0, min(n - len(required), len(rest))))
+
+
+def _nest(objects: list[dict], rng: random.Random) -> None:
+    """Move some objects onto or into container objects of the building (module doc: :data:`NESTS`,
+    :data:`P_NESTED`); a container stays on its asset, so nothing is more than two deep."""
+    containers = [o for o in objects if o["name"].rsplit("-", 1)[0] in NESTS]
+    for o in objects:
+        cls = o["name"].rsplit("-", 1)[0]
+        fits = [c for c in containers if cls in NESTS[c["name"].rsplit("-", 1)[0]][1]]
+        if fits and rng.random() < P_NESTED:
+            c = rng.choice(fits)
+            o["relation"], o["related_to"] = f"{NESTS[c['name'].rsplit('-', 1)[0]][0]}_of", c["name"]
 
 
 def _describe(objects: list[dict], people: list[str], rng: random.Random) -> None:
@@ -183,6 +210,7 @@ def building(kind: str, rng: random.Random, priors: Priors) -> Building:
         aff, states = OBJECTS[cls]
         objects.append({"name": name(cls), "relation": f"{rel}_of", "related_to": holder, "states": list(states),
                         "affordances": list(aff), "properties": []})
+    _nest(objects, rng)
     _describe(objects, sorted(occupants.values()), rng)
     graph = {"nodes": {"rooms": room_entries, "asset": assets, "objects": objects,
                        "agent": {"name": "agent-1", "location": rng.choice(room_entries)["name"], "holding": "nothing"}}}
