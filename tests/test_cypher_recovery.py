@@ -16,8 +16,8 @@ from grasif import dataset
 from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.gold import gold
 from lookplangraph.cypher.qa import Question
-from lookplangraph.cypher.recovery import (MISTAKES, FirstQuery, RecoveryRejected, classify, collect, read_records,
-                                           recovery_turns, write_recovery)
+from lookplangraph.cypher.recovery import (MISTAKES, FirstQuery, RecoveryRejected, classify, collect, plan_items,
+                                           read_records, recovery_turns, write_recovery)
 from lookplangraph.cypher.training import allowed_scenes, build_data, training_questions
 from lookplangraph.lm.base import Usage, checked_completion
 
@@ -96,6 +96,19 @@ def test_collect_records_first_replies_and_mistakes_and_resumes(tasks, store, tm
     assert lm.calls == 8 and len(read_records(tmp_path / "first_queries.jsonl")) == 8
     with pytest.raises(ValueError, match="other settings"):  # another model's replies never mix in
         collect(lm, "another double", tasks, store, tmp_path, n_questions=6)
+    with pytest.raises(ValueError, match="other settings"):  # nor questions of other templates
+        collect(lm, "double", tasks, store, tmp_path, n_questions=6, templates=("contain_base_asset",))
+
+
+def test_collect_asks_only_the_templates_given(tasks, store, tmp_path):
+    lm = MistakeDouble()
+    deep = ("contain_deep_set", "contain_base_asset", "contain_count_deep")
+    collect(lm, "double", tasks, store, tmp_path, n_questions=4, templates=deep)
+    records = read_records(tmp_path / "first_queries.jsonl")
+    assert len(records) == 4 and lm.calls == 4
+    plan = plan_items(tasks, 4, 0, templates=deep)
+    assert [q.template for _, (q, _) in plan] and {q.template for _, (q, _) in plan} <= set(deep)
+    assert [r.id for r in records] == [q.id for _, (q, _) in plan]
 
 
 def test_recovery_examples_are_the_mistake_then_the_gold_turns_and_only_the_latter_are_targets(tasks, store, tmp_path):
@@ -167,3 +180,5 @@ def test_the_mistakes_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
     assert "one must be at least 1" in capsys.readouterr().err
     assert main(["cypher-mistakes", "--out", str(tmp_path), "--questions", "-3"]) == 2
     assert main(["cypher-mistakes", "--out", str(tmp_path), "--lm", "nonsense-spec"]) == 2
+    assert main(["cypher-mistakes", "--out", str(tmp_path), "--templates", "nope"]) == 2
+    assert "--templates: unknown nope" in capsys.readouterr().err

@@ -224,15 +224,7 @@ def cmd_cypher_data(args) -> int:
             raise _Bad(f"--recovery-from {path}: no such file") from None
         except ValueError as exc:
             raise _Bad(f"--recovery-from: {exc}") from None
-    templates = None
-    if args.templates is not None:
-        from lookplangraph.cypher.qa import TEMPLATES
-
-        templates = tuple(t.strip() for t in args.templates.split(",") if t.strip())
-        unknown = [t for t in templates if t not in TEMPLATES]
-        if unknown or not templates:
-            raise _Bad(f"--templates: unknown {', '.join(unknown) or '(none given)'}; the templates are "
-                       + ", ".join(TEMPLATES))
+    templates = _templates(args.templates)
     tasks = _training_tasks(args)
     store = open_store("ladybug", QueryLimits(timeout_s=10, max_rows=500, max_chars=20000))
     try:
@@ -253,6 +245,20 @@ def cmd_cypher_data(args) -> int:
     return 0
 
 
+def _templates(text: str | None) -> tuple[str, ...] | None:
+    """``--templates NAME[,NAME...]`` as a tuple (None when not given); ``_Bad`` naming an unknown one."""
+    if text is None:
+        return None
+    from lookplangraph.cypher.qa import TEMPLATES
+
+    templates = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in templates if t not in TEMPLATES]
+    if unknown or not templates:
+        raise _Bad(f"--templates: unknown {', '.join(unknown) or '(none given)'}; the templates are "
+                   + ", ".join(TEMPLATES))
+    return templates
+
+
 @_guarded
 def cmd_cypher_mistakes(args) -> int:
     """Record a real LM's first queries on training items, and its mistakes (:mod:`lookplangraph.cypher.recovery`)."""
@@ -262,6 +268,7 @@ def cmd_cypher_mistakes(args) -> int:
 
     if args.questions < 0 or args.grounding < 0 or args.questions + args.grounding == 0:
         raise _Bad("--questions and --grounding cannot be negative, and one must be at least 1")
+    templates = _templates(args.templates)
     tasks = _training_tasks(args)
     out = Path(args.out)
     store = open_store("ladybug", QueryLimits(timeout_s=args.timeout, max_rows=args.max_rows, max_chars=args.max_chars))
@@ -273,7 +280,7 @@ def cmd_cypher_mistakes(args) -> int:
 
     try:
         summary = collect(lambda: _lm(args.lm, args.n_ctx), args.lm, tasks, store, out, n_questions=args.questions,
-                          n_grounding=args.grounding, seed=args.seed, progress=show)
+                          n_grounding=args.grounding, seed=args.seed, progress=show, templates=templates)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     except LMError as exc:
@@ -420,6 +427,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="output directory; rerun to resume")
     p.add_argument("--questions", type=int, default=40, metavar="N", help="training questions to ask (default 40)")
     p.add_argument("--grounding", type=int, default=0, metavar="N", help="training instructions to ground (default 0)")
+    p.add_argument("--templates", metavar="NAME[,NAME...]",
+                   help="ask only questions of these templates (default all; as cypher-data --templates)")
     p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
     p.add_argument("--generated", action="append", default=[], metavar="DIR",
                    help="also the buildings of a `grasif generate` directory (repeat for several)")

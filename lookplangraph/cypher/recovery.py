@@ -165,10 +165,12 @@ def _first_reply(lm, run: Callable[[CypherAgent], Any], store) -> tuple[Completi
     return wrapped.completion, wrapped.shown, None
 
 
-def plan_items(tasks: list[Task], n_questions: int, n_grounding: int, seed: int = 0) -> list[tuple[str, Any]]:
-    """The items :func:`collect` asks about: ``("qa", (question, reworded))`` and
-    ``("grounding", (task, item))``, drawn from the training data's own items (module doc) round
-    robin over the splits, in an order shuffled with the seed."""
+def plan_items(tasks: list[Task], n_questions: int, n_grounding: int, seed: int = 0,
+               templates: tuple[str, ...] | None = None) -> list[tuple[str, Any]]:
+    """The items :func:`collect` asks about: ``("qa", (question, asked))`` and
+    ``("grounding", (task, item))``, drawn from the training data's own items (module doc; the
+    questions of ``templates`` only, when given) round robin over the splits, in an order
+    shuffled with the seed."""
     def draw(pairs: list, split_of: Callable[[Any], str], n: int, salt: str) -> list:
         by_split: dict[str, list] = {}
         for p in pairs:
@@ -181,23 +183,28 @@ def plan_items(tasks: list[Task], n_questions: int, n_grounding: int, seed: int 
             k += 1
         return out[:n]
 
-    qa = draw(training_questions(tasks, seed=seed), lambda p: p[0].split, n_questions, "mistakes") if n_questions else []
+    qa = draw(training_questions(tasks, seed=seed, templates=templates), lambda p: p[0].split, n_questions,
+              "mistakes") if n_questions else []
     gr = draw(grounding_items(tasks, seed=seed), lambda p: p[1].split, n_grounding, "mistakes") if n_grounding else []
     return [("qa", p) for p in qa] + [("grounding", p) for p in gr]
 
 
 def collect(lm, lm_spec: str, tasks: list[Task], store, out: Path, *, n_questions: int = 40, n_grounding: int = 0,
-            seed: int = 0, progress: Callable[[int, int, FirstQuery | None], None] | None = None) -> dict[str, Any]:
-    """Record ``lm``'s first reply on ``n_questions`` training questions and ``n_grounding``
-    grounding items (module doc) into ``out/first_queries.jsonl`` and the mistakes into
-    ``out/mistakes.jsonl``; returns the counts (also ``out/summary.json``). Tasks not allowed are
-    refused with ``ValueError``, and so is a directory recorded with another LM spec or seed
-    (``out/meta.json``); ``lm`` may be a factory (called only when an item is left)."""
+            seed: int = 0, progress: Callable[[int, int, FirstQuery | None], None] | None = None,
+            templates: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Record ``lm``'s first reply on ``n_questions`` training questions (of ``templates`` only,
+    when given) and ``n_grounding`` grounding items (module doc) into ``out/first_queries.jsonl``
+    and the mistakes into ``out/mistakes.jsonl``; returns the counts (also ``out/summary.json``).
+    Tasks not allowed are refused with ``ValueError``, and so is a directory recorded with another
+    LM spec, seed or templates (``out/meta.json``); ``lm`` may be a factory (called only when an
+    item is left)."""
     check_allowed(tasks)
     if n_questions < 0 or n_grounding < 0:
         raise ValueError("the numbers of questions and grounding items cannot be negative")
     out.mkdir(parents=True, exist_ok=True)
     settings = {"lm": lm_spec, "seed": seed, "engine": getattr(store, "engine", "?")}
+    if templates is not None:
+        settings["templates"] = list(templates)
     meta = out / "meta.json"
     if meta.exists() and json.loads(meta.read_text()) != settings:
         raise ValueError(f"{out} holds first queries recorded with other settings ({meta.read_text().strip()}); "
@@ -205,7 +212,7 @@ def collect(lm, lm_spec: str, tasks: list[Task], store, out: Path, *, n_question
     meta.write_text(json.dumps(settings) + "\n")
     path = out / "first_queries.jsonl"
     done = {r.id for r in read_records(path)} if path.exists() else set()
-    plan = plan_items(tasks, n_questions, n_grounding, seed)
+    plan = plan_items(tasks, n_questions, n_grounding, seed, templates)
     todo = [(kind, p) for kind, p in plan if _id(kind, p) not in done]
     graphs = {(t.split, t.id): t for t in tasks}
     if todo and callable(lm) and not hasattr(lm, "complete"):
