@@ -35,8 +35,9 @@ from sgs.io import graph_from_dict
 __all__ = ["GENERATOR", "KINDS", "SPLIT_PREFIX", "generate", "is_generated", "load", "write"]
 
 #: the generator's version, in every task's provenance (v2: properties that tell objects of a class
-#: apart, and the ``attribute`` kind; v3: the ``decoy`` kind, objects on or in other objects. A seed draws other buildings and
-#: tasks under each version: data built with an older one names it and its commit)
+#: apart, and the ``attribute`` kind; v3: the ``decoy`` kind, objects on or in other objects). A seed
+#: draws other buildings and tasks under each version: data built with an older one names it and
+#: the commit that built it
 GENERATOR = "grasif.generate v3"
 #: the split of a generated task is this and its kind (``generated-office``)
 SPLIT_PREFIX = "generated-"

@@ -175,8 +175,8 @@ def _destination(rng: random.Random, holders: list[tuple[str, str]], cls: str, p
 def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors: Priors):
     """``(instruction, goal, plan, phrasing index)`` of one task of ``kind`` (a ``decoy`` task adds
     a fifth item for its provenance: the ``decoy`` object and the asset the ``hint`` names), or
-    None when this building offers none (the caller checks it: :func:`checked`). Destinations are drawn with the
-    object prior of the (first) object moved."""
+    None when this building offers none (the caller checks it: :func:`checked`). Destinations are
+    drawn with the object prior of the (first) object moved."""
     d = Describer(g, b)
     holders, movable = _holders(g, d), _movable(g, d)
     if kind == "attribute":

@@ -138,13 +138,15 @@ def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = (
 def _nest(objects: list[dict], rng: random.Random) -> None:
     """Move some objects onto or into container objects of the building (module doc: :data:`NESTS`,
     :data:`P_NESTED`); a container stays on its asset, so nothing is more than two deep."""
-    containers = [o for o in objects if o["name"].rsplit("-", 1)[0] in NESTS]
+    def cls(entry: dict) -> str:
+        return entry["name"].rsplit("-", 1)[0]
+
+    containers = [o for o in objects if cls(o) in NESTS]
     for o in objects:
-        cls = o["name"].rsplit("-", 1)[0]
-        fits = [c for c in containers if cls in NESTS[c["name"].rsplit("-", 1)[0]][1]]
+        fits = [c for c in containers if cls(o) in NESTS[cls(c)][1]]
         if fits and rng.random() < P_NESTED:
             c = rng.choice(fits)
-            o["relation"], o["related_to"] = f"{NESTS[c['name'].rsplit('-', 1)[0]][0]}_of", c["name"]
+            o["relation"], o["related_to"] = f"{NESTS[cls(c)][0]}_of", c["name"]
 
 
 def _describe(objects: list[dict], people: list[str], rng: random.Random) -> None:
