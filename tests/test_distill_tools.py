@@ -94,7 +94,6 @@ def test_device_tree_untracks_what_the_device_never_needs_and_restores_it_exactl
     """benchmarks/device_tree.sh on a repository of its own: untrack takes the .gguf, the committed
     training data and the figures out of the tree git shows (the files stay), refuses a second
     untrack, and restore leaves git status and .git/info/exclude as they were."""
-    import shutil
     import subprocess
     from pathlib import Path
 
@@ -125,4 +124,3 @@ def test_device_tree_untracks_what_the_device_never_needs_and_restores_it_exactl
     assert subprocess.run(git + ["status", "--short"], capture_output=True, text=True).stdout == ""
     assert (repo / ".git/info/exclude").read_text() == exclude_before
     assert run("restore").returncode == 1 and run("nonsense").returncode == 2
-    shutil.rmtree(repo)

@@ -180,8 +180,7 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
     d = Describer(g, b)
     holders, movable = _holders(g, d), _movable(g, d)
     if kind == "attribute":
-        named = {o: d.by_property(o) for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "pick_up")}
-        named = {o: n for o, n in named.items() if n}
+        named = _named_by_property(g, d)
         if not holders or not named:
             return None
         obj = rng.choice(list(named))
@@ -271,6 +270,13 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
     raise ValueError(f"task kinds are {', '.join(KINDS)}, not {kind!r}")
 
 
+def _named_by_property(g: SceneGraph, d: Describer) -> dict[str, str]:
+    """The objects that can be picked up and named by a property (:meth:`Describer.by_property`),
+    with that name, in graph order."""
+    named = {o: d.by_property(o) for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "pick_up")}
+    return {o: n for o, n in named.items() if n}
+
+
 def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, holders: list[tuple[str, str]]):
     """A ``decoy`` task (module doc), or None when the building has no object named by a property
     with another of its class on another asset that can be named."""
@@ -279,10 +285,9 @@ def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, hold
         where = d.asset(holder) if g.nodes[holder].layer is Layer.ASSET else ""
         return f"{'on' if rel is Relation.ONTOP else 'inside'} {where}" if where else ""
 
+    named = _named_by_property(g, d)
     pairs = []
-    for obj in g.names(Layer.OBJECT):
-        if not affords(g.nodes[obj], "pick_up") or not d.by_property(obj):
-            continue
+    for obj in named:
         mine = set(g.nodes[obj].properties or ())
         pairs += [(obj, o) for o in d.classes[node_class(obj)] if o != obj and usual(o)
                   and g.parent[o][0] != g.parent[obj][0] and not mine & set(g.nodes[o].properties or ())]
@@ -295,7 +300,7 @@ def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, hold
     dest, rel = _destination(rng, [h for h in holders if h[0] not in taken] or holders, node_class(obj), priors)
     if dest in taken:
         return None
-    name = d.by_property(obj)
+    name = named[obj]
     i = rng.randrange(len(PHRASINGS["decoy"]))
     text = PHRASINGS["decoy"][i].format(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest),
                                         usual=hint)

@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass
 
 from grasif.priors import Priors
+from sgs.graph import node_class
 
 #: asset class -> (affordances, initial states)
 ASSETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -138,15 +139,12 @@ def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = (
 def _nest(objects: list[dict], rng: random.Random) -> None:
     """Move some objects onto or into container objects of the building (module doc: :data:`NESTS`,
     :data:`P_NESTED`); a container stays on its asset, so nothing is more than two deep."""
-    def cls(entry: dict) -> str:
-        return entry["name"].rsplit("-", 1)[0]
-
-    containers = [o for o in objects if cls(o) in NESTS]
+    containers = [c for c in objects if node_class(c["name"]) in NESTS]
     for o in objects:
-        fits = [c for c in containers if cls(o) in NESTS[cls(c)][1]]
+        fits = [c for c in containers if node_class(o["name"]) in NESTS[node_class(c["name"])][1]]
         if fits and rng.random() < P_NESTED:
             c = rng.choice(fits)
-            o["relation"], o["related_to"] = f"{NESTS[cls(c)][0]}_of", c["name"]
+            o["relation"], o["related_to"] = f"{NESTS[node_class(c['name'])][0]}_of", c["name"]
 
 
 def _describe(objects: list[dict], people: list[str], rng: random.Random) -> None:

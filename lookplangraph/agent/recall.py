@@ -26,18 +26,22 @@ from grasif.priors import normalise, singular
 from sgs.graph import Layer, SceneGraph, node_class
 
 
-def _words(text: str) -> str:
+def spoken(text: str) -> str:
+    """``text`` as words are matched in an instruction: lower case, letters and digits only, each
+    word in the singular, single spaces and one at either end (``"Tom's red mugs"`` ->
+    ``" tom s red mug "``), so ``spoken(phrase) in spoken(instruction)`` asks whether the
+    instruction says the phrase."""
     return " " + " ".join(singular(w) for w in re.findall(r"[a-z0-9]+", text.lower())) + " "
 
 
 def named_classes(instruction: str, graph: SceneGraph) -> frozenset[str]:
     """The classes (:func:`grasif.priors.normalise`) of ``graph``'s objects that ``instruction``
     names (module doc)."""
-    text = _words(instruction)
+    text = spoken(instruction)
     out = set()
     for name in graph.names(Layer.OBJECT):
         cls = normalise(node_class(name))
-        if _words(cls.replace("_", " ")) in text:
+        if spoken(cls.replace("_", " ")) in text:
             out.add(cls)
     return frozenset(out)
 

@@ -85,7 +85,7 @@ from sgs.actions import Action, make, parse_action, parse_plan
 from sgs.graph import Layer, SceneGraph, affords, node_class
 from sgs.simulator import check, run_plan
 
-from lookplangraph.agent.recall import recall_classes, recalled
+from lookplangraph.agent.recall import recall_classes, recalled, spoken
 from lookplangraph.evaluation.injection import rearrange_opens
 from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.episode import failures_of
@@ -622,16 +622,11 @@ def _shipped_priors() -> Priors:
     return shipped()
 
 
-def _spoken(text: str) -> str:
-    """``text`` lower case, its words separated by single spaces, with one at either end."""
-    return " " + " ".join(re.findall(r"[a-z0-9']+", text.lower())) + " "
-
-
 def _told_apart(instruction: str, graph: SceneGraph) -> dict[str, list[str]]:
     """For each object whose class the map holds more than once, the properties it has that the
     instruction says and no other object of its class has ("the red stapler": ``{"stapler-2":
     ["red"]}``); objects without such a property are left out."""
-    text = _spoken(instruction)
+    text = spoken(instruction)
     by_class: dict[str, list[str]] = {}
     for n in graph.names(Layer.OBJECT):
         by_class.setdefault(node_class(n), []).append(n)
@@ -641,7 +636,7 @@ def _told_apart(instruction: str, graph: SceneGraph) -> dict[str, list[str]]:
             continue
         for n in same:
             others = {p for o in same if o != n for p in (graph.nodes[o].properties or ())}
-            said = [p for p in (graph.nodes[n].properties or ()) if p not in others and _spoken(p) in text]
+            said = [p for p in (graph.nodes[n].properties or ()) if p not in others and spoken(p) in text]
             if said:
                 out[n] = said
     return out
