@@ -68,8 +68,10 @@ def test_unseen_prior_must_be_discovered_first(decisions):
                                 J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])
     assert "confirm where it is with discover_objects(fridge-1)" in decisions[2].dynamic
     assert result.success and result.termination == "done"
-    # correction opened the fridge and the box, walked back to the bedroom
-    assert result.executed[-5:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "go_to(bedroom-1)", "put_on(bed-1)"]
+    # correction opened the fridge and the box, walked back to the bedroom; done() went back and
+    # closed what the corrections had opened (close_opened)
+    assert result.executed[-8:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "go_to(bedroom-1)",
+                                    "put_on(bed-1)", "go_to(kitchen-1)", "close(box-1)", "close(fridge-1)"]
 
 
 def test_without_correction_the_closed_box_is_feedback(decisions):

@@ -162,6 +162,11 @@ class PlannerConfig:
     exclude_refused: bool = setting(True, "a refused action cannot be decoded again in the same memory state")
     exclude_inapplicable: bool = setting(True, "nor can an action that is never accepted there (go_to the current "
                                                "room ...)")
+    grounding: bool = setting(True, "moving an object of a class the instruction picks out by a property (\"the red "
+                                    "stapler\") that lacks it, while another of the class has it, is feedback "
+                                    "(lookplangraph.agent.grounding; not with correction none)")
+    close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
+                                       "opened and nothing closed since (what the LM opened itself stays open)")
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")
     reason_first: bool = setting(False, "the decision's reply gives its reason before the action")
     reason_max_length: int | None = setting(None, "cap of the reason in characters (default: 300 in process, none "

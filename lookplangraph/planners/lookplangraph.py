@@ -24,6 +24,16 @@ when the environment refuses a step (the memory was stale). Otherwise the SGS's 
   LM is told nothing, and the episode cannot succeed. Feasible actions are handled as in
   ``feedback`` (an action that changes nothing or closes a cycle is still refused).
 
+**Two rules beyond the paper's** (both on by default, measured in the results log):
+``grounding`` refuses, with feedback, an action on an object or asset of a class the instruction
+picks out by a property it lacks ("the red stapler" when it takes the blue one;
+:mod:`lookplangraph.agent.grounding`; not in ``none`` mode), and keeps that action excluded for the
+rest of the episode (properties do not change); ``close_opened`` (``rules`` mode) makes ``done()``
+first close the containers that a correction opened and nothing closed since
+(:func:`opened_by_rules`), walking back to them: the LM did not ask for them to be opened, and
+GraSIF counts a container left open as a change to the scene. What the LM opened itself stays as
+it left it.
+
 **Exclusions** (constrained decoding, :mod:`lookplangraph.agent.decoding`): with ``exclude_refused``
 every action refused in the current memory state (and, in ``none`` mode, every action the
 environment refused in it) is excluded from the next decodes until the memory state changes:
@@ -70,12 +80,14 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from grasif.task import Task
+from sgs.actions import make
 from sgs.graph import SceneGraph, node_class
-from sgs.simulator import TARGET_STATE, Infeasible
+from sgs.simulator import TARGET_STATE, Infeasible, check
 
 from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
+from lookplangraph.agent.grounding import attached, mismatch
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.recall import recall_classes
@@ -116,6 +128,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     state = state_key(memory.graph)
     visited = Counter([state])
     refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
+    ungrounded: dict[ActionKey, str] = {}  # refused by the grounding check, in any state -> why
     termination = "max_actions"
 
     while sum(r.accepted for r in log.records) < cfg.max_actions:
@@ -124,7 +137,10 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             names = vocabulary(memory, cfg.graph_style, shown)
         else:
             names = names_in(shown)
+        wanted = attached(task.instruction, memory.graph) if cfg.grounding and cfg.correction != "none" else {}
         excluded = list(refused) if cfg.exclude_refused else []
+        if cfg.exclude_refused:
+            excluded += [k for k in ungrounded if k not in refused]
         if cfg.exclude_inapplicable:
             excluded += [k for k in inapplicable(memory, flat_names(names)) if k not in refused]
         dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
@@ -142,7 +158,12 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
         else:
-            feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive)
+            left_open = (opened_by_rules(log.records, memory.graph)
+                         if reply.action is not None and reply.action.function_name == "done" else ())
+            feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive,
+                                      wanted=wanted, left_open=left_open)
+            if key is not None and not rec.accepted and mismatch(reply.action, memory.graph, wanted):
+                ungrounded[key] = rec.feedback  # properties do not change: excluded for the episode
         new_state = state_key(memory.graph)
         if rec.accepted:
             visited[new_state] += 1
@@ -230,15 +251,21 @@ def state_key(g: SceneGraph):
 
 
 def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted: str | None,
-                   visited: Counter, perceive: Perception) -> str | None:
+                   visited: Counter, perceive: Perception, *, wanted: dict[str, frozenset[str]] | None = None,
+                   left_open: Sequence[str] = ()) -> str | None:
     """Validate, correct and execute one reply (an object with ``action`` and ``error``) as the
-    loop does, also for SG-RwR's step mode; fill ``rec``; return feedback or ``None``."""
+    loop does, also for SG-RwR's step mode; fill ``rec``; return feedback or ``None``.
+    ``wanted``: the properties the instruction attaches to classes, for the ``grounding`` check
+    (:func:`lookplangraph.agent.grounding.attached`; none without it); ``left_open``:
+    the containers a ``done()`` closes first under ``close_opened`` (:func:`opened_by_rules`)."""
     action = reply.action
     if action is None:
         rec.feedback = reply.error or "your answer could not be read as an action"
         return rec.feedback
     if action.function_name == "done":
         rec.accepted = True
+        if cfg.correction == "rules" and cfg.close_opened and left_open:
+            _close_before_done(left_open, memory, env, rec, perceive)
         return None
     if cfg.correction == "none":
         fb = memory.hallucination(action)
@@ -247,7 +274,9 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
             if not outcome.ok:  # an execution error: not caught, the environment meets it
                 return _execute_unchecked(action, memory, env, rec, perceive)
     else:
-        fb = memory.unseen_feedback(action)
+        fb = mismatch(action, memory.graph, wanted) if wanted else None
+        if fb is None:
+            fb = memory.unseen_feedback(action)
         if fb is None:
             outcome = memory.check(action, correct=cfg.correction == "rules")
             fb = outcome.feedback
@@ -265,7 +294,15 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
         rec.feedback = fb
         return fb
     rec.corrections = list(outcome.corrections)
-    for step in outcome.actions:
+    _execute(outcome.actions, memory, env, rec, perceive)
+    rec.accepted = bool(rec.executed)
+    return rec.feedback
+
+
+def _execute(steps, memory: MemoryGraph, env, rec: StepRecord, perceive: Perception) -> None:
+    """Run checked primitive ``steps`` in ``env`` one by one, the memory graph mirroring each, until
+    one fails; fill ``rec.executed`` (and ``rec.feedback``/``failure``/``observed``)."""
+    for step in steps:
         result = env.step(step)
         if not result.ok:
             if result.failure:  # the robot's hands or wheels, not the plan: the scene is as it was
@@ -295,8 +332,36 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
             rec.observed = [f"{o.name} {o.relation} {o.parent}" for o in observation.objects]
             if removed:
                 rec.observed.append("not found: " + ", ".join(removed))
-    rec.accepted = bool(rec.executed)
-    return rec.feedback
+
+
+def opened_by_rules(records: Sequence[StepRecord], graph: SceneGraph) -> list[str]:
+    """The containers a correction opened (an ``open`` step the LM did not propose as its action)
+    that no later step closed and that are open in ``graph``, the last opened first (a box opened
+    inside a fridge is closed before the fridge). What the LM opened itself stays as it left it."""
+    opened: dict[str, None] = {}
+    for r in records:
+        for step in r.executed:
+            fn, _, rest = step.partition("(")
+            node = rest.rstrip(")")
+            if fn == "open" and step != r.proposed:
+                opened[node] = None
+            elif fn in ("open", "close"):
+                opened.pop(node, None)
+    return [n for n in reversed(opened) if n in graph.nodes and graph.nodes[n].has("open")]
+
+
+def _close_before_done(left_open: Sequence[str], memory: MemoryGraph, env, rec: StepRecord,
+                       perceive: Perception) -> None:
+    """Rule ``close_opened``: before ``done()``, close what the corrections opened (walking where
+    needed, as the SGS corrects a ``close``); a container that cannot be closed now is skipped."""
+    steps, graph = [], memory.graph
+    for node in left_open:
+        outcome = check(graph, make("close", node))
+        if outcome.ok:
+            steps += outcome.actions
+            graph = outcome.graph
+            rec.corrections += [*outcome.corrections, f"closed {node} before done(): a correction had opened it"]
+    _execute(steps, memory, env, rec, perceive)
 
 
 def _perceive(perceive: Perception, observation, memory: MemoryGraph, env, rec: StepRecord):

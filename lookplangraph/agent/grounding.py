@@ -1,0 +1,79 @@
+"""Whether an action names the object the instruction picks out by a property (the planner's
+``grounding`` check).
+
+An instruction may pick one object of a class out by a property the map records: "the *red*
+stapler" when the map has a red and a blue one, "Omar's *spare* monitor" among the office's
+monitors. A small model reads "stapler" and takes the first stapler it sees. The check turns such
+an action into feedback before anything is executed: "stapler-1 is not the red stapler the
+instruction names (stapler-1 is blue); stapler-2 is red". It looks at every node the action names
+(what it moves or toggles, and where it puts it), objects and assets alike.
+
+A property is *attached* to a class when the instruction says the property's words right before
+the class's words ("red stapler", "spare monitor"), matched as recall matches classes
+(:func:`lookplangraph.agent.recall.spoken`), and at least one node of that class in the memory
+graph has the property. The check reads only the instruction and the memory graph (the map's
+properties and what was discovered), never the task's goal. A node is a mismatch when its class
+has attached properties and it lacks one of them while another node of its class has them all; a
+class none of whose nodes has them all is not checked (the instruction's words were not a
+property after all). Properties do not change, so a mismatch holds in every state of the episode.
+"""
+
+from __future__ import annotations
+
+from sgs.actions import Action
+from sgs.graph import Layer, SceneGraph, node_class
+
+from grasif.priors import normalise
+from lookplangraph.agent.recall import spoken
+
+
+def attached(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
+    """Class (:func:`grasif.priors.normalise`) of an object or asset -> the properties
+    ``instruction`` attaches to it (module doc); classes without any are left out."""
+    text = spoken(instruction)
+    out: dict[str, set[str]] = {}
+    for name in (*graph.names(Layer.OBJECT), *graph.names(Layer.ASSET)):
+        cls = normalise(node_class(name))
+        words = cls.replace("_", " ")
+        for prop in graph.nodes[name].properties or ():
+            if spoken(f"{prop} {words}") in text:
+                out.setdefault(cls, set()).add(prop)
+    return {cls: frozenset(props) for cls, props in out.items()}
+
+
+def named_nodes(action: Action, graph: SceneGraph) -> list[str]:
+    """The nodes ``action`` acts on or puts something on or in: its ``node`` (not the held object
+    that ``put_on``/``put_inside`` may repeat) and its ``destination``."""
+    out = [action.node] if action.node is not None else []
+    if action.function_name in ("put_on", "put_inside") and action.node == graph.agent.holding:
+        out = []
+    if action.destination is not None:
+        out.append(action.destination)
+    return out
+
+
+def mismatch(action: Action, graph: SceneGraph, wanted: dict[str, frozenset[str]]) -> str | None:
+    """Feedback when ``action`` names (:func:`named_nodes`) an object or asset of a class the
+    instruction describes by properties (``wanted``, from :func:`attached`) that it lacks while
+    another node of the class has them all; ``None`` otherwise (also for names that are no node:
+    the simulator's checks answer those)."""
+    if not wanted:
+        return None
+    for node in named_nodes(action, graph):
+        if node not in graph.nodes or graph.nodes[node].layer not in (Layer.OBJECT, Layer.ASSET):
+            continue
+        cls = normalise(node_class(node))
+        props = wanted.get(cls)
+        have = set(graph.nodes[node].properties or ())
+        if not props or props <= have:
+            continue
+        layer = graph.nodes[node].layer
+        fitting = [n for n in graph.names(layer)
+                   if normalise(node_class(n)) == cls and props <= set(graph.nodes[n].properties or ())]
+        if not fitting:
+            continue
+        asked = " ".join(sorted(props)) + " " + cls.replace("_", " ")
+        described = ", ".join(sorted(have)) if have else "described by no such property"
+        return (f"{action}: {node} is not the {asked} the instruction names ({node} is {described}); "
+                f"{' or '.join(fitting)} {'is' if len(fitting) == 1 else 'are'} {', '.join(sorted(props))}")
+    return None

@@ -1,0 +1,162 @@
+"""The grounding check (lookplangraph.agent.grounding) and the close-what-the-rules-opened rule of
+the planner loop. The loop tests use ScriptedBackend: SCRIPTED replies, not a real LM."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+
+import pytest
+
+from grasif.dataset import load_split
+from grasif.goals import GoalSpec, NodeGoal
+from grasif.task import Task
+from lookplangraph.agent.grounding import attached, mismatch, named_nodes
+from lookplangraph.lm import ScriptedBackend
+from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.lookplangraph import opened_by_rules, run_episode
+from lookplangraph.planners.episode import StepRecord
+from sgs.actions import make, parse_action
+from sgs.io import graph_from_dict
+from sim_adapters.graph_env import GraphEnvironment
+
+from conftest import kitchen_dict
+
+
+def J(fn, node=None, relation=None, destination=None):
+    return json.dumps({"function_name": fn, "node": node, "relation": relation, "destination": destination,
+                       "reason": "scripted"})
+
+
+def two_cups():
+    """The kitchen of conftest with cup-1 (blue, on the tray) and a red cup-2 on the table."""
+    d = copy.deepcopy(kitchen_dict())
+    objs = d["nodes"]["objects"]
+    next(o for o in objs if o["name"] == "cup-1")["properties"] = ["blue"]
+    objs.append({"name": "cup-2", "relation": "ontop_of", "related_to": "table-1", "states": [],
+                 "affordances": ["pick_up", "put_inside"], "properties": ["red"]})
+    return d
+
+
+# -- the check -------------------------------------------------------------------------------
+def test_a_property_said_before_a_class_is_attached_only_when_an_object_has_it():
+    g = graph_from_dict(two_cups())
+    assert attached("Bring the red cup to the bed.", g) == {"cup": frozenset({"red"})}
+    assert attached("Bring the green cup to the bed.", g) == {}  # no cup is green: not a property here
+    assert attached("Bring a cup; the red one is mine.", g) == {}  # not said before the class
+
+
+def test_moving_the_other_object_of_the_class_is_a_mismatch_that_names_the_right_one():
+    g = graph_from_dict(two_cups())
+    wanted = attached("Bring the red cups to the bed.", g)
+    fb = mismatch(make("pick_up", "cup-1"), g, wanted)
+    assert fb is not None and "cup-1 is not the red cup" in fb and "cup-1 is blue" in fb and "cup-2 is red" in fb
+    assert mismatch(make("rearrange", "cup-1", "ontop", "bed-1"), g, wanted) is not None
+    assert mismatch(make("put_on", "cup-1", None, "bed-1"), g, wanted) is not None  # read as a rearrange
+    assert mismatch(make("pick_up", "cup-2"), g, wanted) is None
+    assert mismatch(make("pick_up", "apple-1"), g, wanted) is None  # a class the instruction does not describe
+    assert mismatch(make("pick_up", "cup-9"), g, wanted) is None  # no node: the simulator's feedback answers it
+    assert named_nodes(make("rearrange", "cup-1", "inside", "fridge-1"), g) == ["cup-1", "fridge-1"]
+
+
+def test_a_destination_or_a_toggled_node_of_a_described_class_is_checked_too():
+    d = two_cups()
+    d["nodes"]["asset"].append({"name": "table-2", "room": "bedroom-1", "states": [], "affordances": ["put_on"],
+                                "properties": ["round"]})
+    d["nodes"]["asset"].append({"name": "lamp-2", "room": "kitchen-1", "states": ["off"],
+                                "affordances": ["turn_on", "turn_off"], "properties": ["reading"]})
+    g = graph_from_dict(d)
+    wanted = attached("Put the apple on the round table and switch on the reading lamp.", g)
+    assert wanted == {"table": frozenset({"round"}), "lamp": frozenset({"reading"})}
+    assert "table-1 is not the round table" in mismatch(make("rearrange", "apple-2", "ontop", "table-1"), g, wanted)
+    assert mismatch(make("rearrange", "apple-2", "ontop", "table-2"), g, wanted) is None
+    assert "lamp-1 is not the reading lamp" in mismatch(make("turn_on", "lamp-1"), g, wanted)
+
+
+@pytest.mark.parametrize("split", ["virtualhome", "behavior", "office"])
+def test_no_ground_truth_action_of_grasif_is_a_mismatch(grasif_build, split):
+    # the check must never refuse what the benchmark's own plans do (measured: 0 of 1,896 actions
+    # of the three splits, and 0 of 5,131 of 2,500 generated v3 tasks with 865 attaching a property)
+    tasks = load_split(grasif_build, split)
+    described = 0
+    for task in tasks:
+        wanted = attached(task.instruction, task.graph)
+        described += bool(wanted)
+        for step in task.ground_truth_plan:
+            assert mismatch(parse_action(step), task.graph, wanted) is None, (task.id, step)
+    if split == "office":
+        assert described >= 4  # the red stapler, the spare monitor, the signed contract, the used napkin
+
+
+# -- in the loop ---------------------------------------------------------------------------------
+def cup_task():
+    goal = GoalSpec(node_goals=[NodeGoal(node="cup-2", relation="ontop", destination="bed-1")])
+    return Task(id="cups", split="test", instruction="Put the red cup on the bed.", initial_graph=two_cups(), goal=goal)
+
+
+def run(task, replies, **cfg):
+    lm = ScriptedBackend(replies)  # SCRIPTED replies, not an LM
+    return run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(**cfg))
+
+
+def test_the_loop_refuses_the_wrong_cup_with_feedback_and_accepts_the_right_one(decisions):
+    replies = [J("go_to", "kitchen-1"), J("pick_up", "cup-1"), J("discover_objects", "table-1"),
+               J("rearrange", "cup-2", "ontop", "bed-1"), J("done")]
+    result = run(cup_task(), replies)
+    assert result.success and "pick_up(cup-1)" not in result.actions
+    assert "cup-1 is not the red cup" in decisions[2].dynamic
+
+
+def test_a_refused_mismatch_stays_excluded_after_the_scene_changed(decisions):
+    replies = [J("go_to", "kitchen-1"), J("pick_up", "cup-1"), J("discover_objects", "table-1"), J("done")]
+    run(cup_task(), replies)
+    key = ("pick_up", "cup-1", None, None)
+    assert key not in decisions[1].excluded
+    assert key in decisions[2].excluded and key in decisions[3].excluded  # discover changed the memory state
+
+
+def test_grounding_off_and_correction_none_let_the_wrong_cup_through():
+    for cfg in ({"grounding": False}, {"correction": "none"}):
+        replies = [J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("pick_up", "cup-1"), J("done")]
+        result = run(cup_task(), replies, **cfg)
+        assert "pick_up(cup-1)" in result.actions and not result.success
+
+
+def kitchen_task():
+    goal = GoalSpec(node_goals=[NodeGoal(node="apple-1", relation="ontop", destination="bed-1")], unchanged_elsewhere=True)
+    return Task(id="kitchen", split="test", instruction="Put the apple from the box on the bed.",
+                initial_graph=kitchen_dict(), goal=goal)
+
+
+def test_done_closes_what_the_rules_opened_walking_back_to_it():
+    # the rules open the fridge (discover) and the box (rearrange); the apple ends on the bed in
+    # the bedroom; done() goes back and closes both, so nothing else in the scene has changed
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
+               J("done")]
+    result = run(kitchen_task(), replies)
+    assert result.success and result.termination == "done"
+    tail = result.executed[result.executed.index("put_on(bed-1)") + 1:]
+    assert tail == ["go_to(kitchen-1)", "close(box-1)", "close(fridge-1)"]
+    off = run(kitchen_task(), replies, close_opened=False)
+    assert not off.success and off.executed[-1] == "put_on(bed-1)"
+    assert any("fridge-1" in g and "open" in g for g in off.goal_not_met)
+
+
+def test_what_the_lm_opened_itself_stays_open():
+    replies = [J("go_to", "kitchen-1"), J("open", "fridge-1"), J("discover_objects", "fridge-1"), J("done")]
+    result = run(kitchen_task(), replies)
+    assert result.executed[-1] == "discover_objects(fridge-1)"  # nothing closed by done()
+
+
+def test_opened_by_rules_forgets_what_was_closed_or_reopened_by_the_lm():
+    g = graph_from_dict(kitchen_dict())
+    for n in ("fridge-1", "box-1"):
+        g.nodes[n] = replace(g.nodes[n], states=("open",))
+    recs = [StepRecord(1, "", "discover_objects(fridge-1)", True, "", executed=["open(fridge-1)", "discover_objects(fridge-1)"]),
+            StepRecord(2, "", "pick_up(apple-1)", True, "", executed=["open(box-1)", "pick_up(apple-1)"])]
+    assert opened_by_rules(recs, g) == ["box-1", "fridge-1"]  # the inner one first
+    recs.append(StepRecord(3, "", "open(box-1)", True, "", executed=["open(box-1)"]))  # the LM's own, now
+    assert opened_by_rules(recs, g) == ["fridge-1"]
+    g.nodes["fridge-1"] = replace(g.nodes["fridge-1"], states=("closed",))
+    assert opened_by_rules(recs, g) == []
