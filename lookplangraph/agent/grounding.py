@@ -1,5 +1,5 @@
-"""Whether an action names the object the instruction picks out by a property (the planner's
-``grounding`` check).
+"""Whether an action names the object the instruction picks out by a property or a place (the
+planner's ``grounding`` check).
 
 An instruction may pick one object of a class out by a property the map records: "the *red*
 stapler" when the map has a red and a blue one, "Omar's *spare* monitor" among the office's
@@ -8,17 +8,22 @@ an action into feedback before anything is executed: "stapler-1 is not the red s
 instruction names (stapler-1 is blue); stapler-2 is red". It looks at every node the action names
 (what it moves or toggles, and where it puts it), objects and assets alike.
 
-A property is *attached* to a class when the instruction says the property's words right before
-the class's words ("red stapler", "spare monitor"), matched as recall matches classes
-(:func:`lookplangraph.agent.recall.spoken`), and at least one node of that class in the memory
-graph has the property. The check reads only the instruction and the memory graph (the map's
+A node's *descriptors* (:func:`descriptors`) are its properties and, for an asset, its place's
+class words and properties ("kitchen" for a fridge in ``kitchen-1``) and, in a person's room
+(``toms_office-1``), the owner ("Tom's"). A descriptor is *attached* to a class when the instruction says its words
+right before the class's words ("red stapler", "kitchen fridge", "Tom's desk"), matched as recall
+matches classes (:func:`lookplangraph.agent.recall.spoken`), and at least one node of that class in
+the memory graph has it. The check reads only the instruction and the memory graph (the map's
 properties and what was discovered), never the task's goal. A node is a mismatch when its class
 has attached properties and it lacks one of them while another node of its class has them all; a
 class none of whose nodes has them all is not checked (the instruction's words were not a
-property after all). Properties do not change, so a mismatch holds in every state of the episode.
+descriptor after all). Properties do not change and assets do not move, so a mismatch holds in
+every state of the episode.
 """
 
 from __future__ import annotations
+
+import re
 
 from sgs.actions import Action
 from sgs.graph import Layer, SceneGraph, node_class
@@ -27,17 +32,39 @@ from grasif.priors import normalise
 from lookplangraph.agent.recall import spoken
 
 
+#: A person's room (``toms_office-1``): its nodes are described as that person's ("Tom's desk").
+_OWNED = re.compile(r"^([a-z]+)s_office$")
+
+
+def descriptors(graph: SceneGraph, name: str) -> list[str]:
+    """What may stand before a node's class in an instruction to pick it out: its properties and,
+    for an asset (assets do not move), its place's class words and properties ("kitchen" for
+    ``fridge-1`` in ``kitchen-1``, "main kitchen") and in a person's room (``toms_office-1``) the
+    owner ("Tom's")."""
+    out = list(graph.nodes[name].properties or ())
+    place = graph.place_of(name)
+    if graph.nodes[name].layer is Layer.ASSET and place is not None:
+        cls = node_class(place)
+        out.append(cls.replace("_", " "))
+        out += list(graph.nodes[place].properties or ())
+        owner = _OWNED.match(cls)
+        if owner:
+            out.append(f"{owner.group(1)}'s")
+    return out
+
+
 def attached(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
-    """Class (:func:`grasif.priors.normalise`) of an object or asset -> the properties
-    ``instruction`` attaches to it (module doc); classes without any are left out."""
+    """Class (:func:`grasif.priors.normalise`) of an object or asset -> the descriptors
+    (:func:`descriptors`) ``instruction`` attaches to it (module doc); classes without any are
+    left out."""
     text = spoken(instruction)
     out: dict[str, set[str]] = {}
     for name in (*graph.names(Layer.OBJECT), *graph.names(Layer.ASSET)):
         cls = normalise(node_class(name))
         words = cls.replace("_", " ")
-        for prop in graph.nodes[name].properties or ():
-            if spoken(f"{prop} {words}") in text:
-                out.setdefault(cls, set()).add(prop)
+        for desc in descriptors(graph, name):
+            if spoken(f"{desc} {words}") in text:
+                out.setdefault(cls, set()).add(desc)
     return {cls: frozenset(props) for cls, props in out.items()}
 
 
@@ -54,9 +81,9 @@ def named_nodes(action: Action, graph: SceneGraph) -> list[str]:
 
 def mismatch(action: Action, graph: SceneGraph, wanted: dict[str, frozenset[str]]) -> str | None:
     """Feedback when ``action`` names (:func:`named_nodes`) an object or asset of a class the
-    instruction describes by properties (``wanted``, from :func:`attached`) that it lacks while
-    another node of the class has them all; ``None`` otherwise (also for names that are no node:
-    the simulator's checks answer those)."""
+    instruction describes (``wanted``, from :func:`attached`) without all of those descriptors
+    while another node of the class has them all; ``None`` otherwise (also for names that are no
+    node: the simulator's checks answer those)."""
     if not wanted:
         return None
     for node in named_nodes(action, graph):
@@ -64,16 +91,19 @@ def mismatch(action: Action, graph: SceneGraph, wanted: dict[str, frozenset[str]
             continue
         cls = normalise(node_class(node))
         props = wanted.get(cls)
-        have = set(graph.nodes[node].properties or ())
-        if not props or props <= have:
+        if not props or props <= set(descriptors(graph, node)):
             continue
         layer = graph.nodes[node].layer
         fitting = [n for n in graph.names(layer)
-                   if normalise(node_class(n)) == cls and props <= set(graph.nodes[n].properties or ())]
+                   if normalise(node_class(n)) == cls and props <= set(descriptors(graph, n))]
         if not fitting:
             continue
         asked = " ".join(sorted(props)) + " " + cls.replace("_", " ")
-        described = ", ".join(sorted(have)) if have else "described by no such property"
-        return (f"{action}: {node} is not the {asked} the instruction names ({node} is {described}); "
-                f"{' or '.join(fitting)} {'is' if len(fitting) == 1 else 'are'} {', '.join(sorted(props))}")
+        return (f"{action}: {node} is not the {asked} the instruction names ({_described(graph, node)}); "
+                f"the {asked}: {', '.join(f'{n} ({_described(graph, n)})' for n in fitting)}")
     return None
+
+
+def _described(graph: SceneGraph, name: str) -> str:
+    """``blue, in printing_room-1``: a node's properties and its place, for feedback."""
+    return ", ".join([*(graph.nodes[name].properties or ()), f"in {graph.place_of(name)}"])
