@@ -177,5 +177,8 @@ def test_opened_by_rules_forgets_what_was_closed_or_reopened_by_the_lm():
     assert opened_by_rules(recs, g) == ["box-1", "fridge-1"]  # the inner one first
     recs.append(StepRecord(3, "", "open(box-1)", True, "", executed=["open(box-1)"]))  # the LM's own, now
     assert opened_by_rules(recs, g) == ["fridge-1"]
+    # the LM's open of a box in a closed fridge: the rules opened the fridge on the way
+    recs = [StepRecord(1, "", "open(box)", True, "", executed=["open(fridge-1)", "open(box-1)"])]
+    assert opened_by_rules(recs, g) == ["fridge-1"]
     g.nodes["fridge-1"] = replace(g.nodes["fridge-1"], states=("closed",))
     assert opened_by_rules(recs, g) == []

@@ -1,24 +1,25 @@
-"""Whether an action names the object the instruction picks out by a property or a place (the
+"""Whether an action names the node the instruction picks out by a property or a place (the
 planner's ``grounding`` check).
 
-An instruction may pick one object of a class out by a property the map records: "the *red*
-stapler" when the map has a red and a blue one, "Omar's *spare* monitor" among the office's
-monitors. A small model reads "stapler" and takes the first stapler it sees. The check turns such
-an action into feedback before anything is executed: "stapler-1 is not the red stapler the
-instruction names (stapler-1 is blue); stapler-2 is red". It looks at every node the action names
-(what it moves or toggles, and where it puts it), objects and assets alike.
+An instruction may pick one node of a class out by what the map records about it: "the *red*
+stapler" when the map has a red and a blue one, "the *kitchen* fridge" beside the kitchenette's,
+"*Tom's* desk" among the office's desks. A small model reads "stapler" and takes the first
+stapler it sees. The check turns such an action into feedback before anything is executed:
+"stapler-1 is not the red stapler the instruction names (blue, in printing_room-1); the red
+stapler: stapler-2 (red, in storage_room-1)". It looks at every node the action names (what it
+moves or toggles, and where it puts it), objects and assets alike.
 
 A node's *descriptors* (:func:`descriptors`) are its properties and, for an asset, its place's
 class words and properties ("kitchen" for a fridge in ``kitchen-1``) and, in a person's room
-(``toms_office-1``), the owner ("Tom's"). A descriptor is *attached* to a class when the instruction says its words
-right before the class's words ("red stapler", "kitchen fridge", "Tom's desk"), matched as recall
-matches classes (:func:`lookplangraph.agent.recall.spoken`), and at least one node of that class in
-the memory graph has it. The check reads only the instruction and the memory graph (the map's
-properties and what was discovered), never the task's goal. A node is a mismatch when its class
-has attached properties and it lacks one of them while another node of its class has them all; a
-class none of whose nodes has them all is not checked (the instruction's words were not a
-descriptor after all). Properties do not change and assets do not move, so a mismatch holds in
-every state of the episode.
+(``toms_office-1``), the owner ("Tom's"). A descriptor is *attached* to a class when the
+instruction says its words right before the class's words ("red stapler", "kitchen fridge",
+"Tom's desk"), matched as recall matches classes (:func:`lookplangraph.agent.recall.spoken`),
+and at least one node of that class in the memory graph has it. The check reads only the
+instruction and the memory graph (the map's properties and what was discovered), never the
+task's goal. A node is a mismatch when its class has attached descriptors and it lacks one of
+them while another node of its class has them all; a class none of whose nodes has them all is
+not checked (the instruction's words were not a descriptor after all). Properties do not change
+and assets do not move, so a mismatch holds in every state of the episode.
 """
 
 from __future__ import annotations

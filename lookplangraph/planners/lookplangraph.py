@@ -26,9 +26,10 @@ when the environment refuses a step (the memory was stale). Otherwise the SGS's 
 
 **Two rules beyond the paper's** (both on by default, measured in the results log):
 ``grounding`` refuses, with feedback, an action on an object or asset of a class the instruction
-picks out by a property it lacks ("the red stapler" when it takes the blue one;
-:mod:`lookplangraph.agent.grounding`; not in ``none`` mode), and keeps that action excluded for the
-rest of the episode (properties do not change); ``close_opened`` (``rules`` mode) makes ``done()``
+picks out by a property, room or owner it lacks ("the red stapler" when it takes the blue one,
+"the kitchen fridge", "Tom's desk"; :mod:`lookplangraph.agent.grounding`; not in ``none`` mode),
+and keeps that action excluded for the rest of the episode (properties do not change, assets do
+not move); ``close_opened`` (``rules`` mode) makes ``done()``
 first close the containers that a correction opened and nothing closed since
 (:func:`opened_by_rules`), walking back to them: the LM did not ask for them to be opened, and
 GraSIF counts a container left open as a change to the scene. What the LM opened itself stays as
@@ -255,7 +256,7 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
                    left_open: Sequence[str] = ()) -> str | None:
     """Validate, correct and execute one reply (an object with ``action`` and ``error``) as the
     loop does, also for SG-RwR's step mode; fill ``rec``; return feedback or ``None``.
-    ``wanted``: the properties the instruction attaches to classes, for the ``grounding`` check
+    ``wanted``: the descriptors the instruction attaches to classes, for the ``grounding`` check
     (:func:`lookplangraph.agent.grounding.attached`; none without it); ``left_open``:
     the containers a ``done()`` closes first under ``close_opened`` (:func:`opened_by_rules`)."""
     action = reply.action
@@ -335,15 +336,17 @@ def _execute(steps, memory: MemoryGraph, env, rec: StepRecord, perceive: Percept
 
 
 def opened_by_rules(records: Sequence[StepRecord], graph: SceneGraph) -> list[str]:
-    """The containers a correction opened (an ``open`` step the LM did not propose as its action)
-    that no later step closed and that are open in ``graph``, the last opened first (a box opened
-    inside a fridge is closed before the fridge). What the LM opened itself stays as it left it."""
+    """The containers a correction opened (an ``open`` step other than the last step of an ``open``
+    the LM proposed) that no later step closed and that are open in ``graph``, the last opened
+    first (a box opened inside a fridge is closed before the fridge). What the LM opened itself
+    stays as it left it."""
     opened: dict[str, None] = {}
     for r in records:
-        for step in r.executed:
+        own = r.proposed is not None and r.proposed.startswith("open(")
+        for i, step in enumerate(r.executed):
             fn, _, rest = step.partition("(")
             node = rest.rstrip(")")
-            if fn == "open" and step != r.proposed:
+            if fn == "open" and not (own and i == len(r.executed) - 1):
                 opened[node] = None
             elif fn in ("open", "close"):
                 opened.pop(node, None)
