@@ -136,7 +136,7 @@ def test_a_refused_mismatch_stays_excluded_after_the_scene_changed(decisions):
 
 
 def test_grounding_off_and_correction_none_let_the_wrong_cup_through():
-    for cfg in ({"grounding": False}, {"correction": "none"}):
+    for cfg in ({"grounding_check": False}, {"correction": "none"}):
         replies = [J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("pick_up", "cup-1"), J("done")]
         result = run(cup_task(), replies, **cfg)
         assert "pick_up(cup-1)" in result.actions and not result.success

@@ -1,5 +1,5 @@
 """Whether an action names the node the instruction picks out by a property or a place (the
-planner's ``grounding`` check).
+planner's ``grounding_check``).
 
 An instruction may pick one node of a class out by what the map records about it: "the *red*
 stapler" when the map has a red and a blue one, "the *kitchen* fridge" beside the kitchenette's,

@@ -162,10 +162,11 @@ class PlannerConfig:
     exclude_refused: bool = setting(True, "a refused action cannot be decoded again in the same memory state")
     exclude_inapplicable: bool = setting(True, "nor can an action that is never accepted there (go_to the current "
                                                "room ...)")
-    grounding: bool = setting(True, "an action on a node of a class the instruction picks out by a property, room or "
-                                    "owner (\"the red stapler\", \"the kitchen fridge\", \"Tom's desk\") that the "
-                                    "node lacks, while another of the class has it, is feedback, and stays excluded "
-                                    "(lookplangraph.agent.grounding; not with correction none)")
+    grounding_check: bool = setting(True, "an action on a node of a class the instruction picks out by a property, "
+                                          "room or owner (\"the red stapler\", \"the kitchen fridge\", \"Tom's "
+                                          "desk\") that the node lacks, while another of the class has it, is "
+                                          "feedback, and stays excluded (lookplangraph.agent.grounding; not with "
+                                          "correction none)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")

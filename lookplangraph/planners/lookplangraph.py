@@ -25,11 +25,11 @@ when the environment refuses a step (the memory was stale). Otherwise the SGS's 
   ``feedback`` (an action that changes nothing or closes a cycle is still refused).
 
 **Two rules beyond the paper's** (both on by default, measured in the results log):
-``grounding`` refuses, with feedback, an action on an object or asset of a class the instruction
-picks out by a property, room or owner it lacks ("the red stapler" when it takes the blue one,
-"the kitchen fridge", "Tom's desk"; :mod:`lookplangraph.agent.grounding`; not in ``none`` mode),
-and keeps that action excluded for the rest of the episode (properties do not change, assets do
-not move); ``close_opened`` (``rules`` mode) makes ``done()``
+``grounding_check`` refuses, with feedback, an action on an object or asset of a class the
+instruction picks out by a property, room or owner it lacks ("the red stapler" when it takes the
+blue one, "the kitchen fridge", "Tom's desk"; :mod:`lookplangraph.agent.grounding`; not in
+``none`` mode), and keeps that action excluded for the rest of the episode (properties do not
+change, assets do not move); ``close_opened`` (``rules`` mode) makes ``done()``
 first close the containers that a correction opened and nothing closed since
 (:func:`opened_by_rules`), walking back to them: the LM did not ask for them to be opened, and
 GraSIF counts a container left open as a change to the scene. What the LM opened itself stays as
@@ -138,7 +138,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             names = vocabulary(memory, cfg.graph_style, shown)
         else:
             names = names_in(shown)
-        wanted = attached(task.instruction, memory.graph) if cfg.grounding and cfg.correction != "none" else {}
+        checked = cfg.grounding_check and cfg.correction != "none"
+        wanted = attached(task.instruction, memory.graph) if checked else {}
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_refused:
             excluded += [k for k in ungrounded if k not in refused]
@@ -256,7 +257,7 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
                    left_open: Sequence[str] = ()) -> str | None:
     """Validate, correct and execute one reply (an object with ``action`` and ``error``) as the
     loop does, also for SG-RwR's step mode; fill ``rec``; return feedback or ``None``.
-    ``wanted``: the descriptors the instruction attaches to classes, for the ``grounding`` check
+    ``wanted``: the descriptors the instruction attaches to classes, for the ``grounding_check``
     (:func:`lookplangraph.agent.grounding.attached`; none without it); ``left_open``:
     the containers a ``done()`` closes first under ``close_opened`` (:func:`opened_by_rules`)."""
     action = reply.action
