@@ -7,7 +7,8 @@ stapler" when the map has a red and a blue one, "the *kitchen* fridge" beside th
 stapler it sees. The check turns such an action into feedback before anything is executed:
 "stapler-1 is not the red stapler the instruction names (blue, in printing_room-1); the red
 stapler: stapler-2 (red, in storage_room-1)". It looks at every node the action names (what it
-moves or toggles, and where it puts it), objects and assets alike.
+moves, opens or toggles, and where it puts it), objects and assets alike; looking
+(``discover_objects``) is never refused.
 
 A node's *descriptors* (:func:`descriptors`) are its properties and, for an asset, its place's
 class words and properties ("kitchen" for a fridge in ``kitchen-1``) and, in a person's room
@@ -69,9 +70,16 @@ def attached(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
     return {cls: frozenset(props) for cls, props in out.items()}
 
 
+#: Actions that only look or walk: discovering another desk while searching is not taking it for
+#: the instruction's (and ``go_to`` names a place).
+LOOKING = ("discover_objects", "go_to", "done")
+
+
 def named_nodes(action: Action, graph: SceneGraph) -> list[str]:
     """The nodes ``action`` acts on or puts something on or in: its ``node`` (not the held object
-    that ``put_on``/``put_inside`` may repeat) and its ``destination``."""
+    that ``put_on``/``put_inside`` may repeat) and its ``destination``; none for :data:`LOOKING`."""
+    if action.function_name in LOOKING:
+        return []
     out = [action.node] if action.node is not None else []
     if action.function_name in ("put_on", "put_inside") and action.node == graph.agent.holding:
         out = []
