@@ -81,9 +81,9 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from grasif.task import Task
-from sgs.actions import make
+from sgs.actions import make, parse_action
 from sgs.graph import SceneGraph, node_class
-from sgs.simulator import TARGET_STATE, Infeasible, check
+from sgs.simulator import TARGET_STATE, Infeasible, run_plan
 
 from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
@@ -129,7 +129,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     state = state_key(memory.graph)
     visited = Counter([state])
     refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
-    ungrounded: dict[ActionKey, str] = {}  # refused by the grounding check, in any state -> why
+    ungrounded: set[ActionKey] = set()  # refused by the grounding check: excluded in every state
     termination = "max_actions"
 
     while sum(r.accepted for r in log.records) < cfg.max_actions:
@@ -159,13 +159,14 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         if key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
+        elif key is not None and (wrong := mismatch(reply.action, memory.graph, wanted)):
+            feedback = rec.feedback = wrong
+            ungrounded.add(key)  # properties do not change and assets do not move: for the whole episode
         else:
             left_open = (opened_by_rules(log.records, memory.graph)
                          if reply.action is not None and reply.action.function_name == "done" else ())
             feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive,
-                                      wanted=wanted, left_open=left_open)
-            if key is not None and not rec.accepted and mismatch(reply.action, memory.graph, wanted):
-                ungrounded[key] = rec.feedback  # properties do not change: excluded for the episode
+                                      left_open=left_open)
         new_state = state_key(memory.graph)
         if rec.accepted:
             visited[new_state] += 1
@@ -253,13 +254,11 @@ def state_key(g: SceneGraph):
 
 
 def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: StepRecord, last_accepted: str | None,
-                   visited: Counter, perceive: Perception, *, wanted: dict[str, frozenset[str]] | None = None,
-                   left_open: Sequence[str] = ()) -> str | None:
+                   visited: Counter, perceive: Perception, *, left_open: Sequence[str] = ()) -> str | None:
     """Validate, correct and execute one reply (an object with ``action`` and ``error``) as the
     loop does, also for SG-RwR's step mode; fill ``rec``; return feedback or ``None``.
-    ``wanted``: the descriptors the instruction attaches to classes, for the ``grounding_check``
-    (:func:`lookplangraph.agent.grounding.attached`; none without it); ``left_open``:
-    the containers a ``done()`` closes first under ``close_opened`` (:func:`opened_by_rules`)."""
+    ``left_open``: the containers a ``done()`` closes first under ``close_opened``
+    (:func:`opened_by_rules`). (The ``grounding_check`` is the loop's, before this.)"""
     action = reply.action
     if action is None:
         rec.feedback = reply.error or "your answer could not be read as an action"
@@ -276,9 +275,7 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
             if not outcome.ok:  # an execution error: not caught, the environment meets it
                 return _execute_unchecked(action, memory, env, rec, perceive)
     else:
-        fb = mismatch(action, memory.graph, wanted) if wanted else None
-        if fb is None:
-            fb = memory.unseen_feedback(action)
+        fb = memory.unseen_feedback(action)
         if fb is None:
             outcome = memory.check(action, correct=cfg.correction == "rules")
             fb = outcome.feedback
@@ -344,13 +341,11 @@ def opened_by_rules(records: Sequence[StepRecord], graph: SceneGraph) -> list[st
     opened: dict[str, None] = {}
     for r in records:
         own = r.proposed is not None and r.proposed.startswith("open(")
-        for i, step in enumerate(r.executed):
-            fn, _, rest = step.partition("(")
-            node = rest.rstrip(")")
-            if fn == "open" and not (own and i == len(r.executed) - 1):
-                opened[node] = None
-            elif fn in ("open", "close"):
-                opened.pop(node, None)
+        for i, step in enumerate(map(parse_action, r.executed)):
+            if step.function_name == "open" and not (own and i == len(r.executed) - 1):
+                opened[step.node] = None
+            elif step.function_name in ("open", "close"):
+                opened.pop(step.node, None)
     return [n for n in reversed(opened) if n in graph.nodes and graph.nodes[n].has("open")]
 
 
@@ -358,14 +353,11 @@ def _close_before_done(left_open: Sequence[str], memory: MemoryGraph, env, rec: 
                        perceive: Perception) -> None:
     """Rule ``close_opened``: before ``done()``, close what the corrections opened (walking where
     needed, as the SGS corrects a ``close``); a container that cannot be closed now is skipped."""
-    steps, graph = [], memory.graph
-    for node in left_open:
-        outcome = check(graph, make("close", node))
-        if outcome.ok:
-            steps += outcome.actions
-            graph = outcome.graph
-            rec.corrections += [*outcome.corrections, f"closed {node} before done(): a correction had opened it"]
-    _execute(steps, memory, env, rec, perceive)
+    _, outcomes = run_plan(memory.graph, [make("close", node) for node in left_open])
+    closed = [(node, o) for node, o in zip(left_open, outcomes) if o.ok]
+    for node, o in closed:
+        rec.corrections += [*o.corrections, f"closed {node} before done(): a correction had opened it"]
+    _execute([step for _, o in closed for step in o.actions], memory, env, rec, perceive)
 
 
 def _perceive(perceive: Perception, observation, memory: MemoryGraph, env, rec: StepRecord):
