@@ -37,6 +37,7 @@ from sgs.graph import Layer, Relation, SceneGraph
 
 from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
+from lookplangraph.cypher.examples import ExampleIndex, example_block, shipped_index
 from lookplangraph.cypher.hints import LABELS, empty_result_note, is_empty, values
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.prompts import template
@@ -56,7 +57,9 @@ QUESTIONED = ("Your last query found nothing, so it does not show the answer: an
 class AgentConfig:
     """``max_queries``: tool calls allowed (agentic); ``max_tokens`` per LM reply;
     ``thought_max_length``/``query_max_length``: caps in the reply schema; ``allow_relabel``:
-    offer the write tool."""
+    offer the write tool; ``worked_examples``: worked examples (training questions like the one asked,
+    with their gold queries: :mod:`.examples`) at the end of a question's system prompt (agentic
+    and one-query variants; 0: none)."""
 
     variant: str = "agentic"
     max_queries: int = 5
@@ -64,12 +67,15 @@ class AgentConfig:
     thought_max_length: int = 300
     query_max_length: int = 600
     allow_relabel: bool = False
+    worked_examples: int = 0
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; one of {', '.join(VARIANTS)}")
         if self.max_queries < 1:
             raise ValueError("max_queries must be at least 1")
+        if self.worked_examples < 0:
+            raise ValueError("worked_examples cannot be negative")
 
 
 @dataclass
@@ -214,11 +220,14 @@ def graph_text(graph: SceneGraph) -> str:
 class CypherAgent:
     """Answers questions and grounds instructions over ``store`` (a :class:`~.store.GraphStore`
     or a :class:`~.memory_view.MemoryView`) with ``lm``; ``graph`` is needed only by the
-    whole-graph baseline (the same graph the store holds)."""
+    whole-graph baseline (the same graph the store holds); ``example_index``: the worked examples
+    ``config.worked_examples`` draws on (default: the shipped ones, :mod:`.examples`)."""
 
-    def __init__(self, lm: LMBackend, store, config: AgentConfig | None = None, graph: SceneGraph | None = None):
+    def __init__(self, lm: LMBackend, store, config: AgentConfig | None = None, graph: SceneGraph | None = None,
+                 example_index: ExampleIndex | None = None):
         self.lm, self.store, self.config = lm, store, config or AgentConfig()
         self.graph = graph
+        self.example_index = example_index
         if self.config.variant == "whole-graph" and graph is None:
             raise ValueError("the whole-graph baseline needs the graph itself (graph=...)")
 
@@ -234,7 +243,8 @@ class CypherAgent:
         user = f"Question: {question}\n(answer: {wanted})"
         check = room_problem(self.store) if answer_type in ("string", "any") and ROOM_QUESTION.search(question) \
             and self.store is not None else None
-        return self._run("questions", template("cypher_qa"), user, schema, check=check)
+        return self._run("questions", template("cypher_qa"), user, schema, check=check,
+                         examples=self._examples(question))
 
     def ground(self, instruction: str) -> AgentResult:
         """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict)."""
@@ -242,10 +252,18 @@ class CypherAgent:
                          f"Instruction: {instruction}", goal_schema(), check=goal_problem)
 
     # internals ---------------------------------------------------------------------------------
+    def _examples(self, question: str) -> str:
+        """The worked-example block for ``question`` (empty when none are asked for, or for the
+        whole-graph baseline, which writes no query)."""
+        if not self.config.worked_examples or self.config.variant == "whole-graph":
+            return ""
+        index = self.example_index or shipped_index()
+        return example_block(index.top(question, self.config.worked_examples))
+
     def _labelspace(self) -> str:
         return "; ".join(f"{label}: " + ", ".join(values(self.store, label, "class", 400)) for label in LABELS)
 
-    def _system(self, task_kind: str, rules: str) -> str:
+    def _system(self, task_kind: str, rules: str, examples: str = "") -> str:
         cfg = self.config
         if cfg.variant == "whole-graph":
             return template("cypher_whole_graph").format(task_kind=task_kind, graph=graph_text(self.graph),
@@ -257,7 +275,8 @@ class CypherAgent:
         limit = cfg.max_queries if cfg.variant == "agentic" else 1
         return template("cypher_system").format(task_kind=task_kind, max_queries=limit,
                                                 schema=self.store.schema_text(), labelspace=self._labelspace(),
-                                                task_rules=rules, write_tool=write)
+                                                task_rules=rules, write_tool=write) \
+            + (f"\n\n{examples}" if examples else "")
 
     def _relabel_enabled(self) -> bool:
         store = getattr(self.store, "store", self.store)
@@ -303,13 +322,15 @@ class CypherAgent:
         return f"{parsed['node']} now has class {parsed['new_class']}."
 
     def _run(self, task_kind: str, rules: str, user: str, answer: dict[str, Any],
-             check: Callable[[Any], str | None] | None = None) -> AgentResult:
+             check: Callable[[Any], str | None] | None = None, examples: str = "") -> AgentResult:
         """The loop of every variant. ``check`` names what makes an answer unusable (None: usable);
-        such an answer is sent back once with that reason, in every variant."""
+        such an answer is sent back once with that reason, in every variant. ``examples``: text
+        that ends the system prompt (:meth:`_examples`)."""
         cfg = self.config
         result = AgentResult()
         try:
-            messages = [{"role": "system", "content": self._system(task_kind, rules)}, {"role": "user", "content": user}]
+            messages = [{"role": "system", "content": self._system(task_kind, rules, examples)},
+                        {"role": "user", "content": user}]
         except (QueryError, StoreError) as exc:
             result.error = f"the scene graph store failed: {exc}"
             return result

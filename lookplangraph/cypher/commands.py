@@ -90,7 +90,8 @@ def cmd_ask(args) -> int:
     except (GraphError, ValueError) as exc:
         raise _Bad(str(exc)) from None
     try:
-        config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel)
+        config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel,
+                             worked_examples=args.worked_examples)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args, allow_writes=args.allow_relabel)
@@ -146,12 +147,12 @@ def cmd_cypher_eval(args) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / f"cypher_{args.task}_{args.variant}"
     try:
-        config = AgentConfig(variant=args.variant, max_queries=args.max_queries)
+        config = AgentConfig(variant=args.variant, max_queries=args.max_queries, worked_examples=args.worked_examples)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args)
     meta = {"lm": args.lm, "n_ctx": args.n_ctx, "timeout_s": args.timeout, "max_rows": args.max_rows,
-            "max_chars": args.max_chars}
+            "max_chars": args.max_chars, "worked_examples": args.worked_examples}
     try:
         summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
                            splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
@@ -245,6 +246,37 @@ def cmd_cypher_data(args) -> int:
     return 0
 
 
+@_guarded
+def cmd_cypher_examples(args) -> int:
+    """Write the worked examples of ``cypher-data`` output (:mod:`lookplangraph.cypher.examples`)."""
+    from grasif import dataset
+    from lookplangraph.agent.demonstrations import LeakError
+    from lookplangraph.cypher.benchmark import building
+    from lookplangraph.cypher.examples import ExampleIndex, examples_from_training, write_examples
+
+    data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+    try:
+        tasks = [t for s in ("virtualhome", "behavior", "office") for t in dataset.load_split(data, s)]
+    except (FileNotFoundError, dataset.SourceError, KeyError, ValueError) as exc:
+        raise _Bad(str(exc).strip("'\"")) from None
+    sources = [Path(p) / "sft.jsonl" if Path(p).is_dir() else Path(p) for p in args.sources]
+    missing = [str(p) for p in sources if not p.exists()]
+    if missing:
+        raise _Bad(f"--from: no such file {', '.join(missing)}")
+    try:
+        examples = examples_from_training(sources, {(t.split, t.id): building(t) for t in tasks})
+        ExampleIndex(examples)  # refuses an example of a held-out building before anything is written
+    except (LeakError, ValueError) as exc:
+        raise _Bad(str(exc)) from None
+    n = write_examples(examples, Path(args.out))
+    by_template: dict[str, int] = {}
+    for e in examples:
+        by_template[e.template] = by_template.get(e.template, 0) + 1
+    print(f"{n} worked examples ({len(by_template)} templates, {min(by_template.values(), default=0)} to "
+          f"{max(by_template.values(), default=0)} each) written to {args.out}")
+    return 0
+
+
 def _templates(text: str | None) -> tuple[str, ...] | None:
     """``--templates NAME[,NAME...]`` as a tuple (None when not given); ``_Bad`` naming an unknown one."""
     if text is None:
@@ -296,8 +328,8 @@ def cmd_cypher_mistakes(args) -> int:
 
 
 def add_parser(sub) -> None:
-    """Add ``ask``, ``cypher-eval``, ``cypher-build``, ``cypher-data`` and ``cypher-mistakes`` to the
-    ``lookplangraph`` sub-parsers."""
+    """Add ``ask``, ``cypher-eval``, ``cypher-build``, ``cypher-data``, ``cypher-examples`` and
+    ``cypher-mistakes`` to the ``lookplangraph`` sub-parsers."""
     raw = argparse.RawDescriptionHelpFormatter
 
     def store_flags(p, *, relabel: bool) -> None:  # the agent, its LM and its graph store
@@ -310,6 +342,10 @@ def add_parser(sub) -> None:
                        help="agentic (up to --max-queries Cypher queries, default), one-query, or whole-graph "
                             "(no database: the graph in the prompt)")
         p.add_argument("--max-queries", type=int, default=5, metavar="N", help="query limit of the agentic variant (default 5)")
+        p.add_argument("--worked-examples", type=int, default=0, metavar="K",
+                       help="worked examples in a question's prompt: the K training questions most like it (BM25), "
+                            "one per template, with their gold queries (lookplangraph.cypher.examples; agentic and "
+                            "one-query; default 0)")
         p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
         p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
         p.add_argument("--max-chars", type=int, default=2000, metavar="N",
@@ -410,6 +446,21 @@ def add_parser(sub) -> None:
                         "contain_count_deep: the deep-containment questions)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
     p.set_defaults(func=cmd_cypher_data)
+
+    p = sub.add_parser("cypher-examples", help="write the Cypher agent's worked examples from cypher-data output",
+                       formatter_class=raw, allow_abbrev=False,
+                       description="Read the gold questions of `cypher-data` output (sft.jsonl files, or their "
+                                   "directories) and write each distinct question as asked with its gold query, the "
+                                   "pool that `ask`/`cypher-eval --worked-examples K` retrieve from "
+                                   "(lookplangraph.cypher.examples). An example of a held-out building is refused "
+                                   "before anything is written. The package ships lookplangraph/cypher/data/"
+                                   "examples.v1.jsonl.gz.",
+                       epilog="example:\n  lookplangraph cypher-examples --from runs/cypher_data --out runs/examples.jsonl.gz")
+    p.add_argument("--from", dest="sources", action="append", required=True, metavar="PATH",
+                   help="a cypher-data sft.jsonl (or its directory; .gz read as gzip); repeat for several")
+    p.add_argument("--out", required=True, metavar="FILE", help="the gzipped JSON-lines file to write")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.set_defaults(func=cmd_cypher_examples)
 
     p = sub.add_parser("cypher-mistakes", help="record a real LM's first Cypher queries on training items, and its "
                                                "mistakes (for recovery turns)", formatter_class=raw, allow_abbrev=False,

@@ -1,0 +1,147 @@
+"""Worked examples for the Cypher agent (lookplangraph.cypher.examples): the shipped pool holds
+only training scenes and training phrasings, retrieval gives distinct templates, the agent writes
+them into its system prompt, the command refuses bad input.
+
+The LM in the agent test is ``ScriptedBackend``: SCRIPTED replies (fixed texts, not a language
+model); the test checks the prompt the agent builds around it."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+
+import pytest
+
+from grasif import dataset
+from grasif.heldout import in_train_pool
+from lookplangraph.agent.demonstrations import LeakError
+from lookplangraph.cypher import QueryLimits, open_store
+from lookplangraph.cypher.agent import AgentConfig, CypherAgent
+from lookplangraph.cypher.benchmark import building
+from lookplangraph.cypher.examples import (GENERATED, ExampleIndex, WorkedExample, example_block,
+                                           examples_from_training, read_examples, write_examples)
+from lookplangraph.cypher.phrasings import REWORDED
+from lookplangraph.cypher.qa import TEMPLATES
+from lookplangraph.cypher.training import dev_buildings
+from lookplangraph.lm import ScriptedBackend
+
+
+def _ex(question, template, building_="generated", query="MATCH (n) RETURN n.name", split="generated-office"):
+    return WorkedExample(question, query, template, split, "t1", building_)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return read_examples()
+
+
+def test_the_shipped_examples_come_from_training_scenes_only(shipped):
+    tasks = {(t.split, t.id): t for s in ("virtualhome", "behavior", "office")
+             for t in dataset.split_module(s).build_tasks()}
+    dev = dev_buildings()
+    assert {e.template for e in shipped} == set(TEMPLATES)
+    grasif_scenes = [e for e in shipped if e.building != GENERATED]
+    assert grasif_scenes and len(grasif_scenes) < len(shipped)  # both kinds of scene are there
+    for e in shipped:
+        if e.building == GENERATED:
+            assert e.split.startswith("generated"), e
+            continue
+        task = tasks[(e.split, e.scene)]
+        assert building(task) == e.building and e.building in dev, e
+        assert in_train_pool(e.split, e.scene), e
+    ExampleIndex(shipped)  # the index's own check passes too
+
+
+def test_no_shipped_example_is_asked_in_a_reworded_phrasing(shipped):
+    def loose(text):  # a phrasing with every field as any text
+        return re.compile("^" + ".+".join(re.escape(p) for p in re.split(r"\{\w+\}", text)) + "$", re.IGNORECASE)
+
+    reworded = {t: [loose(p) for p in ps] for t, ps in REWORDED.items()}
+    hits = [e.question for e in shipped if any(r.match(e.question) for r in reworded[e.template])]
+    assert hits == []
+
+
+def test_an_example_of_a_held_out_building_is_refused():
+    ok = _ex("How many mugs are there?", "count_class_scene")
+    dev = {"virtualhome:apartment_0"}
+    assert ExampleIndex([ok, _ex("Is x open?", "state_bool", "virtualhome:apartment_0", split="virtualhome")], dev=dev)
+    with pytest.raises(LeakError, match="held-out"):
+        ExampleIndex([ok, _ex("Is x open?", "state_bool", "virtualhome:apartment_5", split="virtualhome")], dev=dev)
+    with pytest.raises(ValueError, match="no worked examples"):
+        ExampleIndex([], dev=dev)
+
+
+def test_retrieval_gives_the_nearest_question_of_each_template(shipped):
+    index = ExampleIndex(shipped)
+    deep = index.top("Which objects are on top of or inside cabinet-1, directly or through other objects (at any depth)?", 3)
+    assert [e.template for e in deep][0] == "contain_deep_set"
+    assert len({e.template for e in deep}) == 3
+    assert "*1.." in deep[0].query  # the gold query walks any depth
+    room = index.top("In which room is alarm-2?", 1)
+    assert room[0].template == "location_room" and "IN_ROOM" in room[0].query
+    assert index.top("anything", 0) == []
+
+
+def test_examples_are_read_off_cypher_data_output_and_written_whole(tmp_path):
+    def line(source, question, content, split="generated-home", scene="g-1"):
+        meta = {"source": source, "split": split, "scene": scene, "template": "state_bool", "question": question}
+        return json.dumps({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": question},
+                                        {"role": "assistant", "content": content}], "meta": meta})
+
+    query = json.dumps({"thought": "t", "tool": "run_cypher_query", "query": "MATCH (n) RETURN 1"})
+    answer = json.dumps({"thought": "t", "tool": "answer", "answer": True})
+    sft = tmp_path / "sft.jsonl"
+    sft.write_text("\n".join([line("cypher-gold", "Is a open?", query), line("cypher-gold", "Is a open?", query),
+                              line("cypher-gold-grounding", "Put a on b.", query),
+                              line("cypher-gold", "Is b open?", answer),
+                              line("cypher-gold", "Is c open?", query, split="virtualhome", scene="t9")]) + "\n")
+    got = examples_from_training([sft], {("virtualhome", "t9"): "virtualhome:apartment_1"})
+    assert [(e.question, e.building) for e in got] == [("Is a open?", GENERATED), ("Is c open?", "virtualhome:apartment_1")]
+    assert got[0].query == "MATCH (n) RETURN 1"
+    with pytest.raises(ValueError, match="neither generated nor a GraSIF task"):
+        examples_from_training([sft], {})
+    out = tmp_path / "ex.jsonl.gz"
+    assert write_examples(got, out) == 2 and not (tmp_path / "ex.jsonl.gz.part").exists()
+    assert read_examples(out) == got and len(gzip.decompress(out.read_bytes()).splitlines()) == 2
+    with pytest.raises(FileNotFoundError, match="cypher-examples"):
+        read_examples(tmp_path / "none.jsonl.gz")
+
+
+def test_the_agent_ends_its_system_prompt_with_the_examples(kitchen):
+    index = ExampleIndex([_ex("Is fridge-9 open?", "state_bool", query="MATCH (n {name: 'fridge-9'}) RETURN n.states"),
+                          _ex("How many spoons are there?", "count_class_scene")], dev=set())
+    store = open_store("ladybug", QueryLimits(timeout_s=2, max_rows=20, max_chars=1500))
+    store.load(kitchen)
+    try:
+        def system(config):
+            lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": False})])  # scripted reply
+            res = CypherAgent(lm, store, config, graph=kitchen, example_index=index).answer_question(
+                "Is fridge-1 open?", "boolean")
+            return res.transcript[0]["content"]
+
+        with_one = system(AgentConfig(worked_examples=1))
+        assert with_one.endswith(example_block(index.top("Is fridge-1 open?", 1)))
+        assert "Question: Is fridge-9 open?\nQuery: MATCH (n {name: 'fridge-9'}) RETURN n.states" in with_one
+        assert "How many spoons" not in with_one
+        assert "fridge-9" not in system(AgentConfig())  # none by default
+        assert "fridge-9" not in system(AgentConfig(variant="whole-graph", worked_examples=2))  # no queries there
+    finally:
+        store.close()
+    with pytest.raises(ValueError, match="cannot be negative"):
+        AgentConfig(worked_examples=-1)
+
+
+def test_the_command_writes_the_pool_and_refuses_bad_input(tmp_path, capsys):
+    from lookplangraph.cli import main
+
+    assert main(["cypher-examples", "--from", str(tmp_path / "none"), "--out", str(tmp_path / "e.jsonl.gz")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "sft.jsonl"
+    meta = {"source": "cypher-gold", "split": "virtualhome", "scene": "no_such_task", "template": "state_bool",
+            "question": "Is a open?"}
+    bad.write_text(json.dumps({"messages": [{"role": "assistant", "content": json.dumps(
+        {"thought": "t", "tool": "run_cypher_query", "query": "MATCH (n) RETURN 1"})}], "meta": meta}) + "\n")
+    assert main(["cypher-examples", "--from", str(tmp_path), "--out", str(tmp_path / "e.jsonl.gz")]) == 2
+    assert "neither generated nor a GraSIF task" in capsys.readouterr().err
+    assert not (tmp_path / "e.jsonl.gz").exists()
