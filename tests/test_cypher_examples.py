@@ -20,7 +20,8 @@ from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.benchmark import building
 from lookplangraph.cypher.examples import (GENERATED, ExampleIndex, WorkedExample, example_block,
-                                           examples_from_training, read_examples, write_examples)
+                                           examples_from_training, read_examples, shipped_index,
+                                           write_examples)
 from lookplangraph.cypher.phrasings import REWORDED
 from lookplangraph.cypher.qa import TEMPLATES
 from lookplangraph.cypher.training import dev_buildings
@@ -40,7 +41,8 @@ def test_the_shipped_examples_come_from_training_scenes_only(shipped):
     tasks = {(t.split, t.id): t for s in ("virtualhome", "behavior", "office")
              for t in dataset.split_module(s).build_tasks()}
     dev = dev_buildings()
-    assert {e.template for e in shipped} == set(TEMPLATES)
+    assert {e.template for e in shipped if e.kind == "qa"} == set(TEMPLATES)
+    assert any(e.kind == "grounding" and e.split == "behavior" for e in shipped)
     grasif_scenes = [e for e in shipped if e.building != GENERATED]
     assert grasif_scenes and len(grasif_scenes) < len(shipped)  # both kinds of scene are there
     for e in shipped:
@@ -50,7 +52,8 @@ def test_the_shipped_examples_come_from_training_scenes_only(shipped):
         task = tasks[(e.split, e.scene)]
         assert building(task) == e.building and e.building in dev, e
         assert in_train_pool(e.split, e.scene), e
-    ExampleIndex(shipped)  # the index's own check passes too
+    for kind in ("qa", "grounding"):  # the index's own check passes too
+        ExampleIndex([e for e in shipped if e.kind == kind])
 
 
 def test_no_shipped_example_is_asked_in_a_reworded_phrasing(shipped):
@@ -58,7 +61,7 @@ def test_no_shipped_example_is_asked_in_a_reworded_phrasing(shipped):
         return re.compile("^" + ".+".join(re.escape(p) for p in re.split(r"\{\w+\}", text)) + "$", re.IGNORECASE)
 
     reworded = {t: [loose(p) for p in ps] for t, ps in REWORDED.items()}
-    hits = [e.question for e in shipped if any(r.match(e.question) for r in reworded[e.template])]
+    hits = [e.question for e in shipped if e.kind == "qa" and any(r.match(e.question) for r in reworded[e.template])]
     assert hits == []
 
 
@@ -73,7 +76,7 @@ def test_an_example_of_a_held_out_building_is_refused():
 
 
 def test_retrieval_gives_the_nearest_question_of_each_template(shipped):
-    index = ExampleIndex(shipped)
+    index = shipped_index("qa")
     deep = index.top("Which objects are on top of or inside cabinet-1, directly or through other objects (at any depth)?", 3)
     assert [e.template for e in deep][0] == "contain_deep_set"
     assert len({e.template for e in deep}) == 3
@@ -81,6 +84,11 @@ def test_retrieval_gives_the_nearest_question_of_each_template(shipped):
     room = index.top("In which room is alarm-2?", 1)
     assert room[0].template == "location_room" and "IN_ROOM" in room[0].query
     assert index.top("anything", 0) == []
+    car = shipped_index("grounding").top("Cleaning out the car: take the cups and the newspaper out of the car.", 2)
+    assert len(car) == 2 and len({(e.split, e.scene) for e in car}) == 2  # one per scene
+    assert all(e.kind == "grounding" and e.answer.startswith("{") for e in car)
+    with pytest.raises(ValueError, match="unknown kind"):
+        shipped_index("plans")
 
 
 def test_examples_are_read_off_cypher_data_output_and_written_whole(tmp_path):
@@ -89,21 +97,37 @@ def test_examples_are_read_off_cypher_data_output_and_written_whole(tmp_path):
         return json.dumps({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": question},
                                         {"role": "assistant", "content": content}], "meta": meta})
 
+    def grounded(instruction, *contents):  # one line per assistant turn, as cypher-data writes them
+        meta = {"source": "cypher-gold-grounding", "split": "generated-home", "scene": "g-2", "instruction": instruction}
+        messages = [{"role": "user", "content": instruction}]
+        lines = []
+        for c in contents:
+            messages = messages + [{"role": "assistant", "content": c}, {"role": "user", "content": "rows"}]
+            lines.append(json.dumps({"messages": messages[:-1], "meta": meta}))
+        return lines
+
     query = json.dumps({"thought": "t", "tool": "run_cypher_query", "query": "MATCH (n) RETURN 1"})
     answer = json.dumps({"thought": "t", "tool": "answer", "answer": True})
+    goal = json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(ontop a-1 b-1)"}})
     sft = tmp_path / "sft.jsonl"
     sft.write_text("\n".join([line("cypher-gold", "Is a open?", query), line("cypher-gold", "Is a open?", query),
-                              line("cypher-gold-grounding", "Put a on b.", query),
+                              *grounded("Put a on b.", query, goal), *grounded("Put c on d.", query),
                               line("cypher-gold", "Is b open?", answer),
                               line("cypher-gold", "Is c open?", query, split="virtualhome", scene="t9")]) + "\n")
     got = examples_from_training([sft], {("virtualhome", "t9"): "virtualhome:apartment_1"})
-    assert [(e.question, e.building) for e in got] == [("Is a open?", GENERATED), ("Is c open?", "virtualhome:apartment_1")]
-    assert got[0].query == "MATCH (n) RETURN 1"
+    assert [(e.kind, e.question, e.building) for e in got] == [
+        ("qa", "Is a open?", GENERATED), ("grounding", "Put a on b.", GENERATED), ("qa", "Is c open?", "virtualhome:apartment_1")]
+    assert got[0].query == got[1].query == "MATCH (n) RETURN 1"
+    assert json.loads(got[1].answer) == {"formula": "(ontop a-1 b-1)"} and got[1].template == "grounding"
+    with pytest.raises(ValueError, match="one kind"):
+        ExampleIndex(got, dev={"virtualhome:apartment_1"})
+    block = example_block([got[1]])
+    assert "Instruction: Put a on b.\nFirst query: MATCH (n) RETURN 1\nGoal: {\"formula\": \"(ontop a-1 b-1)\"}" in block
     with pytest.raises(ValueError, match="neither generated nor a GraSIF task"):
         examples_from_training([sft], {})
     out = tmp_path / "ex.jsonl.gz"
-    assert write_examples(got, out) == 2 and not (tmp_path / "ex.jsonl.gz.part").exists()
-    assert read_examples(out) == got and len(gzip.decompress(out.read_bytes()).splitlines()) == 2
+    assert write_examples(got, out) == 3 and not (tmp_path / "ex.jsonl.gz.part").exists()
+    assert read_examples(out) == got and len(gzip.decompress(out.read_bytes()).splitlines()) == 3
     with pytest.raises(FileNotFoundError, match="cypher-examples"):
         read_examples(tmp_path / "none.jsonl.gz")
 
@@ -126,6 +150,11 @@ def test_the_agent_ends_its_system_prompt_with_the_examples(kitchen):
         assert "How many spoons" not in with_one
         assert "fridge-9" not in system(AgentConfig())  # none by default
         assert "fridge-9" not in system(AgentConfig(variant="whole-graph", worked_examples=2))  # no queries there
+        lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(open fridge-1)"}})])
+        goal_system = CypherAgent(lm, store, AgentConfig(worked_examples=1), example_index=index).ground(
+            "Open the fridge.").transcript[0]["content"]  # instructions draw on the shipped examples
+        assert goal_system.endswith(example_block(shipped_index("grounding").top("Open the fridge.", 1)))
+        assert "Instruction: " in goal_system and "fridge-9" not in goal_system
     finally:
         store.close()
     with pytest.raises(ValueError, match="cannot be negative"):
@@ -145,3 +174,15 @@ def test_the_command_writes_the_pool_and_refuses_bad_input(tmp_path, capsys):
     assert main(["cypher-examples", "--from", str(tmp_path), "--out", str(tmp_path / "e.jsonl.gz")]) == 2
     assert "neither generated nor a GraSIF task" in capsys.readouterr().err
     assert not (tmp_path / "e.jsonl.gz").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "sft.jsonl").write_text(json.dumps({"messages": [], "meta": {"source": "distill"}}) + "\n")
+    assert main(["cypher-examples", "--from", str(empty), "--out", str(tmp_path / "e.jsonl.gz")]) == 2
+    assert "no gold question" in capsys.readouterr().err
+    meta.update(split="generated-office", scene="g-1")
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"messages": [{"role": "assistant", "content": json.dumps(
+        {"thought": "t", "tool": "run_cypher_query", "query": "MATCH (n) RETURN 1"})}], "meta": meta}) + "\n")
+    assert main(["cypher-examples", "--from", str(good), "--out", str(tmp_path / "e.jsonl.gz")]) == 0
+    assert "1 worked examples" in capsys.readouterr().out
+    assert [e.question for e in read_examples(tmp_path / "e.jsonl.gz")] == ["Is a open?"]

@@ -220,8 +220,8 @@ def graph_text(graph: SceneGraph) -> str:
 class CypherAgent:
     """Answers questions and grounds instructions over ``store`` (a :class:`~.store.GraphStore`
     or a :class:`~.memory_view.MemoryView`) with ``lm``; ``graph`` is needed only by the
-    whole-graph baseline (the same graph the store holds); ``example_index``: the worked examples
-    ``config.worked_examples`` draws on (default: the shipped ones, :mod:`.examples`)."""
+    whole-graph baseline (the same graph the store holds); ``example_index``: worked examples of one
+    kind that ``config.worked_examples`` draws on (default: the shipped ones, :mod:`.examples`)."""
 
     def __init__(self, lm: LMBackend, store, config: AgentConfig | None = None, graph: SceneGraph | None = None,
                  example_index: ExampleIndex | None = None):
@@ -249,16 +249,18 @@ class CypherAgent:
     def ground(self, instruction: str) -> AgentResult:
         """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict)."""
         return self._run("instructions (you turn them into goals)", template("cypher_goal"),
-                         f"Instruction: {instruction}", goal_schema(), check=goal_problem)
+                         f"Instruction: {instruction}", goal_schema(), check=goal_problem,
+                         examples=self._examples(instruction, "grounding"))
 
     # internals ---------------------------------------------------------------------------------
-    def _examples(self, question: str) -> str:
-        """The worked-example block for ``question`` (empty when none are asked for, or for the
-        whole-graph baseline, which writes no query)."""
+    def _examples(self, text: str, kind: str = "qa") -> str:
+        """The worked-example block for a question (or, ``kind == "grounding"``, an instruction):
+        empty when none are asked for, or for the whole-graph baseline, which writes no query.
+        ``example_index`` serves the kind it holds; the shipped examples serve the other."""
         if not self.config.worked_examples or self.config.variant == "whole-graph":
             return ""
-        index = self.example_index or shipped_index()
-        return example_block(index.top(question, self.config.worked_examples))
+        index = self.example_index if self.example_index and self.example_index.kind == kind else shipped_index(kind)
+        return example_block(index.top(text, self.config.worked_examples))
 
     def _labelspace(self) -> str:
         return "; ".join(f"{label}: " + ", ".join(values(self.store, label, "class", 400)) for label in LABELS)

@@ -252,7 +252,7 @@ def cmd_cypher_examples(args) -> int:
     from grasif import dataset
     from lookplangraph.agent.demonstrations import LeakError
     from lookplangraph.cypher.benchmark import building
-    from lookplangraph.cypher.examples import ExampleIndex, examples_from_training, write_examples
+    from lookplangraph.cypher.examples import KINDS, ExampleIndex, examples_from_training, write_examples
 
     data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
     try:
@@ -265,15 +265,20 @@ def cmd_cypher_examples(args) -> int:
         raise _Bad(f"--from: no such file {', '.join(missing)}")
     try:
         examples = examples_from_training(sources, {(t.split, t.id): building(t) for t in tasks})
-        ExampleIndex(examples)  # refuses an example of a held-out building before anything is written
+        for kind in KINDS:  # each refuses an example of a held-out building before anything is written
+            ExampleIndex([e for e in examples if e.kind == kind]) if any(e.kind == kind for e in examples) else None
     except (LeakError, ValueError) as exc:
         raise _Bad(str(exc)) from None
+    if not examples:
+        raise _Bad("--from: no gold question or grounded instruction in the files (are they cypher-data output?)")
     n = write_examples(examples, Path(args.out))
     by_template: dict[str, int] = {}
     for e in examples:
-        by_template[e.template] = by_template.get(e.template, 0) + 1
-    print(f"{n} worked examples ({len(by_template)} templates, {min(by_template.values(), default=0)} to "
-          f"{max(by_template.values(), default=0)} each) written to {args.out}")
+        if e.kind == "qa":
+            by_template[e.template] = by_template.get(e.template, 0) + 1
+    print(f"{n} worked examples written to {args.out}: {sum(by_template.values())} questions ({len(by_template)} "
+          f"templates, {min(by_template.values(), default=0)} to {max(by_template.values(), default=0)} each), "
+          f"{n - sum(by_template.values())} instructions")
     return 0
 
 

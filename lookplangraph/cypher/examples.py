@@ -1,16 +1,19 @@
-"""Worked examples for the Cypher agent: the training questions most like the one asked, each with
-the gold query that answered it in its own building, written at the end of the agent's system
-prompt (``AgentConfig.worked_examples = k``).
+"""Worked examples for the Cypher agent: the training questions (or instructions) most like the
+one asked, each with the gold query that answered it in its own building (and, for an
+instruction, the goal), written at the end of the agent's system prompt
+(``AgentConfig.worked_examples = k``).
 
-* A :class:`WorkedExample` is one question of the Cypher training data (``lookplangraph
-  cypher-data``: the query expert's gold turns on training scenes, :mod:`.training`) as it was
-  asked, with the first query of its gold turns; ``building`` is :func:`~.benchmark.building` of
-  its scene's task (``generated`` for a generated building).
+* A :class:`WorkedExample` is one question or instruction of the Cypher training data
+  (``lookplangraph cypher-data``: the query expert's gold turns on training scenes,
+  :mod:`.training`) as it was asked, with the first query of its gold turns and, for an
+  instruction (``kind == "grounding"``), the goal the expert gave; ``building`` is
+  :func:`~.benchmark.building` of its scene's task (``generated`` for a generated building).
 * :func:`examples_from_training` reads them off ``sft.jsonl`` files of ``cypher-data``;
   ``lookplangraph cypher-examples`` writes the file the package ships (:data:`DEFAULT_FILE`).
-* :class:`ExampleIndex` ranks them with BM25 (``rank-bm25``) over the question's words and gives
-  the ``k`` best of distinct templates (two examples of one template teach nothing the first does
-  not). Nothing of the ranking is hand-written.
+* :class:`ExampleIndex` ranks the examples of one kind with BM25 (``rank-bm25``) over the words
+  of the question or instruction and gives the ``k`` best of distinct templates (two questions of
+  one template teach nothing the first does not) or, for instructions, of distinct scenes.
+  Nothing of the ranking is hand-written.
 * :func:`example_block` writes them as prompt text.
 
 **Held out**: an example must come from a generated building or a building of the Cypher
@@ -38,9 +41,15 @@ DEFAULT_FILE = "examples.v1.jsonl.gz"
 GENERATED = "generated"
 
 
+#: the kinds of example: a question (:mod:`.qa`) or an instruction to ground (:mod:`.grounding`)
+KINDS = ("qa", "grounding")
+
+
 @dataclass(frozen=True)
 class WorkedExample:
-    """One training question as asked, the query that answered it, where it comes from."""
+    """One training question (or instruction) as asked, the first query of its gold turns, for an
+    instruction the goal as JSON text (``answer``), and where it comes from. ``template`` is the
+    question's template, ``grounding`` for an instruction."""
 
     question: str
     query: str
@@ -48,6 +57,8 @@ class WorkedExample:
     split: str
     scene: str
     building: str
+    kind: str = "qa"
+    answer: str = ""
 
 
 def _open_text(path: Path):
@@ -55,22 +66,32 @@ def _open_text(path: Path):
 
 
 def examples_from_training(paths: Iterable[str | Path], buildings: dict[tuple[str, str], str]) -> list[WorkedExample]:
-    """The gold questions (``meta.source == "cypher-gold"``) of ``cypher-data`` ``sft.jsonl`` files
-    (``.gz`` read as gzip), one per distinct question, in the files' order: the question as the
-    data asked it and the query of its first assistant turn. ``buildings`` maps ``(split, scene)``
-    of every GraSIF scene to its building; a scene of a ``generated-*`` split is ``generated``. A
-    scene of neither raises ``ValueError``."""
-    out: dict[str, WorkedExample] = {}
+    """The gold questions (``meta.source == "cypher-gold"``) and grounded instructions
+    (``cypher-gold-grounding``) of ``cypher-data`` ``sft.jsonl`` files (``.gz`` read as gzip), one
+    per distinct text, in the files' order: the text as the data asked it, the query of its first
+    assistant turn and, for an instruction, the goal of its answer turn (an instruction without
+    one is passed over). ``buildings`` maps ``(split, scene)`` of every GraSIF scene to its
+    building; a scene of a ``generated-*`` split is ``generated``. A scene of neither raises
+    ``ValueError``."""
+    out: dict[tuple[str, str], WorkedExample] = {}
     for path in paths:
         with _open_text(Path(path)) as f:
             for line in f:
                 row = json.loads(line)
                 meta = row.get("meta", {})
-                if meta.get("source") != "cypher-gold" or meta.get("question") in out:
+                kind = {"cypher-gold": "qa", "cypher-gold-grounding": "grounding"}.get(meta.get("source"))
+                text = meta.get("question") if kind == "qa" else meta.get("instruction")
+                if kind is None or text is None:
                     continue
-                first = next((m for m in row["messages"] if m["role"] == "assistant"), None)
-                reply = json.loads(first["content"]) if first else {}
-                if reply.get("tool") != "run_cypher_query":
+                replies = [json.loads(m["content"]) for m in row["messages"] if m["role"] == "assistant"]
+                if not replies or replies[0].get("tool") != "run_cypher_query":
+                    continue
+                answer = ""
+                if kind == "grounding":  # every turn of an item has a line; the one with the goal counts
+                    if replies[-1].get("tool") != "answer":
+                        continue
+                    answer = json.dumps(replies[-1]["answer"], separators=(", ", ": "))
+                elif (kind, text) in out:
                     continue
                 split, scene = meta["split"], meta["scene"]
                 if split.startswith("generated"):
@@ -79,8 +100,8 @@ def examples_from_training(paths: Iterable[str | Path], buildings: dict[tuple[st
                     building = buildings[(split, scene)]
                 else:
                     raise ValueError(f"{path}: scene {split}/{scene} is neither generated nor a GraSIF task")
-                out[meta["question"]] = WorkedExample(meta["question"], reply["query"], meta["template"], split,
-                                                      scene, building)
+                out[(kind, text)] = WorkedExample(text, replies[0]["query"], meta.get("template", "grounding"),
+                                                  split, scene, building, kind, answer)
     return list(out.values())
 
 
@@ -118,9 +139,9 @@ def held_out(example: WorkedExample, dev: set[str]) -> bool:
 
 
 class ExampleIndex:
-    """BM25 over the examples' questions (module doc). ``dev``: the buildings an example may come
-    from besides generated ones (default: the shipped benchmark's development part); an example of
-    any other raises :class:`LeakError`."""
+    """BM25 over the examples' questions or instructions (module doc); every example of one kind.
+    ``dev``: the buildings an example may come from besides generated ones (default: the shipped
+    benchmark's development part); an example of any other raises :class:`LeakError`."""
 
     def __init__(self, examples: list[WorkedExample], dev: set[str] | None = None):
         from rank_bm25 import BM25Okapi
@@ -134,36 +155,46 @@ class ExampleIndex:
             raise LeakError(f"{len(leaked)} worked example scene(s) of held-out buildings: {', '.join(leaked[:5])}")
         if not examples:
             raise ValueError("no worked examples to retrieve from")
+        if len({e.kind for e in examples}) > 1:
+            raise ValueError("worked examples of one kind per index (questions or instructions)")
         self.examples = examples
+        self.kind = examples[0].kind
         self._bm25 = BM25Okapi([words(e.question) for e in examples])
 
     def top(self, question: str, k: int) -> list[WorkedExample]:
-        """The ``k`` best by BM25 score, one per template (its best-scoring question), best first;
-        ties keep the file's order."""
+        """The ``k`` best by BM25 score, one per template (questions) or per scene (instructions),
+        best first; ties keep the file's order."""
         if k <= 0:
             return []
         scores = self._bm25.get_scores(words(question))
-        out, templates = [], set()
+        out, seen = [], set()
         for i in sorted(range(len(self.examples)), key=lambda i: -scores[i]):
             e = self.examples[i]
-            if e.template not in templates:
-                templates.add(e.template)
+            key = e.template if e.kind == "qa" else (e.split, e.scene)
+            if key not in seen:
+                seen.add(key)
                 out.append(e)
                 if len(out) == k:
                     break
         return out
 
 
-@lru_cache(maxsize=1)
-def shipped_index() -> ExampleIndex:
-    """The index of the shipped file, built once per process."""
-    return ExampleIndex(read_examples())
+@lru_cache(maxsize=2)
+def shipped_index(kind: str = "qa") -> ExampleIndex:
+    """The index of the shipped file's examples of ``kind`` (:data:`KINDS`), built once per process."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    return ExampleIndex([e for e in read_examples() if e.kind == kind])
 
 
 def example_block(examples: list[WorkedExample]) -> str:
     """The examples as the end of the agent's system prompt; empty for none."""
     if not examples:
         return ""
+    if examples[0].kind == "grounding":
+        body = "\n".join(f"Instruction: {e.question}\nFirst query: {e.query}\nGoal: {e.answer}" for e in examples)
+        return ("Instructions in other buildings, each with the first query and the goal that grounded it there "
+                "(use the names of this building in yours):\n" + body)
     body = "\n".join(f"Question: {e.question}\nQuery: {e.query}" for e in examples)
     return ("Questions about other buildings, each with the query that answered it in its own building (use the "
             "names of this building in yours):\n" + body)
