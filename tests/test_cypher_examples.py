@@ -151,14 +151,19 @@ def test_the_agent_ends_its_system_prompt_with_the_examples(kitchen):
         assert "fridge-9" not in system(AgentConfig())  # none by default
         assert "fridge-9" not in system(AgentConfig(variant="whole-graph", worked_examples=2))  # no queries there
         lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(open fridge-1)"}})])
-        goal_system = CypherAgent(lm, store, AgentConfig(worked_examples=1), example_index=index).ground(
+        goal_system = CypherAgent(lm, store, AgentConfig(worked_goals=1), example_index=index).ground(
             "Open the fridge.").transcript[0]["content"]  # instructions draw on the shipped examples
         assert goal_system.endswith(example_block(shipped_index("grounding").top("Open the fridge.", 1)))
         assert "Instruction: " in goal_system and "fridge-9" not in goal_system
+        lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(open fridge-1)"}})])
+        plain = CypherAgent(lm, store, AgentConfig(worked_examples=2)).ground("Open the fridge.").transcript[0]["content"]
+        assert "First query: " not in plain  # questions' examples are not instructions'
     finally:
         store.close()
     with pytest.raises(ValueError, match="cannot be negative"):
         AgentConfig(worked_examples=-1)
+    with pytest.raises(ValueError, match="cannot be negative"):
+        AgentConfig(worked_goals=-1)
 
 
 def test_the_command_writes_the_pool_and_refuses_bad_input(tmp_path, capsys):

@@ -58,8 +58,9 @@ class AgentConfig:
     """``max_queries``: tool calls allowed (agentic); ``max_tokens`` per LM reply;
     ``thought_max_length``/``query_max_length``: caps in the reply schema; ``allow_relabel``:
     offer the write tool; ``worked_examples``: worked examples (training questions like the one asked,
-    with their gold queries: :mod:`.examples`) at the end of a question's system prompt (agentic
-    and one-query variants; 0: none)."""
+    with their gold queries: :mod:`.examples`) at the end of a question's system prompt, and
+    ``worked_goals`` the same for an instruction (training instructions with their first query and
+    goal); agentic and one-query variants; 0: none."""
 
     variant: str = "agentic"
     max_queries: int = 5
@@ -68,14 +69,15 @@ class AgentConfig:
     query_max_length: int = 600
     allow_relabel: bool = False
     worked_examples: int = 0
+    worked_goals: int = 0
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; one of {', '.join(VARIANTS)}")
         if self.max_queries < 1:
             raise ValueError("max_queries must be at least 1")
-        if self.worked_examples < 0:
-            raise ValueError("worked_examples cannot be negative")
+        if self.worked_examples < 0 or self.worked_goals < 0:
+            raise ValueError("worked_examples and worked_goals cannot be negative")
 
 
 @dataclass
@@ -221,7 +223,7 @@ class CypherAgent:
     """Answers questions and grounds instructions over ``store`` (a :class:`~.store.GraphStore`
     or a :class:`~.memory_view.MemoryView`) with ``lm``; ``graph`` is needed only by the
     whole-graph baseline (the same graph the store holds); ``example_index``: worked examples of one
-    kind that ``config.worked_examples`` draws on (default: the shipped ones, :mod:`.examples`)."""
+    kind that ``config.worked_examples`` or ``worked_goals`` draws on (default: the shipped ones, :mod:`.examples`)."""
 
     def __init__(self, lm: LMBackend, store, config: AgentConfig | None = None, graph: SceneGraph | None = None,
                  example_index: ExampleIndex | None = None):
@@ -257,10 +259,11 @@ class CypherAgent:
         """The worked-example block for a question (or, ``kind == "grounding"``, an instruction):
         empty when none are asked for, or for the whole-graph baseline, which writes no query.
         ``example_index`` serves the kind it holds; the shipped examples serve the other."""
-        if not self.config.worked_examples or self.config.variant == "whole-graph":
+        k = self.config.worked_examples if kind == "qa" else self.config.worked_goals
+        if not k or self.config.variant == "whole-graph":
             return ""
         index = self.example_index if self.example_index and self.example_index.kind == kind else shipped_index(kind)
-        return example_block(index.top(text, self.config.worked_examples))
+        return example_block(index.top(text, k))
 
     def _labelspace(self) -> str:
         return "; ".join(f"{label}: " + ", ".join(values(self.store, label, "class", 400)) for label in LABELS)

@@ -22,6 +22,9 @@ from pathlib import Path
 DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v3"
 #: ``cypher-mistakes`` records the base model's mistakes: the recovery turns of the training data
 MISTAKES_LM = "llamacpp:qwen2.5-coder-1.5b"
+#: worked examples in a question's prompt for ``ask`` and ``cypher-eval`` (:mod:`.examples`; the
+#: library's ``AgentConfig`` has none, as the training data's prompts have none)
+WORKED_EXAMPLES = 2
 
 
 class _Bad(Exception):
@@ -91,7 +94,7 @@ def cmd_ask(args) -> int:
         raise _Bad(str(exc)) from None
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel,
-                             worked_examples=args.worked_examples)
+                             worked_examples=args.worked_examples, worked_goals=args.worked_goals)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args, allow_writes=args.allow_relabel)
@@ -147,12 +150,13 @@ def cmd_cypher_eval(args) -> int:
 
     out = Path(args.out) if args.out else Path("runs") / f"cypher_{args.task}_{args.variant}"
     try:
-        config = AgentConfig(variant=args.variant, max_queries=args.max_queries, worked_examples=args.worked_examples)
+        config = AgentConfig(variant=args.variant, max_queries=args.max_queries, worked_examples=args.worked_examples,
+                             worked_goals=args.worked_goals)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args)
     meta = {"lm": args.lm, "n_ctx": args.n_ctx, "timeout_s": args.timeout, "max_rows": args.max_rows,
-            "max_chars": args.max_chars, "worked_examples": args.worked_examples}
+            "max_chars": args.max_chars, "worked_examples": args.worked_examples, "worked_goals": args.worked_goals}
     try:
         summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
                            splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
@@ -347,10 +351,13 @@ def add_parser(sub) -> None:
                        help="agentic (up to --max-queries Cypher queries, default), one-query, or whole-graph "
                             "(no database: the graph in the prompt)")
         p.add_argument("--max-queries", type=int, default=5, metavar="N", help="query limit of the agentic variant (default 5)")
-        p.add_argument("--worked-examples", type=int, default=0, metavar="K",
+        p.add_argument("--worked-examples", type=int, default=WORKED_EXAMPLES, metavar="K",
                        help="worked examples in a question's prompt: the K training questions most like it (BM25), "
                             "one per template, with their gold queries (lookplangraph.cypher.examples; agentic and "
-                            "one-query; default 0)")
+                            f"one-query; default {WORKED_EXAMPLES}; 0: none)")
+        p.add_argument("--worked-goals", type=int, default=0, metavar="K",
+                       help="worked examples in an instruction's prompt: the K training instructions most like it, "
+                            "one per scene, with their first query and goal (default 0: they measured no better)")
         p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
         p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
         p.add_argument("--max-chars", type=int, default=2000, metavar="N",
@@ -460,7 +467,9 @@ def add_parser(sub) -> None:
                                    "(lookplangraph.cypher.examples). An example of a held-out building is refused "
                                    "before anything is written. The package ships lookplangraph/cypher/data/"
                                    "examples.v1.jsonl.gz.",
-                       epilog="example:\n  lookplangraph cypher-examples --from runs/cypher_data --out runs/examples.jsonl.gz")
+                       epilog="examples:\n  lookplangraph cypher-examples --from runs/cypher_data --out runs/examples.jsonl.gz\n"
+                              "  lookplangraph cypher-examples --from runs/cypher_data_v4 --from runs/cypher_data_v4_deep "
+                              "--out lookplangraph/cypher/data/examples.v1.jsonl.gz")
     p.add_argument("--from", dest="sources", action="append", required=True, metavar="PATH",
                    help="a cypher-data sft.jsonl (or its directory; .gz read as gzip); repeat for several")
     p.add_argument("--out", required=True, metavar="FILE", help="the gzipped JSON-lines file to write")

@@ -1,7 +1,7 @@
 """Worked examples for the Cypher agent: the training questions (or instructions) most like the
 one asked, each with the gold query that answered it in its own building (and, for an
 instruction, the goal), written at the end of the agent's system prompt
-(``AgentConfig.worked_examples = k``).
+(``AgentConfig.worked_examples = k`` for questions, ``worked_goals = k`` for instructions).
 
 * A :class:`WorkedExample` is one question or instruction of the Cypher training data
   (``lookplangraph cypher-data``: the query expert's gold turns on training scenes,
