@@ -67,10 +67,15 @@ def test_no_shipped_example_is_asked_in_a_reworded_phrasing(shipped):
 
 def test_an_example_of_a_held_out_building_is_refused():
     ok = _ex("How many mugs are there?", "count_class_scene")
+    def vh(scene, apartment):
+        return WorkedExample("Is x open?", "MATCH (n) RETURN 1", "state_bool", "virtualhome", scene, apartment)
+
     dev = {"virtualhome:apartment_0"}
-    assert ExampleIndex([ok, _ex("Is x open?", "state_bool", "virtualhome:apartment_0", split="virtualhome")], dev=dev)
-    with pytest.raises(LeakError, match="held-out"):
-        ExampleIndex([ok, _ex("Is x open?", "state_bool", "virtualhome:apartment_5", split="virtualhome")], dev=dev)
+    assert ExampleIndex([ok, vh("file1003_2", "virtualhome:apartment_0")], dev=dev)  # a train-pool task
+    with pytest.raises(LeakError, match="held-out"):  # a held-out building
+        ExampleIndex([ok, vh("file1003_2", "virtualhome:apartment_5")], dev=dev)
+    with pytest.raises(LeakError, match="evaluation tasks: virtualhome/file27_2"):  # a planning evaluation task
+        ExampleIndex([ok, vh("file27_2", "virtualhome:apartment_0")], dev=dev)
     with pytest.raises(ValueError, match="no worked examples"):
         ExampleIndex([], dev=dev)
 
@@ -191,3 +196,13 @@ def test_the_command_writes_the_pool_and_refuses_bad_input(tmp_path, capsys):
     assert main(["cypher-examples", "--from", str(good), "--out", str(tmp_path / "e.jsonl.gz")]) == 0
     assert "1 worked examples" in capsys.readouterr().out
     assert [e.question for e in read_examples(tmp_path / "e.jsonl.gz")] == ["Is a open?"]
+
+
+def test_a_file_that_is_not_cypher_data_output_is_refused_with_its_line(tmp_path):
+    bad = tmp_path / "sft.jsonl"
+    bad.write_text('{"messages": [], "meta": {"source": "cypher-gold", "question": "Is a open?"}}\n{oops\n')
+    with pytest.raises(ValueError, match=r"sft.jsonl:1: not an example of cypher-data"):
+        examples_from_training([bad], {})
+    bad.write_text("{oops\n")
+    with pytest.raises(ValueError, match=r"sft.jsonl:1: not a JSON line"):
+        examples_from_training([bad], {})

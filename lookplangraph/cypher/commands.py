@@ -269,8 +269,10 @@ def cmd_cypher_examples(args) -> int:
         raise _Bad(f"--from: no such file {', '.join(missing)}")
     try:
         examples = examples_from_training(sources, {(t.split, t.id): building(t) for t in tasks})
-        for kind in KINDS:  # each refuses an example of a held-out building before anything is written
-            ExampleIndex([e for e in examples if e.kind == kind]) if any(e.kind == kind for e in examples) else None
+        for kind in KINDS:  # an index refuses an example of a held-out building before anything is written
+            of_kind = [e for e in examples if e.kind == kind]
+            if of_kind:
+                ExampleIndex(of_kind)
     except (LeakError, ValueError) as exc:
         raise _Bad(str(exc)) from None
     if not examples:

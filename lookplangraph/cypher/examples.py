@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
+from grasif.heldout import in_train_pool
 from lookplangraph.agent.demonstrations import LeakError, words
 
 #: the worked examples shipped with the package (``lookplangraph/cypher/data/``)
@@ -76,14 +77,21 @@ def examples_from_training(paths: Iterable[str | Path], buildings: dict[tuple[st
     out: dict[tuple[str, str], WorkedExample] = {}
     for path in paths:
         with _open_text(Path(path)) as f:
-            for line in f:
-                row = json.loads(line)
-                meta = row.get("meta", {})
+            for number, line in enumerate(f, 1):
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    raise ValueError(f"{path}:{number}: not a JSON line") from None
+                meta = row.get("meta", {}) if isinstance(row, dict) else {}
                 kind = {"cypher-gold": "qa", "cypher-gold-grounding": "grounding"}.get(meta.get("source"))
                 text = meta.get("question") if kind == "qa" else meta.get("instruction")
                 if kind is None or text is None:
                     continue
-                replies = [json.loads(m["content"]) for m in row["messages"] if m["role"] == "assistant"]
+                try:
+                    replies = [json.loads(m["content"]) for m in row["messages"] if m["role"] == "assistant"]
+                    split, scene = meta["split"], meta["scene"]
+                except (KeyError, TypeError, ValueError):
+                    raise ValueError(f"{path}:{number}: not an example of cypher-data (messages, meta)") from None
                 if not replies or replies[0].get("tool") != "run_cypher_query":
                     continue
                 answer = ""
@@ -93,7 +101,6 @@ def examples_from_training(paths: Iterable[str | Path], buildings: dict[tuple[st
                     answer = json.dumps(replies[-1]["answer"], separators=(", ", ": "))
                 elif (kind, text) in out:
                     continue
-                split, scene = meta["split"], meta["scene"]
                 if split.startswith("generated"):
                     building = GENERATED
                 elif (split, scene) in buildings:
@@ -133,15 +140,19 @@ def read_examples(path: str | Path | None = None) -> list[WorkedExample]:
 
 
 def held_out(example: WorkedExample, dev: set[str]) -> bool:
-    """Whether ``example`` comes from a building the Cypher benchmark holds out (not generated and
-    not among ``dev``, the development part's buildings)."""
-    return example.building != GENERATED and example.building not in dev
+    """Whether ``example`` may not be shown: not from a generated building, and either from a
+    building the Cypher benchmark holds out (not among ``dev``, the development part's buildings)
+    or from a scene outside the planning train pool (:func:`grasif.heldout.in_train_pool`)."""
+    if example.building == GENERATED:
+        return False
+    return example.building not in dev or not in_train_pool(example.split, example.scene)
 
 
 class ExampleIndex:
     """BM25 over the examples' questions or instructions (module doc); every example of one kind.
     ``dev``: the buildings an example may come from besides generated ones (default: the shipped
-    benchmark's development part); an example of any other raises :class:`LeakError`."""
+    benchmark's development part); an example :func:`held_out` says may not be shown raises
+    :class:`LeakError`."""
 
     def __init__(self, examples: list[WorkedExample], dev: set[str] | None = None):
         from rank_bm25 import BM25Okapi
@@ -150,13 +161,14 @@ class ExampleIndex:
             from lookplangraph.cypher.training import dev_buildings
 
             dev = dev_buildings()
-        leaked = sorted({f"{e.split}/{e.scene}" for e in examples if held_out(e, dev)})
-        if leaked:
-            raise LeakError(f"{len(leaked)} worked example scene(s) of held-out buildings: {', '.join(leaked[:5])}")
         if not examples:
             raise ValueError("no worked examples to retrieve from")
         if len({e.kind for e in examples}) > 1:
             raise ValueError("worked examples of one kind per index (questions or instructions)")
+        leaked = sorted({f"{e.split}/{e.scene}" for e in examples if held_out(e, dev)})
+        if leaked:
+            raise LeakError(f"{len(leaked)} worked example scene(s) of held-out buildings or evaluation tasks: "
+                            f"{', '.join(leaked[:5])}")
         self.examples = examples
         self.kind = examples[0].kind
         self._bm25 = BM25Okapi([words(e.question) for e in examples])
