@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
 #: the demonstrations shipped with the package (``lookplangraph/prompts/``): the expert's episodes
 #: of the train pool (``lookplangraph distill data`` writes them)
@@ -69,16 +69,47 @@ def words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
+def read_jsonl_text(path: str | Path | None, shipped: tuple[str, ...], what: str, how: str) -> str:
+    """The text of a JSON-lines file (``.gz`` read as gzip); None: the package's gzipped file at
+    ``shipped`` (its path parts under ``lookplangraph/``). A missing file raises
+    ``FileNotFoundError``: "no WHAT PATH; HOW"."""
+    if path is None:
+        return gzip.decompress(resources.files("lookplangraph").joinpath(*shipped).read_bytes()).decode("utf-8")
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no {what} {p}; {how}")
+    return gzip.decompress(p.read_bytes()).decode("utf-8") if p.suffix == ".gz" else p.read_text("utf-8")
+
+
+def write_jsonl(rows: Iterable[dict], path: Path) -> int:
+    """Write ``rows`` as JSON lines (gzip when ``path`` ends in ``.gz``), whole to a ``.part`` file
+    moved into place; their number."""
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
+    tmp.replace(path)
+    return len(lines)
+
+
+def best_distinct(scores: Sequence[float], items: Sequence, k: int, key: Callable) -> list:
+    """The ``k`` items of highest score, one per ``key(item)`` (the best-scoring one), best first;
+    ties keep the items' order; none for ``k <= 0``."""
+    out, seen = [], set()
+    for i in sorted(range(len(items)), key=lambda i: -scores[i]):
+        if len(out) >= k:
+            break
+        if key(items[i]) not in seen:
+            seen.add(key(items[i]))
+            out.append(items[i])
+    return out
+
+
 def read_demonstrations(path: str | Path | None = None) -> list[Demonstration]:
     """The demonstrations of a JSONL file (``.gz`` read as gzip); None: the shipped file."""
-    if path is None:
-        raw = resources.files("lookplangraph").joinpath("prompts", DEFAULT_FILE).read_bytes()
-        text = gzip.decompress(raw).decode("utf-8")
-    else:
-        p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"no demonstration file {p}; build one with `lookplangraph distill data`")
-        text = gzip.decompress(p.read_bytes()).decode("utf-8") if p.suffix == ".gz" else p.read_text("utf-8")
+    text = read_jsonl_text(path, ("prompts", DEFAULT_FILE), "demonstration file",
+                           "build one with `lookplangraph distill data`")
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
@@ -91,13 +122,7 @@ def read_demonstrations(path: str | Path | None = None) -> list[Demonstration]:
 
 def write_demonstrations(demos: Iterable[Demonstration], path: Path) -> int:
     """Write ``demos`` as JSONL (gzip when ``path`` ends in ``.gz``), atomically; their number."""
-    lines = [json.dumps(d.as_dict(), ensure_ascii=False) for d in demos]
-    data = ("\n".join(lines) + "\n").encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
-    tmp.replace(path)
-    return len(lines)
+    return write_jsonl((d.as_dict() for d in demos), path)
 
 
 class DemonstrationIndex:
@@ -124,17 +149,7 @@ class DemonstrationIndex:
     def top(self, instruction: str, rooms: Iterable[str], k: int) -> list[Demonstration]:
         """The ``k`` best by BM25 score, one per task (the best-scoring episode of a task), best first."""
         scores = self._bm25.get_scores(self._doc(instruction, rooms))
-        order = sorted(range(len(self.demos)), key=lambda i: -scores[i])
-        out, tasks = [], set()
-        for i in order:
-            d = self.demos[i]
-            if (d.split, d.task_id) in tasks:
-                continue
-            tasks.add((d.split, d.task_id))
-            out.append(d)
-            if len(out) == k:
-                break
-        return out
+        return best_distinct(scores, self.demos, k, lambda d: (d.split, d.task_id))
 
 
 def demonstration_block(demos: list[Demonstration], max_chars: int = 2400) -> str:

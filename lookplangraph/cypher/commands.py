@@ -193,21 +193,28 @@ def cmd_cypher_build(args) -> int:
     return 0
 
 
-def _training_tasks(args) -> list:
-    """The allowed training scenes (:func:`~.training.allowed_scenes`) of the GraSIF build and of
-    the ``--generated`` directories."""
+def _grasif_tasks(args, generated: list[str] = ()) -> list:
+    """Every task of the GraSIF build (``--data-dir``) and of the ``generated`` directories;
+    ``_Bad`` when they cannot be read."""
     from grasif import dataset
     from grasif.generate import load
-    from lookplangraph.cypher.training import allowed_scenes
 
     data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
     try:
         tasks = [t for s in ("virtualhome", "behavior", "office") for t in dataset.load_split(data, s)]
-        for d in args.generated:
+        for d in generated:
             tasks += load(Path(d))
     except (FileNotFoundError, dataset.SourceError, KeyError, ValueError) as exc:
         raise _Bad(str(exc).strip("'\"")) from None
-    return allowed_scenes(tasks)
+    return tasks
+
+
+def _training_tasks(args) -> list:
+    """The allowed training scenes (:func:`~.training.allowed_scenes`) of the GraSIF build and of
+    the ``--generated`` directories."""
+    from lookplangraph.cypher.training import allowed_scenes
+
+    return allowed_scenes(_grasif_tasks(args, args.generated))
 
 
 @_guarded
@@ -253,16 +260,11 @@ def cmd_cypher_data(args) -> int:
 @_guarded
 def cmd_cypher_examples(args) -> int:
     """Write the worked examples of ``cypher-data`` output (:mod:`lookplangraph.cypher.examples`)."""
-    from grasif import dataset
     from lookplangraph.agent.demonstrations import LeakError
     from lookplangraph.cypher.benchmark import building
     from lookplangraph.cypher.examples import KINDS, ExampleIndex, examples_from_training, write_examples
 
-    data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
-    try:
-        tasks = [t for s in ("virtualhome", "behavior", "office") for t in dataset.load_split(data, s)]
-    except (FileNotFoundError, dataset.SourceError, KeyError, ValueError) as exc:
-        raise _Bad(str(exc).strip("'\"")) from None
+    tasks = _grasif_tasks(args)
     sources = [Path(p) / "sft.jsonl" if Path(p).is_dir() else Path(p) for p in args.sources]
     missing = [str(p) for p in sources if not p.exists()]
     if missing:
@@ -463,9 +465,10 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("cypher-examples", help="write the Cypher agent's worked examples from cypher-data output",
                        formatter_class=raw, allow_abbrev=False,
-                       description="Read the gold questions of `cypher-data` output (sft.jsonl files, or their "
-                                   "directories) and write each distinct question as asked with its gold query, the "
-                                   "pool that `ask`/`cypher-eval --worked-examples K` retrieve from "
+                       description="Read the gold questions and grounded instructions of `cypher-data` output "
+                                   "(sft.jsonl files, or their directories) and write each distinct one as asked with "
+                                   "its gold query (and an instruction's goal), the pool that `ask`/`cypher-eval "
+                                   "--worked-examples K` (and --worked-goals K) retrieve from "
                                    "(lookplangraph.cypher.examples). An example of a held-out building is refused "
                                    "before anything is written. The package ships lookplangraph/cypher/data/"
                                    "examples.v1.jsonl.gz.",

@@ -29,12 +29,11 @@ import gzip
 import json
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
 from grasif.heldout import in_train_pool
-from lookplangraph.agent.demonstrations import LeakError, words
+from lookplangraph.agent.demonstrations import LeakError, best_distinct, read_jsonl_text, words, write_jsonl
 
 #: the worked examples shipped with the package (``lookplangraph/cypher/data/``)
 DEFAULT_FILE = "examples.v1.jsonl.gz"
@@ -113,30 +112,16 @@ def examples_from_training(paths: Iterable[str | Path], buildings: dict[tuple[st
 
 
 def write_examples(examples: Iterable[WorkedExample], path: Path) -> int:
-    """Write ``examples`` as gzipped JSON lines (written whole, then moved into place); returns how many."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    n = 0
-    with gzip.GzipFile(tmp, "wb", mtime=0) as raw:
-        for e in examples:
-            raw.write((json.dumps(asdict(e)) + "\n").encode("utf-8"))
-            n += 1
-    tmp.replace(path)
-    return n
+    """Write ``examples`` as JSON lines (gzip when ``path`` ends in ``.gz``; written whole, then
+    moved into place); returns how many."""
+    return write_jsonl((asdict(e) for e in examples), path)
 
 
 def read_examples(path: str | Path | None = None) -> list[WorkedExample]:
     """The examples of a JSONL file (``.gz`` read as gzip); None: the shipped file."""
-    if path is None:
-        raw = resources.files("lookplangraph").joinpath("cypher", "data", DEFAULT_FILE).read_bytes()
-        lines = gzip.decompress(raw).decode("utf-8").splitlines()
-    else:
-        p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"no worked-example file {p}; write one with `lookplangraph cypher-examples`")
-        with _open_text(p) as f:
-            lines = f.read().splitlines()
-    return [WorkedExample(**json.loads(line)) for line in lines if line.strip()]
+    text = read_jsonl_text(path, ("cypher", "data", DEFAULT_FILE), "worked-example file",
+                           "write one with `lookplangraph cypher-examples`")
+    return [WorkedExample(**json.loads(line)) for line in text.splitlines() if line.strip()]
 
 
 def held_out(example: WorkedExample, dev: set[str]) -> bool:
@@ -176,19 +161,9 @@ class ExampleIndex:
     def top(self, question: str, k: int) -> list[WorkedExample]:
         """The ``k`` best by BM25 score, one per template (questions) or per scene (instructions),
         best first; ties keep the file's order."""
-        if k <= 0:
-            return []
         scores = self._bm25.get_scores(words(question))
-        out, seen = [], set()
-        for i in sorted(range(len(self.examples)), key=lambda i: -scores[i]):
-            e = self.examples[i]
-            key = e.template if e.kind == "qa" else (e.split, e.scene)
-            if key not in seen:
-                seen.add(key)
-                out.append(e)
-                if len(out) == k:
-                    break
-        return out
+        return best_distinct(scores, self.examples, k,
+                             lambda e: e.template if e.kind == "qa" else (e.split, e.scene))
 
 
 @lru_cache(maxsize=2)
