@@ -188,6 +188,12 @@ def add_parsers(sub) -> None:
                     help="the planning examples' system message: as built, or the planner's compact prompt (then "
                          "train with --system-prompt compact or as-built, and run the adapter with the compact prompt)")
     mx.add_argument("--seed", type=int, default=0, help="seed of the samples and the order (default 0)")
+    mx.add_argument("--worked-examples", type=int, default=0, metavar="K",
+                    help="write K worked examples (the shipped ones, never of the question's own building) into the "
+                         "prompts of a share of the Cypher gold question turns, as `ask --worked-examples K` does "
+                         "(default 0: none)")
+    mx.add_argument("--worked-share", type=float, default=0.5, metavar="F",
+                    help="the share of Cypher questions that get them with --worked-examples (default 0.5)")
     sp = add_command(dsub, "split", help="cut a file into checked chunks (to carry it to a GPU machine)",
                      description="Cut FILE into chunks of at most --chunk-mib MiB with a manifest of SHA-256 sums; "
                                  "`distill join` checks and puts them back together.",
@@ -422,10 +428,20 @@ def _mix(args) -> int:
     from lookplangraph.lm.training import mix
     from lookplangraph.prompts import compact_prompt
 
+    transform, name = None, ""
+    if args.worked_examples < 0 or not 0 <= args.worked_share <= 1:
+        raise UsageError("--worked-examples must be >= 0 and --worked-share between 0 and 1")
+    if args.worked_examples:
+        from lookplangraph.cypher.examples import shipped_index, with_worked_examples
+
+        index, k, share = shipped_index("qa"), args.worked_examples, args.worked_share
+        transform = lambda row: with_worked_examples(row, index, k, share)  # noqa: E731
+        name = f"worked examples: {k} (shipped), share {share:g} of gold questions"
     try:
         takes = [mix.Take.parse(t) for t in args.take]
         counts = mix.mix(takes, args.out, system=compact_prompt() if args.system_prompt == "compact" else None,
-                         system_name="compact" if args.system_prompt == "compact" else "full", seed=args.seed)
+                         system_name="compact" if args.system_prompt == "compact" else "full", seed=args.seed,
+                         cypher_transform=transform, cypher_transform_name=name)
     except mix.MixError as exc:
         raise UsageError(str(exc)) from None
     for src in counts["sources"]:
@@ -433,6 +449,8 @@ def _mix(args) -> int:
     print(f"{counts['examples']} examples ({', '.join(f'{k} {v}' for k, v in sorted(counts['by_source'].items()))}); "
           f"planning: {counts['prompt_layout']} layout, {counts['answer_format']} answers, "
           f"{counts['system_prompt_name']} system prompt")
+    if "cypher_transform" in counts:
+        print(f"Cypher examples changed: {counts['cypher_transform']['changed']} ({name})")
     print(f"written: {Path(args.out) / 'sft.jsonl'}, {Path(args.out) / 'counts.json'}")
     return EXIT_OK
 

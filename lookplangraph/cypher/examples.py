@@ -26,11 +26,13 @@ the training data, so never in an example either.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from grasif.heldout import in_train_pool
 from lookplangraph.agent.demonstrations import LeakError, best_distinct, read_jsonl_text, words, write_jsonl
@@ -158,12 +160,15 @@ class ExampleIndex:
         self.kind = examples[0].kind
         self._bm25 = BM25Okapi([words(e.question) for e in examples])
 
-    def top(self, question: str, k: int) -> list[WorkedExample]:
+    def top(self, question: str, k: int, skip: Callable[[WorkedExample], bool] | None = None) -> list[WorkedExample]:
         """The ``k`` best by BM25 score, one per template (questions) or per scene (instructions),
-        best first; ties keep the file's order."""
+        best first; ties keep the file's order. ``skip``: examples it is true of are never given."""
         scores = self._bm25.get_scores(words(question))
-        return best_distinct(scores, self.examples, k,
-                             lambda e: e.template if e.kind == "qa" else (e.split, e.scene))
+        if skip is not None:
+            scores = [-math.inf if skip(e) else s for e, s in zip(self.examples, scores)]
+        picked = best_distinct(scores, self.examples, k,
+                               lambda e: e.template if e.kind == "qa" else (e.split, e.scene))
+        return [e for e in picked if skip is None or not skip(e)]
 
 
 @lru_cache(maxsize=2)
@@ -185,3 +190,38 @@ def example_block(examples: list[WorkedExample]) -> str:
     body = "\n".join(f"Question: {e.question}\nQuery: {e.query}" for e in examples)
     return ("Questions about other buildings, each with the query that answered it in its own building (use the "
             "names of this building in yours):\n" + body)
+
+
+def with_worked_examples(row: dict, index: ExampleIndex, k: int, share: float) -> dict:
+    """A training example of the Cypher agent's turns with worked examples, as
+    ``AgentConfig.worked_examples = k`` would have written its prompt, or ``row`` unchanged.
+
+    Only gold question turns change (``meta.source == "cypher-gold"``, with ``meta.question``):
+    recovery turns answer a model's mistake made without examples, and instructions get none at
+    inference by default. Which questions do is a fixed function of (split, scene, question), a
+    ``share`` of them, so every turn of one item agrees. The examples come from ``index`` (a
+    ``qa`` index) but never from the question's own building (its scene, for a generated one) nor
+    with its own words: at inference the building is held out, and a question copied word for word
+    would teach copying instead of adapting a query to this building's names."""
+    meta = row.get("meta", {})
+    question = meta.get("question")
+    if meta.get("source") != "cypher-gold" or not question or k <= 0:
+        return row
+    split, scene = meta.get("split"), meta.get("scene")
+    digest = hashlib.sha256(f"{split}\n{scene}\n{question}".encode()).digest()
+    if int.from_bytes(digest[:8], "big") / 2**64 >= share:
+        return row
+    own = {e.building for e in index.examples if (e.split, e.scene) == (split, scene) and e.building != GENERATED}
+    text = " ".join(words(question))
+
+    def skip(e: WorkedExample) -> bool:
+        return (e.split, e.scene) == (split, scene) or e.building in own or " ".join(words(e.question)) == text
+
+    block = example_block(index.top(question, k, skip))
+    if not block:
+        return row
+    messages = [dict(m) for m in row["messages"]]
+    if messages[0]["role"] != "system":
+        raise ValueError(f"a Cypher example of {split}/{scene} has no system message")
+    messages[0]["content"] += f"\n\n{block}"
+    return {**row, "messages": messages, "meta": {**meta, "worked_examples": k}}

@@ -33,6 +33,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from lookplangraph.lm.training.sft import with_system
 
@@ -108,9 +109,13 @@ def _label(row: dict) -> str:
 
 
 def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None, system_name: str = "full",
-        seed: int = 0) -> dict:
+        seed: int = 0, cypher_transform: Callable[[dict], dict] | None = None, cypher_transform_name: str = "") -> dict:
     """Write the mix of ``takes`` into ``out`` (module doc) and return its counts. ``system``:
     the planning examples' system message (None: as built; then ``system_name`` is ``full``).
+    ``cypher_transform``: applied to every taken Cypher example (e.g. worked examples in its
+    prompt, :func:`lookplangraph.cypher.examples.with_worked_examples`); counts then record
+    ``cypher_transform`` (``cypher_transform_name`` and how many examples it changed). The samples
+    and the order do not depend on it.
     Raises :class:`MixError` before writing anything when a source is missing, unreadable,
     smaller than asked, or when planning sources disagree on prompt layout or answer format."""
     if not takes:
@@ -119,7 +124,7 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
     if len(set(names)) != len(names):
         raise MixError(f"two sources share a directory name ({', '.join(names)}): the mix records sources by name")
     rng = random.Random(seed)
-    rows, sources, formats, experts, planning_system = [], [], set(), Counter(), None
+    rows, sources, formats, experts, planning_system, changed = [], [], set(), Counter(), None, 0
     for take in takes:
         counts, lines, sha = _read(take)
         kind = source_kind(counts)
@@ -135,6 +140,10 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
                 taken = [{**r, "messages": with_system(r["messages"], system)} for r in taken]
             if taken and planning_system is None:
                 planning_system = next((m["content"] for m in taken[0]["messages"] if m["role"] == "system"), None)
+        if kind == "cypher" and cypher_transform is not None:
+            before = [json.dumps(r, sort_keys=True) for r in taken]
+            taken = [cypher_transform(r) for r in taken]
+            changed += sum(b != json.dumps(r, sort_keys=True) for b, r in zip(before, taken))
         for row in taken:
             row.setdefault("meta", {})["mixed_from"] = take.path.name
         rows.extend(taken)
@@ -151,6 +160,8 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
               "by_source": dict(Counter(_label(r) for r in rows)),
               "system_prompt_name": system_name if system is not None else "full",
               "system_prompt": planning_system, "systems_final": True}
+    if cypher_transform is not None:
+        counts["cypher_transform"] = {"name": cypher_transform_name, "changed": changed}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for name, text in (("sft.jsonl", "".join(json.dumps(r) + "\n" for r in rows)),
