@@ -21,7 +21,7 @@ from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.benchmark import building
 from lookplangraph.cypher.examples import (GENERATED, ExampleIndex, WorkedExample, example_block,
                                            examples_from_training, read_examples, shipped_index,
-                                           write_examples)
+                                           with_worked_examples, write_examples)
 from lookplangraph.cypher.phrasings import REWORDED
 from lookplangraph.cypher.qa import TEMPLATES
 from lookplangraph.cypher.training import dev_buildings
@@ -169,6 +169,49 @@ def test_the_agent_ends_its_system_prompt_with_the_examples(kitchen):
         AgentConfig(worked_examples=-1)
     with pytest.raises(ValueError, match="cannot be negative"):
         AgentConfig(worked_goals=-1)
+
+
+def test_training_prompts_get_the_examples_the_agent_would_write_but_never_their_own(kitchen):
+    index = ExampleIndex([_ex("Is the door of fridge-9 open?", "state_bool",
+                              query="MATCH (n {name: 'fridge-9'}) RETURN n.states"),
+                          _ex("How many spoons are there?", "count_class_scene")], dev=set())
+    store = open_store("ladybug", QueryLimits(timeout_s=2, max_rows=20, max_chars=1500))
+    store.load(kitchen)
+    try:
+        def transcript(config):
+            lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": False})])  # scripted reply
+            return CypherAgent(lm, store, config, graph=kitchen, example_index=index).answer_question(
+                "Is fridge-1 open?", "boolean").transcript
+        plain, with_one = transcript(AgentConfig()), transcript(AgentConfig(worked_examples=1))
+    finally:
+        store.close()
+    meta = {"source": "cypher-gold", "split": "generated-home", "scene": "home-7", "question": "Is fridge-1 open?"}
+    row = {"messages": plain, "meta": meta}
+    made = with_worked_examples(row, index, 1, share=1.0)
+    assert made["messages"][0]["content"] == with_one[0]["content"]  # what ask --worked-examples 1 writes
+    assert made["messages"][1:] == plain[1:] and made["meta"]["worked_examples"] == 1
+    assert row["messages"][0]["content"] == plain[0]["content"]  # the row given is left as it was
+    assert with_worked_examples(row, index, 1, share=0.0) is row
+    assert with_worked_examples(row, index, 0, share=1.0) is row
+    for other in ({**meta, "source": "cypher-recovery"}, {**meta, "source": "cypher-gold-grounding"}):
+        assert with_worked_examples({"messages": plain, "meta": other}, index, 1, share=1.0)["messages"] == plain
+    # never the question's own scene, nor its own words: the next best of that template, or none
+    own = ExampleIndex([WorkedExample("Is fridge-1 open?", "Q-SAME-WORDS", "state_bool", "generated-office", "o-1",
+                                      GENERATED),
+                        WorkedExample("Is FRIDGE-3 open ?", "Q-SAME-BUT-NUMBER", "state_bool", "generated-office",
+                                      "o-2", GENERATED),
+                        WorkedExample("Is fridge-2 open?", "Q-SAME-SCENE", "state_bool", "generated-home", "home-7",
+                                      GENERATED),
+                        WorkedExample("Is the oven open?", "Q-OTHER", "state_bool", "generated-home", "home-8",
+                                      GENERATED)], dev=set())
+    system = with_worked_examples(row, own, 2, share=1.0)["messages"][0]["content"]
+    assert "Q-OTHER" in system and "Q-SAME" not in system
+    # which questions get them is fixed by the question, so every turn of one item agrees
+    rows = [{"messages": plain, "meta": {**meta, "question": f"Is fridge-{i} open?", "turn": t}}
+            for i in range(200) for t in (1, 2)]
+    got = [with_worked_examples(r, own, 1, share=0.5) is not r for r in rows]
+    assert all(got[i] == got[i + 1] for i in range(0, len(got), 2))
+    assert 60 < sum(got[::2]) < 140
 
 
 def test_the_command_writes_the_pool_and_refuses_bad_input(tmp_path, capsys):

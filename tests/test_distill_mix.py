@@ -56,6 +56,26 @@ def test_a_mix_takes_the_amounts_asked_and_gives_only_planning_examples_the_syst
                 system_name="compact", seed=1)
     assert (tmp_path / "again" / "sft.jsonl").read_bytes() == (tmp_path / "mix" / "sft.jsonl").read_bytes()
     assert again["sources"][0]["sft_sha256"] == counts["sources"][0]["sft_sha256"]
+    assert "cypher_transform" not in counts
+
+
+def test_a_cypher_transform_changes_only_cypher_examples_and_not_the_sample(sources, tmp_path):
+    data, dagger, cypher = sources
+    takes = [Take(data, 8), Take(dagger), Take(cypher, 2)]
+    plain = mix(takes, tmp_path / "plain", system="COMPACT", system_name="compact", seed=1)
+
+    def marked(row):
+        return {**row, "messages": [{**row["messages"][0], "content": "CYPHER+X"}, *row["messages"][1:]]}
+
+    counts = mix(takes, tmp_path / "marked", system="COMPACT", system_name="compact", seed=1,
+                 cypher_transform=marked, cypher_transform_name="mark")
+    assert counts["cypher_transform"] == {"name": "mark", "changed": 2}
+    a = [json.loads(line) for line in (tmp_path / "plain" / "sft.jsonl").read_text().splitlines()]
+    b = [json.loads(line) for line in (tmp_path / "marked" / "sft.jsonl").read_text().splitlines()]
+    assert [r["messages"][1:] for r in a] == [r["messages"][1:] for r in b]  # same sample, same order
+    assert [(x["messages"][0]["content"], y["messages"][0]["content"]) for x, y in zip(a, b) if x != y] == \
+        [("CYPHER", "CYPHER+X")] * 2
+    assert plain["examples"] == counts["examples"]
 
 
 def test_a_mix_that_cannot_be_made_writes_nothing(sources, tmp_path):

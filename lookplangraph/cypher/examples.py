@@ -201,8 +201,10 @@ def with_worked_examples(row: dict, index: ExampleIndex, k: int, share: float) -
     inference by default. Which questions do is a fixed function of (split, scene, question), a
     ``share`` of them, so every turn of one item agrees. The examples come from ``index`` (a
     ``qa`` index) but never from the question's own building (its scene, for a generated one) nor
-    with its own words: at inference the building is held out, and a question copied word for word
-    would teach copying instead of adapting a query to this building's names."""
+    in its own words (the same :func:`~lookplangraph.agent.demonstrations.words`, which leave out
+    numbers and stop words: "Is fridge-1 open?" and "is fridge-3 open" are one question): at
+    inference the building is held out, and a question copied word for word would teach copying
+    instead of adapting a query to this building's names and to other words."""
     meta = row.get("meta", {})
     question = meta.get("question")
     if meta.get("source") != "cypher-gold" or not question or k <= 0:
