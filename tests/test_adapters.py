@@ -152,7 +152,17 @@ def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_pro
     assert training["steps"] == 376 and training["device"] == "NVIDIA H200"
 
 
-def test_the_default_adapter_lpg_v3_is_lpg_v2_trained_on_a_gpu_on_data_v6_and_runs_in_its_own_view():
+def test_the_default_adapter_lpg_v4_is_lpg_v3_trained_on_a_gpu_on_data_v8_and_runs_in_its_own_view():
+    info, training = shipped_record("lpg-v4")
+    assert set(info.metadata) == set(META_KEYS) and info.metadata["lookplangraph.recall"] == "named"
+    assert (training["steps"], training["examples"], training["device"]) == (388, 6122, "NVIDIA H200")
+    assert training["init_adapter_sha256"] == embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v3"].sha256
+    assert training["adapter_gguf_sha256"] == "edb3684dacfec9b52795d3869479e58b15328fa7016e924408a05470a14b8a21"
+    cfg, notes = PlannerConfig().settled(info)
+    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == ("compact", "scene-history", "named", [])
+
+
+def test_lpg_v3_is_lpg_v2_trained_on_a_gpu_on_data_v6_and_runs_in_its_own_view():
     info, training = shipped_record("lpg-v3")
     assert set(info.metadata) == set(META_KEYS) and info.metadata["lookplangraph.recall"] == "named"
     assert (training["steps"], training["examples"], training["device"]) == (369, 5534, "NVIDIA H200")
@@ -321,7 +331,7 @@ def test_merging_adds_the_adapter_to_the_real_base_and_keeps_its_record(tmp_path
 def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_other_planners():
     from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM, load_settings
 
-    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v3" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
+    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v4" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
     s = load_settings(None, {})
     assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, "compact", "named")
     assert load_settings(None, {"planner": "react"}).lm == BASE_LM

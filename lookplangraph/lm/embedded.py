@@ -118,6 +118,8 @@ ADAPTERS: dict[str, dict[str, AdapterSpec]] = {
                               "d114f082f6c54474db4bf51f3c98f07418e72e541a728eb8f88a753fd6cb4ed4"),
         "lpg-v3": AdapterSpec("lpg-v3", "qwen2.5-coder-1.5b", "lpg-v3.gguf",
                               "86ad5492b0e5207ab151911bec9a4d2ea51480e7496424f0b523dfb8c8a5161b"),
+        "lpg-v4": AdapterSpec("lpg-v4", "qwen2.5-coder-1.5b", "lpg-v4.gguf",
+                              "2978ad18ccc0755459eb66e018bb9dc336aa38d6d7e8a9481bdda2fde8ea57df"),
     },
 }
 
