@@ -113,3 +113,10 @@ def test_the_command_prints_what_it_took_and_refuses_a_bad_source(sources, tmp_p
     assert "distill_v3 (planning): 4 of 20" in printed and "9 examples" in printed and "compact system prompt" in printed
     assert main(["distill", "mix", "--out", str(tmp_path / "n"), "--take", f"{cypher}:9"]) == 2
     assert "9 examples asked, 5 there" in capsys.readouterr().err
+    for bad in (["--worked-examples", "-1"], ["--worked-examples", "2", "--worked-share", "1.5"]):
+        assert main(["distill", "mix", "--out", str(tmp_path / "w"), "--take", str(cypher), *bad]) == 2
+        assert "--worked-share between 0 and 1" in capsys.readouterr().err and not (tmp_path / "w").exists()
+    # the fixture's Cypher rows ask no question (no meta.question): the transform runs and changes none
+    assert main(["distill", "mix", "--out", str(tmp_path / "w"), "--take", str(cypher), "--worked-examples", "2"]) == 0
+    assert "Cypher examples changed: 0 (worked examples: 2 (shipped), share 0.5" in capsys.readouterr().out
+    assert json.loads((tmp_path / "w" / "counts.json").read_text())["cypher_transform"]["changed"] == 0

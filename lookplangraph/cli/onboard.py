@@ -432,11 +432,13 @@ def _mix(args) -> int:
     if args.worked_examples < 0 or not 0 <= args.worked_share <= 1:
         raise UsageError("--worked-examples must be >= 0 and --worked-share between 0 and 1")
     if args.worked_examples:
+        from functools import partial
+
         from lookplangraph.cypher.examples import shipped_index, with_worked_examples
 
-        index, k, share = shipped_index("qa"), args.worked_examples, args.worked_share
-        transform = lambda row: with_worked_examples(row, index, k, share)  # noqa: E731
-        name = f"worked examples: {k} (shipped), share {share:g} of gold questions"
+        transform = partial(with_worked_examples, index=shipped_index("qa"), k=args.worked_examples,
+                            share=args.worked_share)
+        name = f"worked examples: {args.worked_examples} (shipped), share {args.worked_share:g} of gold questions"
     try:
         takes = [mix.Take.parse(t) for t in args.take]
         counts = mix.mix(takes, args.out, system=compact_prompt() if args.system_prompt == "compact" else None,

@@ -11,7 +11,8 @@ one training call. :func:`mix` writes a directory ``distill train`` reads like a
   ``answer_format`` and ``recall`` (they must agree), their teachers (``experts``, with counts), per source what
   was available and taken (with the source file's SHA-256), ``by_source`` (the examples'
   ``meta.source``, else their ``meta.split``), and the system messages: ``system_prompt_name``/``system_prompt`` of the
-  planning examples and ``systems_final: true``.
+  planning examples and ``systems_final: true``; with a Cypher transform (:func:`mix`'s
+  ``cypher_transform``), ``cypher_transform``: what it was and how many examples it changed.
 
 Planning examples get the system message ``system`` (e.g. the planner's compact prompt) here,
 once; Cypher examples keep the agent's own. ``distill train`` therefore leaves the system messages
