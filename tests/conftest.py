@@ -51,6 +51,17 @@ def kitchen():
     return graph_from_dict(kitchen_dict())
 
 
+@pytest.fixture
+def kitchen_store(kitchen):
+    """The kitchen loaded into an embedded LadybugDB store (the Cypher interface's), closed after."""
+    from lookplangraph.cypher import QueryLimits, open_store
+
+    store = open_store("ladybug", QueryLimits(timeout_s=2, max_rows=20, max_chars=1500))
+    store.load(kitchen)
+    yield store
+    store.close()
+
+
 @pytest.fixture(scope="session")
 def grasif_build(tmp_path_factory):
     """A fresh GraSIF build of all three splits (about 10 s), shared by the tests that read one."""

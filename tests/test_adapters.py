@@ -152,22 +152,17 @@ def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_pro
     assert training["steps"] == 376 and training["device"] == "NVIDIA H200"
 
 
-def test_the_default_adapter_lpg_v4_is_lpg_v3_trained_on_a_gpu_on_data_v8_and_runs_in_its_own_view():
-    info, training = shipped_record("lpg-v4")
+@pytest.mark.parametrize("name, steps, examples, start, trained_sha256", [
+    ("lpg-v4", 388, 6122, "lpg-v3", "edb3684dacfec9b52795d3869479e58b15328fa7016e924408a05470a14b8a21"),  # the default
+    ("lpg-v3", 369, 5534, "lpg-v2", "fbdf17b3898f7aba655611f0bec6bbbc2e3e074d26ba3ce8db71abe59add70ec"),
+])
+def test_the_gpu_trained_adapters_record_their_start_and_run_in_their_own_view(name, steps, examples, start,
+                                                                               trained_sha256):
+    info, training = shipped_record(name)
     assert set(info.metadata) == set(META_KEYS) and info.metadata["lookplangraph.recall"] == "named"
-    assert (training["steps"], training["examples"], training["device"]) == (388, 6122, "NVIDIA H200")
-    assert training["init_adapter_sha256"] == embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v3"].sha256
-    assert training["adapter_gguf_sha256"] == "edb3684dacfec9b52795d3869479e58b15328fa7016e924408a05470a14b8a21"
-    cfg, notes = PlannerConfig().settled(info)
-    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == ("compact", "scene-history", "named", [])
-
-
-def test_lpg_v3_is_lpg_v2_trained_on_a_gpu_on_data_v6_and_runs_in_its_own_view():
-    info, training = shipped_record("lpg-v3")
-    assert set(info.metadata) == set(META_KEYS) and info.metadata["lookplangraph.recall"] == "named"
-    assert (training["steps"], training["examples"], training["device"]) == (369, 5534, "NVIDIA H200")
-    assert training["init_adapter_sha256"] == embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v2"].sha256
-    assert training["adapter_gguf_sha256"] == "fbdf17b3898f7aba655611f0bec6bbbc2e3e074d26ba3ce8db71abe59add70ec"
+    assert (training["steps"], training["examples"], training["device"]) == (steps, examples, "NVIDIA H200")
+    assert training["init_adapter_sha256"] == embedded.ADAPTERS["qwen2.5-coder-1.5b"][start].sha256
+    assert training["adapter_gguf_sha256"] == trained_sha256
     cfg, notes = PlannerConfig().settled(info)
     assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == ("compact", "scene-history", "named", [])
 

@@ -11,7 +11,7 @@ import pytest
 
 from grasif import dataset
 from lookplangraph.lm import ContextOverflow, ScriptedBackend
-from lookplangraph.cypher import QueryLimits, commands, open_store
+from lookplangraph.cypher import commands, open_store
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.benchmark import FORMATS, VERSION
@@ -35,11 +35,8 @@ def a(answer, thought="done"):
 
 
 @pytest.fixture
-def store(kitchen):
-    s = open_store("ladybug", QueryLimits(timeout_s=2, max_rows=20, max_chars=1500))
-    s.load(kitchen)
-    yield s
-    s.close()
+def store(kitchen_store):
+    return kitchen_store
 
 
 def _tools_offered(schema):

@@ -16,7 +16,6 @@ import pytest
 from grasif import dataset
 from grasif.heldout import in_train_pool
 from lookplangraph.agent.demonstrations import LeakError
-from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.benchmark import building
 from lookplangraph.cypher.examples import (GENERATED, ExampleIndex, WorkedExample, example_block,
@@ -35,6 +34,13 @@ def _ex(question, template, building_="generated", query="MATCH (n) RETURN n.nam
 @pytest.fixture(scope="module")
 def shipped():
     return read_examples()
+
+
+def _asked(store, kitchen, index, config, question="Is fridge-1 open?") -> list[dict]:
+    """The transcript of the agent asked ``question`` (a boolean) with a SCRIPTED reply (not a model)."""
+    lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": False})])
+    return CypherAgent(lm, store, config, graph=kitchen, example_index=index).answer_question(
+        question, "boolean").transcript
 
 
 def test_the_shipped_examples_come_from_training_scenes_only(shipped):
@@ -137,54 +143,40 @@ def test_examples_are_read_off_cypher_data_output_and_written_whole(tmp_path):
         read_examples(tmp_path / "none.jsonl.gz")
 
 
-def test_the_agent_ends_its_system_prompt_with_the_examples(kitchen):
+def test_the_agent_ends_its_system_prompt_with_the_examples(kitchen, kitchen_store):
     index = ExampleIndex([_ex("Is fridge-9 open?", "state_bool", query="MATCH (n {name: 'fridge-9'}) RETURN n.states"),
                           _ex("How many spoons are there?", "count_class_scene")], dev=set())
-    store = open_store("ladybug", QueryLimits(timeout_s=2, max_rows=20, max_chars=1500))
-    store.load(kitchen)
-    try:
-        def system(config):
-            lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": False})])  # scripted reply
-            res = CypherAgent(lm, store, config, graph=kitchen, example_index=index).answer_question(
-                "Is fridge-1 open?", "boolean")
-            return res.transcript[0]["content"]
+    store = kitchen_store
 
-        with_one = system(AgentConfig(worked_examples=1))
-        assert with_one.endswith(example_block(index.top("Is fridge-1 open?", 1)))
-        assert "Question: Is fridge-9 open?\nQuery: MATCH (n {name: 'fridge-9'}) RETURN n.states" in with_one
-        assert "How many spoons" not in with_one
-        assert "fridge-9" not in system(AgentConfig())  # none by default
-        assert "fridge-9" not in system(AgentConfig(variant="whole-graph", worked_examples=2))  # no queries there
-        lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(open fridge-1)"}})])
-        goal_system = CypherAgent(lm, store, AgentConfig(worked_goals=1), example_index=index).ground(
-            "Open the fridge.").transcript[0]["content"]  # instructions draw on the shipped examples
-        assert goal_system.endswith(example_block(shipped_index("grounding").top("Open the fridge.", 1)))
-        assert "Instruction: " in goal_system and "fridge-9" not in goal_system
-        lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(open fridge-1)"}})])
-        plain = CypherAgent(lm, store, AgentConfig(worked_examples=2)).ground("Open the fridge.").transcript[0]["content"]
-        assert "First query: " not in plain  # questions' examples are not instructions'
-    finally:
-        store.close()
+    def system(config):
+        return _asked(store, kitchen, index, config)[0]["content"]
+
+    with_one = system(AgentConfig(worked_examples=1))
+    assert with_one.endswith(example_block(index.top("Is fridge-1 open?", 1)))
+    assert "Question: Is fridge-9 open?\nQuery: MATCH (n {name: 'fridge-9'}) RETURN n.states" in with_one
+    assert "How many spoons" not in with_one
+    assert "fridge-9" not in system(AgentConfig())  # none by default
+    assert "fridge-9" not in system(AgentConfig(variant="whole-graph", worked_examples=2))  # no queries there
+    lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(open fridge-1)"}})])
+    goal_system = CypherAgent(lm, store, AgentConfig(worked_goals=1), example_index=index).ground(
+        "Open the fridge.").transcript[0]["content"]  # instructions draw on the shipped examples
+    assert goal_system.endswith(example_block(shipped_index("grounding").top("Open the fridge.", 1)))
+    assert "Instruction: " in goal_system and "fridge-9" not in goal_system
+    lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": {"formula": "(open fridge-1)"}})])
+    plain = CypherAgent(lm, store, AgentConfig(worked_examples=2)).ground("Open the fridge.").transcript[0]["content"]
+    assert "First query: " not in plain  # questions' examples are not instructions'
     with pytest.raises(ValueError, match="cannot be negative"):
         AgentConfig(worked_examples=-1)
     with pytest.raises(ValueError, match="cannot be negative"):
         AgentConfig(worked_goals=-1)
 
 
-def test_training_prompts_get_the_examples_the_agent_would_write_but_never_their_own(kitchen):
+def test_training_prompts_get_the_examples_the_agent_would_write_but_never_their_own(kitchen, kitchen_store):
     index = ExampleIndex([_ex("Is the door of fridge-9 open?", "state_bool",
                               query="MATCH (n {name: 'fridge-9'}) RETURN n.states"),
                           _ex("How many spoons are there?", "count_class_scene")], dev=set())
-    store = open_store("ladybug", QueryLimits(timeout_s=2, max_rows=20, max_chars=1500))
-    store.load(kitchen)
-    try:
-        def transcript(config):
-            lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": False})])  # scripted reply
-            return CypherAgent(lm, store, config, graph=kitchen, example_index=index).answer_question(
-                "Is fridge-1 open?", "boolean").transcript
-        plain, with_one = transcript(AgentConfig()), transcript(AgentConfig(worked_examples=1))
-    finally:
-        store.close()
+    plain = _asked(kitchen_store, kitchen, index, AgentConfig())
+    with_one = _asked(kitchen_store, kitchen, index, AgentConfig(worked_examples=1))
     meta = {"source": "cypher-gold", "split": "generated-home", "scene": "home-7", "question": "Is fridge-1 open?"}
     row = {"messages": plain, "meta": meta}
     made = with_worked_examples(row, index, 1, share=1.0)
