@@ -103,6 +103,32 @@ def test_take_reads_a_directory_and_an_amount():
     assert Take.parse("runs/dagger:all").n is None and Take.parse("runs/dagger").n is None
     with pytest.raises(MixError, match=">= 1"):
         Take.parse("runs/x:0")
+    take = Take.parse("runs/homes@split=virtualhome,source=dagger:300")
+    assert (take.n, take.where, take.name) == (300, (("split", "virtualhome"), ("source", "dagger")),
+                                               "homes@split=virtualhome,source=dagger")
+    assert Take.parse("runs/homes@split=behavior").n is None
+    with pytest.raises(MixError, match="KEY=VALUE"):
+        Take.parse("runs/homes@virtualhome:3")
+
+
+def test_a_filtered_take_weights_one_part_of_a_source_more(tmp_path):
+    fmt = {"prompt_layout": "history-scene", "answer_format": "action"}
+    homes = source(tmp_path / "homes", [example("FULL", f"task {i}", "done()",
+                                                {"split": "virtualhome" if i % 4 == 0 else "behavior"})
+                                        for i in range(20)], fmt)
+    counts = mix([Take(homes, 6), Take.parse(f"{homes}@split=virtualhome:3")], tmp_path / "mix", seed=2)
+    rows = [json.loads(line) for line in (tmp_path / "mix" / "sft.jsonl").read_text().splitlines()]
+    filtered = [r for r in rows if r["meta"]["mixed_from"] == "homes@split=virtualhome"]
+    assert len(filtered) == 3 and {r["meta"]["split"] for r in filtered} == {"virtualhome"}
+    assert [(s["name"], s["available"], s["taken"], s.get("where")) for s in counts["sources"]] == \
+        [("homes", 20, 6, None), ("homes@split=virtualhome", 5, 3, {"split": "virtualhome"})]
+    with pytest.raises(MixError, match="6 examples asked, 5 there"):
+        mix([Take.parse(f"{homes}@split=virtualhome:6")], tmp_path / "no")
+    with pytest.raises(MixError, match="matches the filter"):
+        mix([Take.parse(f"{homes}@split=office")], tmp_path / "no")
+    with pytest.raises(MixError, match="share a name"):
+        mix([Take.parse(f"{homes}@split=behavior:2"), Take.parse(f"{homes}@split=behavior:3")], tmp_path / "no")
+    assert not (tmp_path / "no").exists()
 
 
 def test_the_command_prints_what_it_took_and_refuses_a_bad_source(sources, tmp_path, capsys):

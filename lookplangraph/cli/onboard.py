@@ -180,10 +180,14 @@ def add_parsers(sub) -> None:
                                  "keep the agent's system message, planning examples get --system-prompt's here "
                                  "(lookplangraph.lm.training.mix).",
                      examples=["lookplangraph distill mix --out runs/mix_v4 --take runs/distill_v4:4000 "
-                               "--take runs/dagger_v4 --take runs/cypher_data_v2:800 --system-prompt compact"])
+                               "--take runs/dagger_v4 --take runs/cypher_data_v2:800 --system-prompt compact",
+                               "lookplangraph distill mix --out runs/mix_v9 --take runs/distill_v7_homes:1300 "
+                               "--take runs/distill_v7_homes@split=virtualhome:1000 --system-prompt compact"])
     mx.add_argument("--out", required=True, metavar="DIR", help="output directory (sft.jsonl, counts.json)")
-    mx.add_argument("--take", action="append", required=True, metavar="DIR[:N]",
-                    help="a source directory and how many of its examples (default all); repeat for each source")
+    mx.add_argument("--take", action="append", required=True, metavar="DIR[@KEY=VALUE,...][:N]",
+                    help="a source directory and how many of its examples (default all); repeat for each source. "
+                         "@KEY=VALUE takes only the examples whose meta has that value (e.g. "
+                         "runs/distill_v7_homes@split=virtualhome:1000), so a part of a source can be taken again")
     mx.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
                     help="the planning examples' system message: as built, or the planner's compact prompt (then "
                          "train with --system-prompt compact or as-built, and run the adapter with the compact prompt)")

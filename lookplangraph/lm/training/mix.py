@@ -8,8 +8,9 @@ one training call. :func:`mix` writes a directory ``distill train`` reads like a
   all), in a seeded random order; each keeps its ``meta`` and gains ``meta.mixed_from`` (the
   source's directory name);
 * ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``,
-  ``answer_format`` and ``recall`` (they must agree), their teachers (``experts``, with counts), per source what
-  was available and taken (with the source file's SHA-256), ``by_source`` (the examples'
+  ``answer_format`` and ``recall`` (they must agree), their teachers (``experts``, with counts), per source (its
+  directory's name, with its filter after ``@``) what was available (after the filter) and taken
+  (with the source file's SHA-256), ``by_source`` (the examples'
   ``meta.source``, else their ``meta.split``), and the system messages: ``system_prompt_name``/``system_prompt`` of the
   planning examples and ``systems_final: true``; with a Cypher transform (:func:`mix`'s
   ``cypher_transform``), ``cypher_transform``: what it was and how many examples it changed.
@@ -45,22 +46,43 @@ class MixError(ValueError):
 
 @dataclass(frozen=True)
 class Take:
-    """``n`` examples (None: all) of the source directory ``path``."""
+    """``n`` examples (None: all) of the source directory ``path``; with ``where``, only of its
+    examples whose ``meta`` has each of these values (``(("split", "virtualhome"),)``), so one
+    part of a source can be weighted more by taking it a second time."""
 
     path: Path
     n: int | None = None
+    where: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        """How the mix records the source: the directory's name, with the filter after ``@``."""
+        return self.path.name + ("@" + ",".join(f"{k}={v}" for k, v in self.where) if self.where else "")
+
+    def matches(self, row: dict) -> bool:
+        """Whether ``row`` passes the filter (every row does without one)."""
+        meta = row.get("meta") or {}
+        return all(str(meta.get(key)) == value for key, value in self.where)
 
     @classmethod
     def parse(cls, text: str) -> "Take":
-        """``DIR`` or ``DIR:N`` or ``DIR:all`` (the CLI's ``--take``)."""
+        """``DIR[@KEY=VALUE[,KEY=VALUE...]][:N|:all]`` (the CLI's ``--take``)."""
         head, sep, tail = text.rpartition(":")
+        n = None
         if sep and (tail.isdigit() or tail == "all"):
-            if tail == "all":
-                return cls(Path(head))
-            if int(tail) < 1:
-                raise MixError(f"--take {text}: the number of examples must be >= 1")
-            return cls(Path(head), int(tail))
-        return cls(Path(text))
+            if tail != "all":
+                if int(tail) < 1:
+                    raise MixError(f"--take {text}: the number of examples must be >= 1")
+                n = int(tail)
+            text = head
+        path, at, filters = text.partition("@")
+        where = []
+        for item in filters.split(",") if at else ():
+            key, eq, value = item.partition("=")
+            if not eq or not key or not value:
+                raise MixError(f"--take {text}: a filter is KEY=VALUE (of the examples' meta), not {item!r}")
+            where.append((key, value))
+        return cls(Path(path), n, tuple(where))
 
 
 def source_kind(counts: dict) -> str | None:
@@ -97,9 +119,14 @@ def _read(take: Take) -> tuple[dict, list[str], str]:
             ok = False
         if not ok:
             raise MixError(f"{sft}:{i}: not a chat example ending with the assistant's answer")
+    sha = hashlib.sha256(raw).hexdigest()
+    if take.where:
+        lines = [line for line in lines if take.matches(json.loads(line))]
+        if not lines:
+            raise MixError(f"{take.name}: no example of {take.path} matches the filter")
     if take.n is not None and take.n > len(lines):
-        raise MixError(f"{take.path}: {take.n} examples asked, {len(lines)} there")
-    return counts, lines, hashlib.sha256(raw).hexdigest()
+        raise MixError(f"{take.name}: {take.n} examples asked, {len(lines)} there")
+    return counts, lines, sha
 
 
 def _label(row: dict) -> str:
@@ -121,9 +148,10 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
     smaller than asked, or when planning sources disagree on prompt layout or answer format."""
     if not takes:
         raise MixError("nothing to mix: give at least one --take DIR[:N]")
-    names = [t.path.name for t in takes]
+    names = [t.name for t in takes]
     if len(set(names)) != len(names):
-        raise MixError(f"two sources share a directory name ({', '.join(names)}): the mix records sources by name")
+        raise MixError(f"two sources share a name ({', '.join(names)}): the mix records sources by directory name "
+                       "and filter")
     rng = random.Random(seed)
     rows, sources, formats, experts, planning_system, changed = [], [], set(), Counter(), None, 0
     for take in takes:
@@ -146,10 +174,11 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
             taken = [cypher_transform(r) for r in taken]
             changed += sum(b != json.dumps(r, sort_keys=True) for b, r in zip(before, taken))
         for row in taken:
-            row.setdefault("meta", {})["mixed_from"] = take.path.name
+            row.setdefault("meta", {})["mixed_from"] = take.name
         rows.extend(taken)
-        sources.append({"name": take.path.name, "path": str(take.path), "kind": kind, "available": len(lines),
-                        "taken": len(taken), "sft_sha256": sha})
+        sources.append({"name": take.name, "path": str(take.path), "kind": kind, "available": len(lines),
+                        "taken": len(taken), "sft_sha256": sha}
+                       | ({"where": dict(take.where)} if take.where else {}))
     if len(formats) > 1:
         raise MixError("the planning sources disagree on prompt layout, answer format or recall: "
                        + "; ".join(f"{a} with {b}, recall {c}" for a, b, c in sorted(formats)))
