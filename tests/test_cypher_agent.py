@@ -402,3 +402,27 @@ def test_a_room_question_answered_with_furniture_is_sent_back_once(store):
     assert CypherAgent(right, store).answer_question("Which room has the most assets?", "string").calls == 1
     other = ScriptedBackend([a("apple-1")])  # not a room question: an object's name is a fine answer
     assert CypherAgent(other, store).answer_question("What is inside box-1?", "string").sent_back is None
+
+
+def test_a_goal_naming_a_node_the_scene_lacks_is_sent_back_with_the_nodes_of_its_class(store, kitchen):
+    """SCRIPTED replies: a goal with a made-up node (the 1.5B wrote desk-6 on a held-out scene),
+    then one with the scene's names."""
+    from lookplangraph.cypher.agent import goal_names_problem
+
+    made_up = {"node_goals": [{"node": "apple-7", "relation": "inside", "destination": "fridge-1", "states": []}],
+               "count_goals": [], "formula": "(not (ontop book-1 desk-6))"}
+    goal = {"node_goals": [{"node": "apple-2", "relation": "inside", "destination": "fridge-1", "states": []}],
+            "count_goals": [], "formula": None}
+    for variant in ("agentic", "whole-graph"):
+        lm = ScriptedBackend([a(made_up), a(goal)])
+        res = CypherAgent(lm, store, AgentConfig(variant=variant), graph=kitchen).ground("Put the apple in the fridge.")
+        assert res.answer == goal and res.calls == 2
+        assert res.sent_back == ("apple-7 is no node of the scene (its apple nodes: apple-1, apple-2); desk-6 is no "
+                                 "node of the scene (it has no desk). A goal names only nodes of the scene: query for "
+                                 "the ones the instruction means")
+        assert res.sent_back in lm.requests[1]["messages"][-1]["content"]
+    check = goal_names_problem(store)
+    assert check(goal) is None and check("(inside apple-1 fridge-1)") is None  # names of the scene pass
+    assert check({"node_goals": [], "count_goals": [], "formula": None}).startswith("the goal is empty")
+    assert check({**goal, "formula": "(forall (?a - apple) (inside ?a fridge-1))"}) is None  # a class, no name
+    assert check("(inroom lamp-1 bedroom-1)") is None  # a room is a node too

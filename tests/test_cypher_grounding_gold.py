@@ -12,8 +12,8 @@ from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher import grounding_gold as gg
 from lookplangraph.cypher.benchmark import load_benchmark
-from lookplangraph.cypher.grounding import apply_edits, judge, parse_goal
-from lookplangraph.cypher.grounding_gold import GroundingGoldError, answer_of, grounding_gold, referenced
+from lookplangraph.cypher.grounding import apply_edits, judge, parse_goal, referenced
+from lookplangraph.cypher.grounding_gold import GroundingGoldError, answer_of, grounding_gold
 from lookplangraph.cypher.memory_view import MemoryView
 
 pytest.importorskip("ladybug")

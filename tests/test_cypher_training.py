@@ -15,10 +15,9 @@ from grasif.goals import GoalSpec
 from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.benchmark import building, load_benchmark, parts
 from lookplangraph.cypher.gold import PATTERNS
-from lookplangraph.cypher.grounding import judge
+from lookplangraph.cypher.grounding import judge, referenced
 from lookplangraph.cypher.phrasings import PHRASINGS, REWORDED, rephrase
 from lookplangraph.cypher.qa import TEMPLATES, build_questions
-from lookplangraph.cypher.grounding_gold import referenced
 from lookplangraph.cypher.training import allowed_scenes, build_data, grounding_items
 
 pytest.importorskip("ladybug")

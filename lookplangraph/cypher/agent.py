@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from sgs.graph import Layer, Relation, SceneGraph
+from sgs.graph import Layer, Relation, SceneGraph, node_class
 
 from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
@@ -153,6 +153,39 @@ def goal_problem(answer: Any) -> str | None:
     return None
 
 
+def goal_names_problem(store) -> Callable[[Any], str | None]:
+    """The check of a goal grounded on ``store``: :func:`goal_problem`'s first, then every node the
+    goal names (:func:`~.grounding.referenced`) must be a node of the store. A name it lacks
+    ("desk-6" where the desks are desk-1 and desk-2) is sent back with the store's nodes of that
+    class (at most 12), or saying the scene has none. A store that fails lets the goal pass (the
+    judge scores it)."""
+    def check(answer: Any) -> str | None:
+        problem = goal_problem(answer)
+        if problem is not None:
+            return problem
+        from lookplangraph.cypher.grounding import parse_goal, referenced
+
+        names = sorted(referenced(parse_goal(answer))[0])
+        try:
+            known = {row[0] for label in (*LABELS, "Agent") for row in store.query(
+                f"MATCH (n:{label}) WHERE n.name IN $names RETURN n.name", {"names": names}).rows}
+            missing = [n for n in names if n not in known]
+            said = []
+            for name in missing[:3]:
+                cls = node_class(name)
+                same = sorted(row[0] for label in LABELS for row in store.query(
+                    f"MATCH (n:{label}) WHERE n.class = $cls RETURN n.name", {"cls": cls}).rows)
+                said.append(f"{name} is no node of the scene ("
+                            + (f"its {cls} nodes: {', '.join(same[:12])}{' ...' if len(same) > 12 else ''})"
+                               if same else f"it has no {cls})"))
+        except (QueryError, StoreError):
+            return None
+        if not said:
+            return None
+        return "; ".join(said) + ". A goal names only nodes of the scene: query for the ones the instruction means"
+    return check
+
+
 def goal_schema() -> dict[str, Any]:
     """The goal as the LM writes it (a :class:`grasif.goals.GoalSpec` without the frame flag)."""
     name = {"type": "string", "maxLength": 80}
@@ -249,9 +282,12 @@ class CypherAgent:
                          examples=self._examples(question))
 
     def ground(self, instruction: str) -> AgentResult:
-        """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict)."""
+        """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict). An
+        unusable goal (:func:`goal_problem`), or one naming a node the store lacks
+        (:func:`goal_names_problem`), is sent back once."""
+        check = goal_names_problem(self.store) if self.store is not None else goal_problem
         return self._run("instructions (you turn them into goals)", template("cypher_goal"),
-                         f"Instruction: {instruction}", goal_schema(), check=goal_problem,
+                         f"Instruction: {instruction}", goal_schema(), check=check,
                          examples=self._examples(instruction, "grounding"))
 
     # internals ---------------------------------------------------------------------------------

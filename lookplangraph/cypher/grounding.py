@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from grasif.formula import Formula
+from grasif.formula import Formula, category_class
 from grasif.goals import GoalSpec, changed_nodes, evaluate_goal
 from grasif.task import Task
 from grasif.validate import validate_plan
@@ -249,6 +249,23 @@ def parse_goal(answer: Any) -> GoalSpec:
     if spec.formula:
         Formula.parse(spec.formula)
     return spec.model_copy(update={"unchanged_elsewhere": False})
+
+
+def referenced(goal: GoalSpec) -> tuple[set[str], set[str]]:
+    """``(names, classes)`` a goal refers to: the nodes it names (node goals' nodes and
+    destinations, count goals' destinations, the formula's constants) and the classes it ranges
+    over without naming nodes (count goals' classes, the formula's quantifiers)."""
+    names, classes = set(), set()
+    for g in goal.node_goals:
+        names.update(n for n in (g.node, g.destination) if n)
+    for g in goal.count_goals:
+        names.add(g.destination)
+        classes.add(g.cls)
+    if goal.formula:
+        f = Formula.parse(goal.formula)
+        names |= set(f.constants())
+        classes |= {category_class(c) for c in f.classes()}
+    return names, classes
 
 
 def judge(item: GroundingItem, initial: SceneGraph, answer: Any) -> Verdict:

@@ -36,12 +36,11 @@ from typing import Any
 
 from sgs.graph import Layer, SceneGraph, node_class
 
-from grasif.formula import Formula, category_class
 from grasif.goals import GoalSpec
 
 from lookplangraph.cypher.agent import AgentConfig, goal_problem, goal_schema, reply_schema
 from lookplangraph.cypher.gold import CHAIN
-from lookplangraph.cypher.grounding import GroundingItem, judge
+from lookplangraph.cypher.grounding import GroundingItem, judge, referenced
 from lookplangraph.cypher.store import QueryError, QueryLimits
 from lookplangraph.lm.json_reply import check_reply
 
@@ -84,24 +83,6 @@ class GroundingGold:
     queries: list[GoldQuery]
     answer: dict[str, Any]
     thought: str
-
-
-# -- what a goal refers to ------------------------------------------------------------------------
-def referenced(goal: GoalSpec) -> tuple[set[str], set[str]]:
-    """``(names, classes)`` a goal refers to: the nodes it names (node goals' nodes and
-    destinations, count goals' destinations, the formula's constants) and the classes it ranges
-    over without naming nodes (count goals' classes, the formula's quantifiers)."""
-    names, classes = set(), set()
-    for g in goal.node_goals:
-        names.update(n for n in (g.node, g.destination) if n)
-    for g in goal.count_goals:
-        names.add(g.destination)
-        classes.add(g.cls)
-    if goal.formula:
-        f = Formula.parse(goal.formula)
-        names |= set(f.constants())
-        classes |= {category_class(c) for c in f.classes()}
-    return names, classes
 
 
 def _labels_of(graph: SceneGraph, cls: str) -> list[str]:

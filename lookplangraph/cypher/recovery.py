@@ -43,8 +43,8 @@ from grasif.task import Task
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.gold import GoldError, answer_from_rows, gold
-from lookplangraph.cypher.grounding import GroundingItem
-from lookplangraph.cypher.grounding_gold import GroundingGoldError, grounding_gold, referenced
+from lookplangraph.cypher.grounding import GroundingItem, referenced
+from lookplangraph.cypher.grounding_gold import GroundingGoldError, grounding_gold
 from lookplangraph.cypher.hints import is_empty
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.qa import Question
@@ -109,7 +109,7 @@ def classify(store, query: str, *, question: Question | None = None, gold_answer
     """``(outcome, error kind, rows)`` of ``query`` on ``store`` (module doc): ``error``,
     ``empty`` (:func:`~.hints.is_empty`), ``wrong_rows`` or ``right_rows``. For a question, give
     ``question`` and ``gold_answer``; for a grounding item, ``needed`` = the names and classes the
-    gold goal uses (:func:`~.grounding_gold.referenced`)."""
+    gold goal uses (:func:`~.grounding.referenced`)."""
     from sgs.graph import node_class
 
     try:
