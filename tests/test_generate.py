@@ -172,6 +172,28 @@ def test_task_kinds_restrict_the_draw_and_an_unknown_one_is_refused(grasif_build
     assert "--task-kinds: unknown nope" in capsys.readouterr().err and not (tmp_path / "g").exists()
 
 
+def test_removal_kinds_are_drawn_only_when_named_and_write_negated_formulas():
+    from grasif.formula import Formula
+    from grasif.generate import OPT_IN_KINDS
+
+    assert not set(OPT_IN_KINDS) & set(KINDS)  # the default draw (and what a seed gives) is unchanged
+    tasks = generate("home", 30, seed=5, kinds=OPT_IN_KINDS) + generate("office", 30, seed=5, kinds=OPT_IN_KINDS)
+    assert {t.provenance["kind"] for t in tasks} == set(OPT_IN_KINDS)
+    for t in tasks:
+        g, f = t.graph, t.goal.formula
+        assert not t.goal.node_goals and not t.goal.count_goals and f.count("(not (") == 1
+        assert not any(i.ok for i in evaluate_goal(t.goal, g, g).items), t.id
+        assert validate_plan(g, t.ground_truth_plan, t.goal).success, t.id
+        moved = [s.split("(")[1].split(",")[0] for s in t.ground_truth_plan if s.startswith("rearrange(")]
+        if t.provenance["kind"] == "remove":
+            assert f == f"(not ({g.parent[moved[0]][1].value} {moved[0]} {g.parent[moved[0]][0]}))" and len(moved) == 1
+            assert "the " + moved[0].rsplit("-", 1)[0].replace("_", " ") in t.instruction.lower()
+        else:
+            assert f.startswith("(forall (?") and len(moved) >= 2 and Formula.parse(f).classes()
+            assert len({g.parent[o][0] for o in moved}) == 1  # all of the class off one asset
+    assert len({t.provenance["phrasing"] for t in tasks}) >= 4
+
+
 def test_the_command_writes_tasks_a_run_reads(grasif_build, tmp_path, capsys):
     out = tmp_path / "gen"
     assert main(["grasif", "generate", "--kind", "home", "--n", "12", "--seed", "2", "--out", str(out),

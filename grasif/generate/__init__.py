@@ -26,13 +26,13 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from grasif.generate.tasks import KINDS, checked, draw_task
+from grasif.generate.tasks import KINDS, OPT_IN_KINDS, checked, draw_task
 from grasif.generate.worlds import building
 from grasif.priors import Priors
 from grasif.task import Task
 from sgs.io import graph_from_dict
 
-__all__ = ["GENERATOR", "KINDS", "SPLIT_PREFIX", "generate", "is_generated", "load", "write"]
+__all__ = ["GENERATOR", "KINDS", "OPT_IN_KINDS", "SPLIT_PREFIX", "generate", "is_generated", "load", "write"]
 
 #: the generator's version, in every task's provenance (v2: properties that tell objects of a class
 #: apart, and the ``attribute`` kind; v3: the ``decoy`` kind, objects on or in other objects). A seed
@@ -49,13 +49,14 @@ def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
              progress: Callable[[int, int], None] | None = None, kinds: tuple[str, ...] | None = None) -> list[Task]:
     """``n`` checked tasks on generated buildings of ``kind`` (``home`` or ``office``), split
     ``generated-<kind>``; ``kinds``: draw only these task kinds (default :data:`KINDS`, each
-    equally often; with the default a seed gives what it always gave). ``ValueError`` for another
+    equally often; with the default a seed gives what it always gave; :data:`OPT_IN_KINDS` only
+    when named). ``ValueError`` for another
     kind, an unknown task kind, or ``n < 1``."""
     if kind not in ("home", "office"):
         raise ValueError(f"--kind is home or office, not {kind!r}")
     kinds = KINDS if kinds is None else tuple(kinds)
-    if not kinds or any(k not in KINDS for k in kinds):
-        raise ValueError(f"task kinds are {', '.join(KINDS)}, not {', '.join(kinds) or '(none)'}")
+    if not kinds or any(k not in KINDS + OPT_IN_KINDS for k in kinds):
+        raise ValueError(f"task kinds are {', '.join(KINDS + OPT_IN_KINDS)}, not {', '.join(kinds) or '(none)'}")
     if n < 1:
         raise ValueError(f"--n must be at least 1, not {n}")
     if priors is None:

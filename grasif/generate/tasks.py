@@ -17,6 +17,15 @@ Kinds (:data:`KINDS`):
 * ``state`` — open, close, switch on or off an asset (a state goal);
 * ``sequence`` — food into a microwave, the door closed, the microwave on.
 
+Two more kinds are drawn only when asked for (:data:`OPT_IN_KINDS`; the default draw, and so what
+a seed gives, is unchanged): goals BEHAVIOR writes as formulas, which a model grounding an
+instruction has to write too:
+
+* ``remove`` — one object off or out of the asset it is on or in ("Take the mug out of the
+  fridge"): ``(not (inside mug-1 fridge-1))``; the plan puts it on another asset;
+* ``clear`` — every object of one class off or out of an asset that holds two or more ("Take all
+  the cups off the table"): ``(forall (?c - cup) (not (ontop ?c table-1)))``.
+
 Objects are named by class and where they are ("the mug on the shelf in the kitchen"), assets by
 class and room; a person's office by its occupant ("Chen's desk", "Chen's office"). An object is
 only chosen where its class and holder name it alone. The ground-truth plan is written at the
@@ -41,6 +50,8 @@ from sgs.simulator import run_plan
 from grasif.generate.worlds import Building
 
 KINDS = ("rearrange", "attribute", "decoy", "multi", "count", "state", "sequence")
+#: kinds drawn only when named (``--task-kinds``): formula goals with a negation (module doc)
+OPT_IN_KINDS = ("remove", "clear")
 
 #: phrasings of each kind: ``{obj}``, ``{objs}``, ``{n}``, ``{cls}``, ``{prep}`` (on / in), ``{into}`` (onto / into),
 #: ``{dest}``, ``{verb}``, ``{thing}`` and ``{usual}`` (where the object usually is: "on the shelf in
@@ -62,6 +73,12 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
     "count": ("Put {n} {cls} {prep} {dest}.", "Bring {n} {cls} to {dest} and put them {prep} it.",
               "We need {n} {cls} {prep} {dest}."),
     "state": ("{Verb} {thing}.", "Please {verb} {thing}.", "Could you {verb} {thing}?", "{Thing} should be {state}."),
+    "remove": ("Take {obj} {off} {dest}.", "Please get {obj} {off} {dest}.",
+               "{Obj} should not be {prep} {dest} any more; put it somewhere else.",
+               "Remove {obj} from {dest}.", "Could you move {obj} away from {dest}?"),
+    "clear": ("Take all the {cls} {off} {dest}.", "Please remove every {one} from {dest}.",
+              "No {cls} should be left {prep} {dest}.", "Clear the {cls} {off} {dest} and put them elsewhere.",
+              "Get each {one} {off} {dest}."),
     "sequence": ("Heat up {obj}: put it in {dest}, close it and switch it on.",
                  "Warm {obj} in {dest}: inside, door closed, switched on.",
                  "Put {obj} in {dest}, shut the door and turn it on."),
@@ -256,6 +273,8 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
                                          Thing=thing[0].upper() + thing[1:], state=f"switched {state}"
                                          if state in ("on", "off") else state)
         return text, GoalSpec(node_goals=[NodeGoal(node=n, states=[state])]), [f"{action}({n})"], i
+    if kind in OPT_IN_KINDS:
+        return _removal(kind, g, d, rng, priors, holders)
     if kind == "sequence":
         ovens = [a for a in g.names(Layer.ASSET) if node_class(a) == "microwave" and d.asset(a)]
         food = [o for o in movable if node_class(o) in ("bread", "milk", "cheese", "yogurt", "apple", "banana", "orange")]
@@ -267,7 +286,47 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
         goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation="inside", destination=oven),
                                     NodeGoal(node=oven, states=["closed", "on"])])
         return text, goal, [f"rearrange({obj}, inside, {oven})", f"close({oven})", f"turn_on({oven})"], i
-    raise ValueError(f"task kinds are {', '.join(KINDS)}, not {kind!r}")
+    raise ValueError(f"task kinds are {', '.join(KINDS + OPT_IN_KINDS)}, not {kind!r}")
+
+
+def _removal(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors: Priors,
+             holders: list[tuple[str, str]]):
+    """A ``remove`` or ``clear`` task (module doc): the asset is one an instruction names alone,
+    the objects go to other assets drawn with the object prior."""
+    held: dict[tuple[str, str], list[str]] = {}
+    for o in g.names(Layer.OBJECT):
+        holder, rel = g.parent[o]
+        if affords(g.nodes[o], "pick_up") and g.nodes[holder].layer is Layer.ASSET and d.asset(holder):
+            held.setdefault((holder, rel.value), []).append(o)
+    if kind == "remove":
+        options = sorted((o, h, rel) for (h, rel), os in held.items() for o in os if d.obj(o))
+    else:
+        options = sorted({(c, h, rel) for (h, rel), os in held.items() for c in map(node_class, os)
+                          if sum(node_class(o) == c for o in os) >= 2})
+    if not options:
+        return None
+    what, holder, rel = rng.choice(options)
+    moved = [what] if kind == "remove" else sorted(o for o in held[(holder, rel)] if node_class(o) == what)
+    plan = []
+    for o in moved:
+        others = [h for h in holders if h[0] != holder]
+        if not others:
+            return None
+        dest, to = _destination(rng, others, node_class(o), priors)
+        plan.append(f"rearrange({o}, {to}, {dest})")
+    i = rng.randrange(len(PHRASINGS[kind]))
+    off = "off" if rel == "ontop" else "out of"
+    if kind == "remove":
+        name = f"the {words(node_class(what))}"  # the only one of its class there (d.obj said so)
+        text = PHRASINGS[kind][i].format(obj=name, Obj=name[0].upper() + name[1:], off=off, prep=_prep(rel),
+                                         dest=d.asset(holder))
+        formula = f"(not ({rel} {what} {holder}))"
+    else:
+        text = PHRASINGS[kind][i].format(cls=plural(what), one=words(what), off=off, prep=_prep(rel),
+                                         dest=d.asset(holder))
+        var = "?" + what.split("_")[0][0]
+        formula = f"(forall ({var} - {what}) (not ({rel} {var} {holder})))"
+    return text, GoalSpec(formula=formula), plan, i
 
 
 def _named_by_property(g: SceneGraph, d: Describer) -> dict[str, str]:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from grasif.generate.tasks import KINDS as TASK_KINDS
+from grasif.generate.tasks import KINDS as TASK_KINDS, OPT_IN_KINDS
 from grasif.task import TaskError, load_task
 from grasif.validate import ValidationReport, validate_plan
 from sgs.actions import ActionSyntaxError
@@ -89,6 +89,8 @@ def add_parsers(sub) -> None:
                                   "(grasif.generate). Training material only: a task whose scene or instruction equals or "
                                   "renames a held-out task is refused before anything is written.",
                       examples=["lookplangraph grasif generate --kind office --n 1000 --seed 0 --out runs/gen/office",
+                                "lookplangraph grasif generate --kind home --n 300 --seed 2 --task-kinds remove,clear "
+                                "--out runs/gen/home_removals",
                                 "lookplangraph grasif generate --kind office --n 300 --seed 1 --task-kinds decoy,attribute "
                                 "--out runs/gen/office_decoys",
                                 "lookplangraph run --task-file runs/gen/office/office-s0-00000/office-s0-00000-t1.json "
@@ -97,7 +99,8 @@ def add_parsers(sub) -> None:
     gen.add_argument("--n", type=int, default=1000, metavar="N", help="how many tasks (default 1000)")
     gen.add_argument("--seed", type=int, default=0, metavar="S", help="the seed (default 0)")
     gen.add_argument("--task-kinds", metavar="KIND[,KIND...]",
-                     help="draw only these task kinds (default all: " + ", ".join(TASK_KINDS) + ")")
+                     help="draw only these task kinds (default all: " + ", ".join(TASK_KINDS) + "; "
+                          + " and ".join(OPT_IN_KINDS) + ", goals with a negation, only when named)")
     gen.add_argument("--out", required=True, metavar="DIR", help="output directory (new, or empty)")
     gen.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP + " (the held-out tasks of the leak check)")
     what = pr.add_mutually_exclusive_group()
@@ -258,10 +261,10 @@ def _generate(args, data_dir: Path) -> int:
     kinds = None
     if args.task_kinds is not None:
         kinds = tuple(k.strip() for k in args.task_kinds.split(",") if k.strip())
-        unknown = [k for k in kinds if k not in generate.KINDS]
+        unknown = [k for k in kinds if k not in generate.KINDS + generate.OPT_IN_KINDS]
         if unknown or not kinds:
             raise UsageError(f"--task-kinds: unknown {', '.join(unknown) or '(none given)'}; the kinds are "
-                             + ", ".join(generate.KINDS))
+                             + ", ".join(generate.KINDS + generate.OPT_IN_KINDS))
     missing = [s for s in ("virtualhome", "behavior", "office") if not (data_dir / s).is_dir()]
     if missing:
         dataset.build(data_dir, splits=missing, progress=lambda msg: print(msg, file=sys.stderr))
