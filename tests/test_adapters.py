@@ -153,6 +153,7 @@ def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_pro
 
 
 @pytest.mark.parametrize("name, steps, examples, start, trained_sha256", [
+    ("lpg-v5", 403, 6353, "lpg-v4", "08ced645a41e57dd46a220e28e7f3618c5a75f47a0ea619f1f82b6221c84ec31"),
     ("lpg-v4", 388, 6122, "lpg-v3", "edb3684dacfec9b52795d3869479e58b15328fa7016e924408a05470a14b8a21"),  # the default
     ("lpg-v3", 369, 5534, "lpg-v2", "fbdf17b3898f7aba655611f0bec6bbbc2e3e074d26ba3ce8db71abe59add70ec"),
 ])

@@ -50,8 +50,7 @@ def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
     """``n`` checked tasks on generated buildings of ``kind`` (``home`` or ``office``), split
     ``generated-<kind>``; ``kinds``: draw only these task kinds (default :data:`KINDS`, each
     equally often; with the default a seed gives what it always gave; :data:`OPT_IN_KINDS` only
-    when named). ``ValueError`` for another
-    kind, an unknown task kind, or ``n < 1``."""
+    when named). ``ValueError`` for another kind, an unknown task kind, or ``n < 1``."""
     if kind not in ("home", "office"):
         raise ValueError(f"--kind is home or office, not {kind!r}")
     kinds = KINDS if kinds is None else tuple(kinds)

@@ -120,6 +120,8 @@ ADAPTERS: dict[str, dict[str, AdapterSpec]] = {
                               "86ad5492b0e5207ab151911bec9a4d2ea51480e7496424f0b523dfb8c8a5161b"),
         "lpg-v4": AdapterSpec("lpg-v4", "qwen2.5-coder-1.5b", "lpg-v4.gguf",
                               "2978ad18ccc0755459eb66e018bb9dc336aa38d6d7e8a9481bdda2fde8ea57df"),
+        "lpg-v5": AdapterSpec("lpg-v5", "qwen2.5-coder-1.5b", "lpg-v5.gguf",
+                              "7dc4d7c81f49cd1a7ec717e8c058f9954750a9c93584fd2c46ab71a8098b8e91"),
     },
 }
 

@@ -6,7 +6,7 @@ one training call. :func:`mix` writes a directory ``distill train`` reads like a
 
 * ``sft.jsonl`` — the examples taken from each source (a seeded sample of the number asked, or
   all), in a seeded random order; each keeps its ``meta`` and gains ``meta.mixed_from`` (the
-  source's directory name);
+  source's name: its directory's, with its filter after ``@``);
 * ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``,
   ``answer_format`` and ``recall`` (they must agree), their teachers (``experts``, with counts), per source (its
   directory's name, with its filter after ``@``) what was available (after the filter) and taken
