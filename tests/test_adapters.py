@@ -153,8 +153,8 @@ def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_pro
 
 
 @pytest.mark.parametrize("name, steps, examples, start, trained_sha256", [
-    ("lpg-v5", 403, 6353, "lpg-v4", "08ced645a41e57dd46a220e28e7f3618c5a75f47a0ea619f1f82b6221c84ec31"),
-    ("lpg-v4", 388, 6122, "lpg-v3", "edb3684dacfec9b52795d3869479e58b15328fa7016e924408a05470a14b8a21"),  # the default
+    ("lpg-v5", 403, 6353, "lpg-v4", "08ced645a41e57dd46a220e28e7f3618c5a75f47a0ea619f1f82b6221c84ec31"),  # the default
+    ("lpg-v4", 388, 6122, "lpg-v3", "edb3684dacfec9b52795d3869479e58b15328fa7016e924408a05470a14b8a21"),
     ("lpg-v3", 369, 5534, "lpg-v2", "fbdf17b3898f7aba655611f0bec6bbbc2e3e074d26ba3ce8db71abe59add70ec"),
 ])
 def test_the_gpu_trained_adapters_record_their_start_and_run_in_their_own_view(name, steps, examples, start,
@@ -327,7 +327,7 @@ def test_merging_adds_the_adapter_to_the_real_base_and_keeps_its_record(tmp_path
 def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_other_planners():
     from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM, load_settings
 
-    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v4" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
+    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v5" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
     s = load_settings(None, {})
     assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, "compact", "named")
     assert load_settings(None, {"planner": "react"}).lm == BASE_LM

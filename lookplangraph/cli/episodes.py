@@ -98,7 +98,7 @@ def _episode_flags(p, *, command: str) -> None:
     g.add_argument("--config", metavar="FILE", help="TOML settings file (configs/*.toml)")
     g.add_argument("--planner", help="lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
                                      "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
-    g.add_argument("--lm", metavar="SPEC", help="the planner's LM backend: llamacpp:qwen2.5-coder-1.5b+lpg-v4 (default "
+    g.add_argument("--lm", metavar="SPEC", help="the planner's LM backend: llamacpp:qwen2.5-coder-1.5b+lpg-v5 (default "
                                                 "for lookplangraph: the embedded model with its trained adapter), "
                                                 "llamacpp:qwen2.5-coder-1.5b (the base; default for the other planners), "
                                                 "llamacpp:PATH.gguf[+ADAPTER.gguf], openai:MODEL[@BASE_URL]; harness "

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 #: the agent's LM for ``ask`` and ``cypher-eval``: the embedded model with the shipped adapter trained on
-#: planning and on the agent's own turns (model card ``lookplangraph/lm/adapters/lpg-v4.md``)
-DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v4"
+#: planning and on the agent's own turns (model card ``lookplangraph/lm/adapters/lpg-v5.md``)
+DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v5"
 #: ``cypher-mistakes`` records the base model's mistakes: the recovery turns of the training data
 MISTAKES_LM = "llamacpp:qwen2.5-coder-1.5b"
 #: worked examples in a question's prompt for ``ask`` and ``cypher-eval`` (:mod:`.examples`; the

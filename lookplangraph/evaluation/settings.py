@@ -42,8 +42,8 @@ AUGMENTATION_MODES = ("ground_truth", "parser", "vlm")
 #: the embedded base model: the default LM of every planner but LookPlanGraph, and of ``reproduce``
 BASE_LM = "llamacpp:qwen2.5-coder-1.5b"
 #: LookPlanGraph's default LM: the base with the shipped adapter trained on its decisions (its
-#: model card: ``lookplangraph/lm/adapters/lpg-v4.md``)
-DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v4"
+#: model card: ``lookplangraph/lm/adapters/lpg-v5.md``)
+DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v5"
 
 
 class SettingsError(ValueError):
