@@ -175,6 +175,7 @@ def test_task_kinds_restrict_the_draw_and_an_unknown_one_is_refused(grasif_build
 def test_removal_kinds_are_drawn_only_when_named_and_write_negated_formulas():
     from grasif.formula import Formula
     from grasif.generate import OPT_IN_KINDS
+    from sgs.graph import node_class
 
     assert not set(OPT_IN_KINDS) & set(KINDS)  # the default draw (and what a seed gives) is unchanged
     tasks = generate("home", 30, seed=5, kinds=OPT_IN_KINDS) + generate("office", 30, seed=5, kinds=OPT_IN_KINDS)
@@ -187,7 +188,7 @@ def test_removal_kinds_are_drawn_only_when_named_and_write_negated_formulas():
         moved = [s.split("(")[1].split(",")[0] for s in t.ground_truth_plan if s.startswith("rearrange(")]
         if t.provenance["kind"] == "remove":
             assert f == f"(not ({g.parent[moved[0]][1].value} {moved[0]} {g.parent[moved[0]][0]}))" and len(moved) == 1
-            assert "the " + moved[0].rsplit("-", 1)[0].replace("_", " ") in t.instruction.lower()
+            assert "the " + node_class(moved[0]).replace("_", " ") in t.instruction.lower()
         else:
             assert f.startswith("(forall (?") and len(moved) >= 2 and Formula.parse(f).classes()
             assert len({g.parent[o][0] for o in moved}) == 1  # all of the class off one asset

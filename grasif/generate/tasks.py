@@ -307,11 +307,11 @@ def _removal(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors:
         return None
     what, holder, rel = rng.choice(options)
     moved = [what] if kind == "remove" else sorted(o for o in held[(holder, rel)] if node_class(o) == what)
+    others = [h for h in holders if h[0] != holder]
+    if not others:
+        return None
     plan = []
     for o in moved:
-        others = [h for h in holders if h[0] != holder]
-        if not others:
-            return None
         dest, to = _destination(rng, others, node_class(o), priors)
         plan.append(f"rearrange({o}, {to}, {dest})")
     i = rng.randrange(len(PHRASINGS[kind]))

@@ -38,7 +38,7 @@ from sgs.graph import Layer, Relation, SceneGraph, node_class
 from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
 from lookplangraph.cypher.examples import ExampleIndex, example_block, shipped_index
-from lookplangraph.cypher.hints import LABELS, empty_result_note, is_empty, values
+from lookplangraph.cypher.hints import LABELS, empty_result_note, holders, is_empty, values
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.prompts import template
 
@@ -173,8 +173,7 @@ def goal_names_problem(store) -> Callable[[Any], str | None]:
             said = []
             for name in missing[:3]:
                 cls = node_class(name)
-                same = sorted(row[0] for label in LABELS for row in store.query(
-                    f"MATCH (n:{label}) WHERE n.class = $cls RETURN n.name", {"cls": cls}).rows)
+                same = sorted(n for names in holders(store, "class", cls, limit=13).values() for n in names)
                 said.append(f"{name} is no node of the scene ("
                             + (f"its {cls} nodes: {', '.join(same[:12])}{' ...' if len(same) > 12 else ''})"
                                if same else f"it has no {cls})"))

@@ -51,18 +51,20 @@ def is_empty(rows: list[list[Any]]) -> bool:
     return all(all(v in (None, 0, "", []) or v == [] for v in row) for row in rows)
 
 
-def _ask(store, query: str) -> list[list[Any]]:
+def _ask(store, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
     try:
-        return store.query(query).rows
+        return store.query(query, params).rows
     except QueryError:
         return []
 
 
-def _holders(store, prop: str, value: str) -> dict[str, list[str]]:
-    """Per label, a few names of the nodes whose ``prop`` is ``value``."""
+def holders(store, prop: str, value: str, limit: int = 4) -> dict[str, list[str]]:
+    """Per label, up to ``limit`` names of the nodes whose ``prop`` is ``value`` (labels with none
+    left out; none when the store cannot answer)."""
     found = {}
     for label in LABELS:
-        rows = _ask(store, f"MATCH (n:{label}) WHERE n.{prop} = '{value}' RETURN n.name LIMIT 4")
+        rows = _ask(store, f"MATCH (n:{label}) WHERE n.{prop} = $value RETURN n.name LIMIT {int(limit)}",
+                    {"value": value})
         if rows:
             found[label] = [str(r[0]) for r in rows]
     return found
@@ -86,20 +88,20 @@ def empty_result_note(store, query: str) -> str | None:
     compares no class or name with a literal."""
     lines = []
     for prop, value, label in looked_for(query)[:4]:
-        holders = _holders(store, prop, value)
-        if not holders:
+        found = holders(store, prop, value)
+        if not found:
             near = _nearest(store, prop, value)
             lines.append(f"no node has {prop} '{value}'" + (f"; the store has {prop}es like: {', '.join(near)}"
                                                              if near and prop == "class" else
                                                              f"; names like: {', '.join(near)}" if near else ""))
             continue
         where = "; ".join(f"{len(names)}{'+' if len(names) == 4 else ''} {lab} node(s) ({', '.join(names[:3])})"
-                          for lab, names in holders.items())
+                          for lab, names in found.items())
         line = f"{prop} '{value}' is held by {where}"
-        if label and label not in holders:
+        if label and label not in found:
             line += f" - not by {label}, where the query looked"
         lines.append(line)
-        for lab in holders:  # the label was right but the path may not be: how that label is connected
+        for lab in found:  # the label was right but the path may not be: how that label is connected
             lines.append(LINKS[lab])
     if not lines:
         return None

@@ -110,8 +110,8 @@ def _read(take: Take) -> tuple[dict, list[str], str]:
         raise MixError(f"{take.path}: counts.json says neither planning data (prompt_layout) nor Cypher data "
                        "(kind cypher); a mix is not mixed again")
     raw = sft.read_bytes()
-    lines = [line for line in raw.decode("utf-8").splitlines() if line.strip()]
-    for i, line in enumerate(lines, 1):
+    lines = []
+    for i, line in enumerate((line for line in raw.decode("utf-8").splitlines() if line.strip()), 1):
         try:
             row = json.loads(line)
             ok = isinstance(row.get("messages"), list) and row["messages"][-1]["role"] == "assistant"
@@ -119,14 +119,13 @@ def _read(take: Take) -> tuple[dict, list[str], str]:
             ok = False
         if not ok:
             raise MixError(f"{sft}:{i}: not a chat example ending with the assistant's answer")
-    sha = hashlib.sha256(raw).hexdigest()
-    if take.where:
-        lines = [line for line in lines if take.matches(json.loads(line))]
-        if not lines:
-            raise MixError(f"{take.name}: no example of {take.path} matches the filter")
+        if take.matches(row):  # every line without a filter
+            lines.append(line)
+    if not lines and take.where:
+        raise MixError(f"{take.name}: no example of {take.path} matches the filter")
     if take.n is not None and take.n > len(lines):
         raise MixError(f"{take.name}: {take.n} examples asked, {len(lines)} there")
-    return counts, lines, sha
+    return counts, lines, hashlib.sha256(raw).hexdigest()
 
 
 def _label(row: dict) -> str:
