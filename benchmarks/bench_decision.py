@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tqdm import tqdm  # noqa: E402
 
-from grasif.dataset import default_data_dir  # noqa: E402
+from grasif.dataset import ensure  # noqa: E402
 from grasif.task import load_task  # noqa: E402
 import lookplangraph.agent.decide as decide_module  # noqa: E402
 from lookplangraph.evaluation.runner import make_env  # noqa: E402
@@ -156,7 +156,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: default_threads())")
     ap.add_argument("--out", required=True, metavar="DIR")
     args = ap.parse_args()
-    data = default_data_dir()
+    data = ensure(None, sorted({t.split("/")[0] for t in args.tasks}))  # built on first use
     tasks = [load_task(data / f"{t}.json") for t in args.tasks]
     variants = [parse_variant(v) for v in (args.variant or ["default"])]
     lm_options = {"n_threads": args.threads} if args.threads else {}

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_decision import TASKS  # noqa: E402
-from grasif.dataset import default_data_dir  # noqa: E402
+from grasif.dataset import ensure  # noqa: E402
 from grasif.task import load_task  # noqa: E402
 from lookplangraph.evaluation.trajectories import expert_episode  # noqa: E402
 from lookplangraph.lm import LlamaCppBackend  # noqa: E402
@@ -50,7 +50,8 @@ def main() -> None:
     ap.add_argument("--max-actions", type=int, default=30)
     args = ap.parse_args()
     tokenizer = LlamaCppBackend("qwen2.5-coder-1.5b", vocab_only=True)
-    tasks = [load_task(default_data_dir() / f"{t}.json") for t in args.tasks]
+    data = ensure(None, sorted({t.split("/")[0] for t in args.tasks}))  # built on first use
+    tasks = [load_task(data / f"{t}.json") for t in args.tasks]
     print("| format | decisions | prompt tokens (median) | evaluated anew (median) | evaluated anew (mean) | "
           "answer tokens (median) |\n|---|---|---|---|---|---|")
     for name, settings in FORMATS.items():

@@ -42,10 +42,7 @@ RATES = (0.0, 0.05, 0.1, 0.2, 0.3)
 
 def sample(data_dir: Path) -> dict[str, list]:
     """The 47 evaluation tasks by split (a split not built yet is built first, as ``eval`` does)."""
-    index = dataset.read_index(data_dir) if (data_dir / "index.json").exists() else {"splits": {}}
-    missing = [s for s in ("virtualhome", "behavior", "office") if s not in index["splits"]]
-    if missing:
-        dataset.build(data_dir, splits=missing, progress=lambda m: print(m, file=sys.stderr))
+    dataset.ensure(data_dir)
     out = {}
     for split, ids in (("virtualhome", heldout.EVAL_VIRTUALHOME), ("behavior", heldout.EVAL_BEHAVIOR)):
         by_id = {t.id: t for t in dataset.load_split(data_dir, split)}

@@ -10,6 +10,11 @@ Layout of a data directory (default ``$LOOKPLANGRAPH_DATA`` or ``~/.cache/lookpl
 
 A build writes into a fresh sibling directory and swaps it in only when every split has been
 built and written, so a failed or interrupted build never overwrites a good one.
+
+Builds happen on first use: :func:`load_split` and :func:`task_ids` build (through :func:`ensure`)
+the splits a directory lacks, with a progress line on standard error, and a partial build is
+completed, never reported as missing. A split whose source package is not installed raises
+:class:`SourceError` with the pip command. Concepts: ``docs/benchmark/index.md``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import importlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from statistics import mean
@@ -41,6 +47,31 @@ def default_data_dir() -> Path:
         return Path(env).expanduser()
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     return base / "lookplangraph" / "grasif"
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def built_splits(data_dir: Path) -> list[str]:
+    """The splits a build in ``data_dir`` holds (none when there is no build there)."""
+    index = Path(data_dir) / "index.json"
+    return _built_splits(json.loads(index.read_text())) if index.is_file() else []
+
+
+def ensure(data_dir: Path | None = None, splits: list[str] | None = None,
+           progress: Callable[[str], None] = _to_stderr) -> Path:
+    """The build in ``data_dir`` (default :func:`default_data_dir`) holding ``splits`` (default:
+    all): the splits it lacks are built now, the others kept. Returns the directory."""
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    wanted = list(splits or SPLIT_MODULES)
+    for split in wanted:
+        split_module(split)  # an unknown name is a KeyError before anything is built
+    missing = [s for s in wanted if s not in built_splits(data_dir)]
+    if missing:  # one line; a line per split when there are several
+        progress(f"GraSIF: building {', '.join(missing)} in {data_dir} (first use)")
+        build(data_dir, splits=missing, progress=progress if len(missing) > 1 else lambda m: None)
+    return data_dir
 
 
 def split_module(split: str):
@@ -105,16 +136,20 @@ def read_index(data_dir: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def task_ids(data_dir: Path, split: str | None = None) -> list[tuple[str, str]]:
-    """(split, task id) pairs of a build, in index order."""
+def task_ids(data_dir: Path, split: str | None = None, build_missing: bool = True) -> list[tuple[str, str]]:
+    """(split, task id) pairs of a build, in index order; the split (``None``: every split) is
+    built first where it is missing, unless ``build_missing`` is false."""
+    if build_missing and (split is None or split in SPLIT_MODULES):
+        ensure(data_dir, [split] if split else None)
     index = read_index(data_dir)
     if split is not None and split not in index["splits"]:
         raise KeyError(f"split {split!r} is not in the build at {data_dir}; built: {', '.join(index['splits'])}")
     return [(s, t) for s in _built_splits(index) if split in (None, s) for t in index["splits"][s]]
 
 
-def load_split(data_dir: Path, split: str) -> list[Task]:
-    return [load_task(Path(data_dir) / s / f"{t}.json") for s, t in task_ids(data_dir, split)]
+def load_split(data_dir: Path, split: str, build_missing: bool = True) -> list[Task]:
+    """The tasks of ``split`` in ``data_dir``, built first where missing (see :func:`task_ids`)."""
+    return [load_task(Path(data_dir) / s / f"{t}.json") for s, t in task_ids(data_dir, split, build_missing)]
 
 
 def split_stats(tasks: list[Task]) -> dict[str, float]:

@@ -91,10 +91,7 @@ def _pinned() -> dict:
 
 def build_split(data_dir: Path) -> dict:
     """The split of a GraSIF build (``data_dir``) as a manifest."""
-    index = dataset.read_index(data_dir)
-    missing = [s for s in (*EVAL_SPLITS, *POOL_SPLITS) if s not in index["splits"]]
-    if missing:
-        raise LeakError(f"{data_dir}: the build lacks the split(s) {', '.join(missing)}; run `lookplangraph grasif build`")
+    index = dataset.read_index(dataset.ensure(data_dir, [*EVAL_SPLITS, *POOL_SPLITS]))
     tasks = [t for split in (*EVAL_SPLITS, *POOL_SPLITS) for t in dataset.load_split(data_dir, split)]
     known = {(t.split, t.id) for t in tasks}
     absent = sorted(f"{s}/{t}" for s, t in EVAL_IDS - known)

@@ -214,7 +214,7 @@ def build(data_dir: Path, manifest: dict | None = None, progress=None) -> Priors
     GraSIF build ``data_dir``. Raises :class:`grasif.heldout.LeakError` when a task file of the
     build is not the manifest's (another build, another protocol)."""
     manifest = manifest if manifest is not None else heldout.load_manifest()
-    index = dataset.read_index(data_dir)
+    index = dataset.read_index(dataset.ensure(data_dir, sorted({k.split("/")[0] for k in manifest["train"]})))
     seen: set[tuple[str, str, str, str]] = set()
     counts: dict[str, Counter] = {}
     sources: dict[str, str] = {}

@@ -1,10 +1,18 @@
-import contextlib
-import json
-from pathlib import Path
+"""Shared fixtures. Before anything else, the session gets a home of its own (:mod:`hermetic`):
+``HOME``, the XDG directories, ``LOOKPLANGRAPH_DATA`` and ``LOOKPLANGRAPH_MODELS`` point at one
+empty temporary directory, and any test that touches the user's real home or cache fails."""
 
-import pytest
+import hermetic
 
-from sgs.io import graph_from_dict
+GUARD = hermetic.isolate()
+
+import contextlib  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from sgs.io import graph_from_dict  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -62,12 +70,22 @@ def kitchen_store(kitchen):
     store.close()
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """A session in which a test touched the user's home or cache fails, whatever else passed."""
+    if GUARD.violations:
+        print("\nhermetic: tests touched the user's home or cache:\n  " + "\n  ".join(dict.fromkeys(GUARD.violations)))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    hermetic.remove(GUARD)
+
+
 @pytest.fixture(scope="session")
-def grasif_build(tmp_path_factory):
-    """A fresh GraSIF build of all three splits (about 10 s), shared by the tests that read one."""
+def grasif_build():
+    """The session's GraSIF build (``$LOOKPLANGRAPH_DATA``, the session's own directory) with all
+    three splits, built on first use (about 10 s) and shared by every test and command that reads
+    the default build."""
     from grasif import dataset
 
-    return dataset.build(tmp_path_factory.mktemp("grasif") / "data", progress=lambda m: None)
+    return dataset.ensure(dataset.default_data_dir(), progress=lambda m: None)
 
 
 # ---------------------------------------------------------------------------------------------

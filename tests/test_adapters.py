@@ -8,12 +8,15 @@ real files."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lookplangraph.lm import AdapterError, embedded
+from lookplangraph.lm.llamacpp import resolve_adapter
 from lookplangraph.lm.lora import (
     GGUFFormatError, META_KEYS, check_adapter, read_adapter, read_header, stamp_adapter, training_metadata,
 )
@@ -22,7 +25,9 @@ from lookplangraph.prompts import dynamic_prompt, system_prompt
 
 gguf = pytest.importorskip("gguf")
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "lookplangraph" / "lm" / "adapters" / "lpg-v0.gguf"
+MODEL = "qwen2.5-coder-1.5b"
+DEFAULT = embedded.default_adapter(MODEL)  # the one adapter the package ships
+SHIPPED = ROOT / "lookplangraph" / "lm" / "adapters" / f"{DEFAULT}.gguf"
 BASE_SHAPES = {"blk.0.attn_q.weight": (16, 16), "blk.0.ffn_up.weight": (32, 16)}  # numpy (out, in)
 
 
@@ -131,13 +136,14 @@ def test_stamping_keeps_every_tensor_and_key_and_never_leaves_half_a_file(tmp_pa
 
 
 def shipped_record(name: str):
-    """A shipped adapter's file checked against its registry entry and its record's common part:
-    the embedded base, this version's compact prompt byte for byte, ``lpg-v0``'s layout and answer
-    format, rank 16 on all 196 linear layers; returns its info and its training record."""
-    spec = embedded.ADAPTERS["qwen2.5-coder-1.5b"][name]
+    """An adapter's file checked against its registry entry and its record's common part: the
+    embedded base, this version's compact prompt byte for byte, the scene-history layout with
+    action+reason answers, rank 16 on all 196 linear layers; returns its info and its training
+    record."""
+    spec = embedded.ADAPTERS[MODEL][name]
     assert spec.path().stat().st_size <= 40 << 20
     info = read_adapter(spec.path())
-    assert info.metadata["lookplangraph.base_sha256"] == embedded.MODELS["qwen2.5-coder-1.5b"].sha256
+    assert info.metadata["lookplangraph.base_sha256"] == embedded.MODELS[MODEL].sha256
     assert info.system_prompt_name == "compact"
     assert info.metadata["lookplangraph.system_prompt"].strip() == system_prompt("compact")
     assert (info.metadata["lookplangraph.prompt_layout"], info.answer_format) == ("scene-history", "action+reason")
@@ -145,35 +151,53 @@ def shipped_record(name: str):
     return info, json.loads(info.metadata["lookplangraph.training"])
 
 
-def test_the_shipped_adapter_is_the_registered_file_and_records_its_base_and_prompt():
-    assert embedded.ADAPTERS["qwen2.5-coder-1.5b"]["lpg-v0"].path() == SHIPPED
-    info, training = shipped_record("lpg-v0")
-    assert set(info.metadata) == set(META_KEYS) - {"lookplangraph.recall"}  # recorded only when not "here"
-    assert training["steps"] == 376 and training["device"] == "NVIDIA H200"
+def test_the_registry_ships_the_default_alone_and_names_a_card_and_a_source_for_every_adapter():
+    registry = json.loads(embedded.REGISTRY_FILE.read_text())
+    entries = registry["adapters"]
+    assert registry["default"] == {MODEL: DEFAULT} and DEFAULT in embedded.ADAPTERS[MODEL]
+    assert [e["name"] for e in entries if e["shipped"]] == [DEFAULT]
+    in_package = sorted(p.name for p in embedded.REGISTRY_FILE.parent.glob("*.gguf"))
+    assert in_package == [f"{DEFAULT}.gguf"], "the package ships the default adapter only"
+    assert embedded.ADAPTERS[MODEL][DEFAULT].path() == SHIPPED
+    for e in entries:
+        assert (ROOT / e["card"]).is_file(), e["card"]
+        assert e["trained_from"] is None or e["trained_from"] in embedded.ADAPTERS[e["model"]], e
+        assert e["shipped"] or len(e.get("commit", "")) == 40, f"{e['name']}: no commit to restore it from"
 
 
-@pytest.mark.parametrize("name, steps, examples, start, trained_sha256", [
-    ("lpg-v5", 403, 6353, "lpg-v4", "08ced645a41e57dd46a220e28e7f3618c5a75f47a0ea619f1f82b6221c84ec31"),  # the default
-    ("lpg-v4", 388, 6122, "lpg-v3", "edb3684dacfec9b52795d3869479e58b15328fa7016e924408a05470a14b8a21"),
-    ("lpg-v3", 369, 5534, "lpg-v2", "fbdf17b3898f7aba655611f0bec6bbbc2e3e074d26ba3ce8db71abe59add70ec"),
-])
-def test_the_gpu_trained_adapters_record_their_start_and_run_in_their_own_view(name, steps, examples, start,
-                                                                               trained_sha256):
-    info, training = shipped_record(name)
+def test_an_adapter_that_is_not_shipped_says_how_to_restore_it_and_resolves_once_restored():
+    spec = next(s for s in embedded.ADAPTERS[MODEL].values() if not s.shipped)
+    with pytest.raises(AdapterError, match="is not shipped in this package") as caught:
+        resolve_adapter(MODEL, spec.name)
+    assert f"git show {spec.commit}:lookplangraph/lm/adapters/{spec.filename}" in str(caught.value)
+    assert f"docs/models/{spec.name}.md" in str(caught.value)
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", spec.commit],
+                                                     capture_output=True).returncode != 0:
+        pytest.skip("no git history here (a shallow clone or an installed package) to restore from")
+    target = embedded.models_dir() / "adapters" / spec.filename  # the session's own model cache
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as out:
+        subprocess.run(["git", "-C", str(ROOT), "show", f"{spec.commit}:lookplangraph/lm/adapters/{spec.filename}"],
+                       stdout=out, check=True)
+    try:
+        assert resolve_adapter(MODEL, spec.name) == target  # the SHA-256 of the registry checked
+        info, training = shipped_record(spec.name)
+        assert training["device"] in ("NVIDIA H200", "cpu")
+        target.write_bytes(target.read_bytes()[:-1] + b"x")
+        with pytest.raises(AdapterError, match="SHA-256 differs"):
+            resolve_adapter(MODEL, spec.name)
+    finally:
+        target.unlink()
+
+
+def test_the_default_adapter_records_its_start_and_runs_in_its_own_view():
+    info, training = shipped_record(DEFAULT)
     assert set(info.metadata) == set(META_KEYS) and info.metadata["lookplangraph.recall"] == "named"
-    assert (training["steps"], training["examples"], training["device"]) == (steps, examples, "NVIDIA H200")
-    assert training["init_adapter_sha256"] == embedded.ADAPTERS["qwen2.5-coder-1.5b"][start].sha256
-    assert training["adapter_gguf_sha256"] == trained_sha256
+    assert training["device"] == "NVIDIA H200" and training["steps"] > 0 and training["examples"] > 0
+    start = json.loads(embedded.REGISTRY_FILE.read_text())
+    start = next(e for e in start["adapters"] if e["name"] == DEFAULT)["trained_from"]
+    assert training["init_adapter_sha256"] == embedded.ADAPTERS[MODEL][start].sha256
     cfg, notes = PlannerConfig().settled(info)
-    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == ("compact", "scene-history", "named", [])
-
-
-def test_lpg_v2_is_the_registered_file_trained_from_lpg_v0_in_the_recall_named_view():
-    info, training = shipped_record("lpg-v2")
-    assert set(info.metadata) == set(META_KEYS) and info.metadata["lookplangraph.recall"] == "named"
-    assert (training["steps"], training["device"]) == (47, "cpu")
-    assert training["adapter_gguf_sha256"] == "7894868119a49d74638442b82fdd4af5017cd4d8c68a5248924fdc8ee5aad234"
-    cfg, notes = PlannerConfig().settled(info)  # a run with it takes its prompt and its view
     assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == ("compact", "scene-history", "named", [])
 
 
@@ -201,11 +225,11 @@ def test_auto_prompt_settings_follow_the_adapter_and_an_explicit_other_prompt_is
 def test_run_settings_settle_the_prompt_from_the_spec_without_loading_a_model():
     from lookplangraph.evaluation.settings import load_settings
 
-    s = load_settings(None, {"lm": "llamacpp:qwen2.5-coder-1.5b+lpg-v0"})
+    s = load_settings(None, {"lm": f"llamacpp:{MODEL}+{DEFAULT}"})
     assert (s.config.system_prompt, s.config.prompt_layout) == ("compact", "scene-history")
     assert s.as_dict()["system_prompt"] == "compact"  # what results record
     notes = []
-    s = load_settings(None, {"lm": "llamacpp:qwen2.5-coder-1.5b+lpg-v0", "system_prompt": "full"}, note=notes.append)
+    s = load_settings(None, {"lm": f"llamacpp:{MODEL}+{DEFAULT}", "system_prompt": "full"}, note=notes.append)
     assert s.config.system_prompt == "full" and "trained with system_prompt = compact" in notes[0]
     assert load_settings(None, {"lm": "openai:gpt-4o"}).config.system_prompt == "full"
     with pytest.raises(AdapterError, match="no adapter file"):
@@ -327,7 +351,7 @@ def test_merging_adds_the_adapter_to_the_real_base_and_keeps_its_record(tmp_path
 def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_other_planners():
     from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM, load_settings
 
-    assert DEFAULT_LM == "llamacpp:qwen2.5-coder-1.5b+lpg-v5" and BASE_LM == "llamacpp:qwen2.5-coder-1.5b"
+    assert DEFAULT_LM == f"llamacpp:{MODEL}+{DEFAULT}" and BASE_LM == f"llamacpp:{MODEL}"
     s = load_settings(None, {})
     assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, "compact", "named")
     assert load_settings(None, {"planner": "react"}).lm == BASE_LM

@@ -26,18 +26,10 @@ SAMPLE = 15
 INSTANCE = re.compile(r"^(.+)-(\d+)$")
 
 
-def _built() -> bool:
-    index = dataset.default_data_dir() / "index.json"
-    return index.exists() and all(s in json.loads(index.read_text())["splits"] for s in SPLITS)
-
-
-needs_build = pytest.mark.skipif(not _built(), reason="no GraSIF build with all three splits; run `lookplangraph grasif build`")
-
-
 @pytest.fixture(scope="module")
-def tasks() -> list[Task]:
-    root = dataset.default_data_dir()
-    return [load_task(root / s / f"{t}.json") for split in SPLITS for s, t in dataset.task_ids(root, split)[:SAMPLE]]
+def tasks(grasif_build) -> list[Task]:
+    return [load_task(grasif_build / s / f"{t}.json") for split in SPLITS
+            for s, t in dataset.task_ids(grasif_build, split)[:SAMPLE]]
 
 
 def _solves(task: Task) -> bool:
@@ -72,7 +64,6 @@ def _tiny_task() -> Task:
 # ---------------------------------------------------------------------------------------------
 # every kind, real tasks
 # ---------------------------------------------------------------------------------------------
-@needs_build
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_keeps_the_plan_valid(tasks, kind):
     for task in tasks:
@@ -83,7 +74,6 @@ def test_every_kind_keeps_the_plan_valid(tasks, kind):
         assert new.goal.check_names(new.graph) == []
 
 
-@needs_build
 def test_rename_is_a_class_keeping_bijection_applied_everywhere(tasks):
     for task in tasks:
         new_task = augment(task, "rename", 0)
@@ -136,7 +126,6 @@ def test_rename_matches_whole_names_only():
     assert _solves(new)
 
 
-@needs_build
 def test_shuffle_reorders_only(tasks):
     reordered = 0
     for task in tasks:
@@ -148,7 +137,6 @@ def test_shuffle_reorders_only(tasks):
     assert reordered >= len(tasks) // 2
 
 
-@needs_build
 @pytest.mark.parametrize("n", [1, 3, 5])
 def test_distractors_are_n_untouched_nodes_of_unmentioned_classes(tasks, n):
     for task in tasks[::3]:
@@ -170,7 +158,6 @@ def test_distractors_are_n_untouched_nodes_of_unmentioned_classes(tasks, n):
                    for a in added)
 
 
-@needs_build
 @pytest.mark.parametrize("kind", KINDS)
 def test_same_seed_same_copy_other_seed_other_copy(tasks, kind):
     task = tasks[0]  # a VirtualHome task: hundreds of nodes

@@ -66,6 +66,13 @@ def test_cli_list_stats_and_missing_build(tmp_path, capsys):
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith("office"))
     assert row.split()[1] == "29" and "202.6" in row  # our count beside the paper's node mean
-    assert main(["grasif", "list", "--data-dir", str(tmp_path / "none")]) == 2
-    assert "no GraSIF build here" in capsys.readouterr().err
-    assert main(["grasif", "list", "--data-dir", str(out), "--split", "behavior"]) == 2
+    # a split the directory lacks is built on first use, and a partial build is completed
+    fresh = tmp_path / "none"
+    assert main(["grasif", "list", "--data-dir", str(fresh), "--split", "office"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.split()) == 29 and f"building office in {fresh} (first use)" in captured.err
+    assert main(["grasif", "list", "--data-dir", str(out), "--split", "behavior"]) == 0
+    assert dataset.built_splits(out) == ["behavior", "office"]
+    assert "building behavior" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError, match="no GraSIF build here"):  # reading alone never builds
+        dataset.read_index(tmp_path / "elsewhere")

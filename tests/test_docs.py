@@ -99,14 +99,23 @@ def test_results_pages_and_the_pages_a_person_reads_first_are_built(site):
     assert log.count("commit") >= 10 and "machine" in log and "command" in log
 
 
-def test_readme_is_short_and_keeps_the_two_set_up_commands():
+def test_readme_is_short_and_ci_walks_its_two_set_up_commands_in_order():
+    import runpy
+
     lines = README.splitlines()
-    assert len(lines) <= 250, f"README.md has {len(lines)} lines (at most 250)"
-    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
-    assert any(b.strip() == MAIN_JOB for b in blocks), "the main-job command is not README's own ```bash block"
-    assert any(b.strip() == TESTS for b in blocks), "the tests command is not README's own ```bash block"
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines (at most 150)"
+    first = "\n".join(lines[:60])
+    assert MAIN_JOB in first and TESTS in first, "both set-up commands belong on README's first screen (60 lines)"
+    read = runpy.run_path(str(ROOT / ".ci" / "readme_commands.py"))["commands"]
+    assert read(README) == {"main": MAIN_JOB, "tests": TESTS}
+    with pytest.raises(ValueError, match="2"):
+        read(README.replace(f"```bash\n{TESTS}", "```text\n" + TESTS))
     ci = (ROOT / ".ci" / "run").read_text()
-    assert TESTS in ci, ".ci/run no longer runs README's tests command"
+    main_at, tests_at = ci.index('bash -c "$MAIN_JOB"'), ci.index('bash -c "$TESTS"')
+    assert 'python3 .ci/readme_commands.py main' in ci and 'python3 .ci/readme_commands.py tests' in ci
+    assert main_at < tests_at, ".ci/run runs the main job first, as README orders them"
+    fresh = ci.index('export HOME="$FRESH/home" XDG_CACHE_HOME=')
+    assert fresh < main_at, ".ci/run points home and caches at an empty directory before the main job"
 
 
 def _doc_files():

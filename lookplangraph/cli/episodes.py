@@ -10,8 +10,10 @@ from pathlib import Path
 from sim_adapters.dynamic import DYNAMIC_MODES
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, Interrupted, Unavailable, UsageError,
-                                           YesNo, add_command, check_spec_flags, deprecated, lm_failure, progress_bar)
+                                           YesNo, add_command, check_spec_flags, deprecated, lm_failure,
+                                           native_log_options, progress_bar, verbose_flag)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, select_tasks, split_flag
+from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM
 from lookplangraph.planners.config import CORRECTION_MODES
 
 
@@ -98,9 +100,9 @@ def _episode_flags(p, *, command: str) -> None:
     g.add_argument("--config", metavar="FILE", help="TOML settings file (configs/*.toml)")
     g.add_argument("--planner", help="lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
                                      "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
-    g.add_argument("--lm", metavar="SPEC", help="the planner's LM backend: llamacpp:qwen2.5-coder-1.5b+lpg-v5 (default "
+    g.add_argument("--lm", metavar="SPEC", help=f"the planner's LM backend: {DEFAULT_LM} (default "
                                                 "for lookplangraph: the embedded model with its trained adapter), "
-                                                "llamacpp:qwen2.5-coder-1.5b (the base; default for the other planners), "
+                                                f"{BASE_LM} (the base; default for the other planners), "
                                                 "llamacpp:PATH.gguf[+ADAPTER.gguf], openai:MODEL[@BASE_URL]; harness "
                                                 "tools, not models: expert (the privileged expert, belief-space search), "
                                                 "expert-oracle (its older room-by-room search), expert-view (its search limited to what the "
@@ -136,6 +138,7 @@ def _episode_flags(p, *, command: str) -> None:
     deprecated(loop, "--allow-cycles", "refuse_cycles", "--no-refuse-cycles", nargs=0, const=False)
     default_out = ("runs/TIME_SPLIT_TASK" if command == "run" else "runs/eval_TIME_SPLIT; rerun the same command to resume")
     g.add_argument("--out", metavar="DIR", help=f"output directory (default {default_out})")
+    verbose_flag(p)
 
 
 def _planner_fields():
@@ -212,7 +215,8 @@ def _lm_factory(s, out: Path, args=None):
         return partial(Expert, search=SEARCHES[s.lm])
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
-        return lm_factory(s.lm, s.lm_options, endpoints=getattr(args, "endpoints", None),
+        return lm_factory(s.lm, native_log_options(s.lm, s.lm_options, out, args),
+                          endpoints=getattr(args, "endpoints", None),
                           concurrency=getattr(args, "endpoint_concurrency", None),
                           rate=getattr(args, "endpoint_rate", None), cache=cache)
     except (ValueError, LMError) as exc:
@@ -258,7 +262,7 @@ def cmd_run(args) -> int:
     task = select_tasks(s, args.data_dir, args.task_file)[0]
     _check_env(s, [task])
     out = Path(s.out) if s.out else Path("runs") / f"{now_stamp()}_{task.split}_{task.id}"
-    lm = _made(_lm_factory(s, out))
+    lm = _made(_lm_factory(s, out, args))
     make_augmentation = s.augmentation_factory()
     augmentation = _made(make_augmentation, lm) if make_augmentation else None
     print(f"Task {task.split}/{task.id}: {task.instruction}")

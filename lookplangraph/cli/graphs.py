@@ -208,7 +208,8 @@ def cmd_grasif(args) -> int:
         elif args.grasif_command == "generate":
             return _generate(args, data_dir)
         else:
-            print(dataset.stats_table(data_dir))
+            # the splits built so far; with none, every split is built first
+            print(dataset.stats_table(data_dir if dataset.built_splits(data_dir) else dataset.ensure(data_dir)))
     except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
         raise source_error(exc) from None
     return EXIT_OK

@@ -11,6 +11,7 @@ from pathlib import Path
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, UsageError, YesNo, add_command,
                                            lm_failure, progress_bar)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
+from lookplangraph.lm.embedded import default_adapter, default_lm
 from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES, RECALL_MODES
 from lookplangraph.prompts import PROMPT_LAYOUTS
 
@@ -82,7 +83,7 @@ def add_parsers(sub) -> None:
                                  "or generated tasks; at every state it visits the privileged belief-space expert's answer "
                                  "is recorded as a training example for that prompt (lookplangraph.evaluation.dagger). "
                                  "Appends to OUT, so it resumes and rounds can share a directory.",
-                     examples=["lookplangraph distill dagger --student llamacpp:qwen2.5-coder-1.5b+lpg-v0 "
+                     examples=[f"lookplangraph distill dagger --student {default_lm()} "
                                "--tasks train-pool --episodes 40 --out runs/dagger1",
                                "lookplangraph distill dagger --student openai:local@http://127.0.0.1:8080/v1 "
                                "--tasks generated:runs/gen/office --episodes 500 --out runs/distill_v2 --round 1"])
@@ -149,7 +150,7 @@ def add_parsers(sub) -> None:
                         "adapter with --system-prompt compact; a fifth of the prompt tokens)")
     t.add_argument("--init-adapter", metavar="ADAPTER",
                    help="start from this adapter's weights instead of a fresh LoRA: a GGUF LoRA file or the name of "
-                        "an adapter shipped for --base (lpg-v0); it must have --rank and --alpha")
+                        f"an adapter of --base in the registry ({default_adapter()}); it must have --rank and --alpha")
     t.add_argument("--restart", action=YesNo, default=False,
                    help="ignore the checkpoints in OUT and start over (off: go on from the last one)")
     e = add_command(dsub, "export", help="a PEFT adapter directory as a GGUF LoRA for llama.cpp",
@@ -165,14 +166,14 @@ def add_parsers(sub) -> None:
                     description="Check the adapter against the base, add it to the base's dequantized weights, and "
                                 "quantize the result with llama.cpp's own quantizer (minutes on 2 cores). The merged "
                                 "model keeps the adapter's prompt metadata; run it as --lm llamacpp:OUT.",
-                    examples=["lookplangraph distill merge --adapter lpg-v0 --out ~/models/lpg-v0-q8_0.gguf",
+                    examples=[f"lookplangraph distill merge --adapter {default_adapter()} --out ~/models/{default_adapter()}-q8_0.gguf",
                               "lookplangraph distill merge --adapter runs/lora15/adapter.gguf --out merged.gguf --type f16"])
-    m.add_argument("--adapter", required=True, metavar="FILE|NAME", help="a GGUF LoRA, or the name of a shipped adapter")
+    m.add_argument("--adapter", required=True, metavar="FILE|NAME", help="a GGUF LoRA, or the name of an adapter in the registry")
     m.add_argument("--base", default="qwen2.5-coder-1.5b", metavar="MODEL", help="the base: embedded name or GGUF path")
     m.add_argument("--out", required=True, metavar="FILE", help="the merged GGUF to write")
     m.add_argument("--type", default="q8_0", choices=["q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16"],
-                   help="quantization of the merged model (default q8_0; q4_k_m, the embedded base's, was measured "
-                        "to lose lpg-v0's update: its rounding is coarser than the update)")
+                   help="quantization of the merged model (default q8_0; q4_k_m, the embedded base's, can lose a "
+                        "LoRA's update, whose steps are finer than its rounding: see docs/guides/distillation.md)")
     mx = add_command(dsub, "mix", help="one training set from several: planning data, DAgger rounds, Cypher data",
                      description="Take a seeded sample (or all) of each source's examples and write one sft.jsonl "
                                  "and counts.json that distill train reads: planning sources (distill data, distill "

@@ -5,7 +5,6 @@ task, graph or goal file, ``--split`` and ``--seeds`` flags. Bad input is :class
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from grasif.goals import GoalSpec, goal_from_graphs
@@ -83,11 +82,7 @@ def select_tasks(s, data_dir: str | None, task_file: str | None = None):
         raise UsageError("give --split (virtualhome, behavior or office) or --task-file")
     root = Path(data_dir) if data_dir else dataset.default_data_dir()
     try:
-        built = dataset.read_index(root)["splits"] if (root / "index.json").exists() else {}
-        if s.split not in built:
-            print(f"GraSIF split {s.split} is not built in {root}; building it now", file=sys.stderr)
-            dataset.build(root, splits=[s.split], progress=lambda m: print(m, file=sys.stderr))
-        tasks = dataset.load_split(root, s.split)
+        tasks = dataset.load_split(root, s.split)  # built on first use
     except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
         raise source_error(exc) from None
     if s.selection:

@@ -8,7 +8,7 @@ from pathlib import Path
 from grasif.task import TaskError, load_task
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, Interrupted, Unavailable, UsageError, add_command,
-                                           check_spec_flags, lm_failure)
+                                           check_spec_flags, lm_failure, verbose_flag)
 from lookplangraph.cli.tasks import read_goal, read_graph
 from lookplangraph.planners.config import CORRECTION_MODES
 
@@ -44,6 +44,7 @@ def add_parsers(sub) -> None:
                                                        "0.0.0.0 opens it to the network with a one-time token")
     p.add_argument("--port", type=int, default=8765, help="console port (default 8765)")
     p.add_argument("--max-upload-mb", type=float, default=15.0, metavar="MB", help="largest photo accepted, in MB (default 15)")
+    verbose_flag(p)
     p.set_defaults(func=cmd_trial)
 
 
@@ -82,7 +83,7 @@ def cmd_trial(args) -> int:
             cfg = PlannerConfig.from_dict({k: v for k, v in given.items() if v is not None})
             trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
                                  vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
-        lm, augmentation = backends_for(trial)
+        lm, augmentation = backends_for(trial, verbose=args.verbose)
     except TrialError as exc:
         raise UsageError(str(exc)) from None
     except LMError as exc:

@@ -118,7 +118,7 @@ def build(data_dir: Path, out_dir: Path | None = None, *, seed: int = 0, qa_per_
     ``qa_per_split`` questions and ``grounding_per_split`` instructions on development scenes, and
     ``heldout_qa_per_split`` questions and ``grounding_per_split`` instructions on held-out scenes
     (none for the office, whose one building is development)."""
-    index = dataset.read_index(data_dir)
+    index = dataset.read_index(dataset.ensure(data_dir, list(SPLITS)))
     every = {split: dataset.load_split(data_dir, split) for split in SPLITS}
     part_of = parts([t for ts in every.values() for t in ts], seed)
     questions: list[Question] = []
@@ -161,7 +161,7 @@ def load_benchmark(task: str, directory: Path | None = None, data_dir: Path | No
         raise BenchmarkError(f"{path}: format {doc.get('format')!r} version {doc.get('version')!r}; "
                              f"expected {FORMATS[task]!r} version {VERSION}")
     data_dir = Path(data_dir) if data_dir else dataset.default_data_dir()
-    index = dataset.read_index(data_dir)
+    index = dataset.read_index(dataset.ensure(data_dir, list(doc["scenes"])))  # built on first use
     scenes: dict[tuple[str, str], Task] = {}
     for split, pins in doc["scenes"].items():
         for task_id, sha in pins.items():

@@ -17,11 +17,13 @@ import json
 import sys
 from pathlib import Path
 
-#: the agent's LM for ``ask`` and ``cypher-eval``: the embedded model with the shipped adapter trained on
-#: planning and on the agent's own turns (model card ``lookplangraph/lm/adapters/lpg-v5.md``)
-DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v5"
+from lookplangraph.lm.embedded import DEFAULT_MODEL, default_lm
+
+#: the agent's LM for ``ask`` and ``cypher-eval``: the embedded default, the adapter trained on
+#: planning and on the agent's own turns (:func:`lookplangraph.lm.embedded.default_lm`)
+DEFAULT_LM = default_lm()
 #: ``cypher-mistakes`` records the base model's mistakes: the recovery turns of the training data
-MISTAKES_LM = "llamacpp:qwen2.5-coder-1.5b"
+MISTAKES_LM = f"llamacpp:{DEFAULT_MODEL}"
 #: worked examples in a question's prompt for ``ask`` and ``cypher-eval`` (:mod:`.examples`; the
 #: library's ``AgentConfig`` has none, as the training data's prompts have none)
 WORKED_EXAMPLES = 2
@@ -39,15 +41,18 @@ class _Unavailable(_Bad):
     code = 3
 
 
-def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None = None):
+def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None = None, verbose: bool = False):
+    """The agent's LM; an in-process llama.cpp keeps its own log in ``out/llama.log`` (none
+    without ``out``) and shows it on the terminal with ``verbose``."""
     from lookplangraph.lm import LMError, make_backend, parse_spec
 
     try:
         kind = parse_spec(spec)[0]
     except LMError as exc:
         raise _Bad(f"--lm: {exc}") from None
+    native = {"native_log": str(out / "llama.log") if out is not None else None, "verbose": verbose}
     try:
-        lm = make_backend(spec, **({"n_ctx": n_ctx} if kind == "llamacpp" else {}))
+        lm = make_backend(spec, **({"n_ctx": n_ctx, **native} if kind == "llamacpp" else {}))
     except LMError as exc:
         raise _Unavailable(str(exc)) from None
     if cache:
@@ -100,7 +105,7 @@ def cmd_ask(args) -> int:
     store = _store(args, allow_writes=args.allow_relabel)
     try:
         store.load(graph)
-        lm = _lm(args.lm, args.n_ctx)
+        lm = _lm(args.lm, args.n_ctx, verbose=args.verbose)
         agent = CypherAgent(lm, store, config, graph=graph)
         result = agent.ground(args.text) if args.goal else agent.answer_question(args.text, args.answer_type)
     except StoreError as exc:
@@ -324,7 +329,7 @@ def cmd_cypher_mistakes(args) -> int:
                   f"{rec.seconds:.1f} s", file=sys.stderr)
 
     try:
-        summary = collect(lambda: _lm(args.lm, args.n_ctx), args.lm, tasks, store, out, n_questions=args.questions,
+        summary = collect(lambda: _lm(args.lm, args.n_ctx, None, out), args.lm, tasks, store, out, n_questions=args.questions,
                           n_grounding=args.grounding, seed=args.seed, progress=show, templates=templates)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
@@ -385,7 +390,7 @@ def add_parser(sub) -> None:
     p.add_argument("--ground", dest="goal", action=argparse.BooleanOptionalAction, default=False,
                    help="ground the text as an instruction: print its goal (GoalSpec JSON) (default: off)")
     p.add_argument("--verbose", action=argparse.BooleanOptionalAction, default=False,
-                   help="also print each query's result (default: off)")
+                   help="also print each query's result and llama.cpp's own log (default: off)")
     store_flags(p, relabel=True)
     p.set_defaults(func=cmd_ask)
 

@@ -124,9 +124,12 @@ def _bank(path: str):
 
 
 def format_step(rec: StepRecord) -> str:
-    """A readable trace entry for the terminal."""
+    """A readable trace entry for the terminal: the action with the decision's time and tokens,
+    then one indented line per thing that happened (reason, corrections, what was seen...)."""
+    cached = f", {rec.cached_tokens} cached" if rec.cached_tokens else ""
     lines = [f"[{rec.call:>2}] {rec.proposed or '(unreadable)'}" + ("" if rec.accepted else "  REJECTED")
-             + (f"  ROBOT FAILED ({rec.failure})" if rec.failure else "")]
+             + (f"  ROBOT FAILED ({rec.failure})" if rec.failure else "")
+             + f"   ({rec.seconds:.1f} s; {rec.prompt_tokens} prompt tokens{cached}, {rec.completion_tokens} generated)"]
     if rec.reason:
         lines.append(f"     reason: {rec.reason}")
     if rec.corrections:
@@ -142,8 +145,6 @@ def format_step(rec: StepRecord) -> str:
         lines.append(f"     feedback: {rec.feedback}")
     if rec.infeasible:
         lines.append(f"     INFEASIBLE (not told to the LM): {rec.infeasible}")
-    cached = f", {rec.cached_tokens} cached" if rec.cached_tokens else ""
-    lines.append(f"     {rec.prompt_tokens} prompt + {rec.completion_tokens} completion tokens{cached}, {rec.seconds:.1f} s")
     return "\n".join(lines)
 
 

@@ -32,6 +32,8 @@ else:  # pragma: no cover
 
 from sim_adapters.dynamic import DEFAULT_MODE, DYNAMIC_MODES
 
+from lookplangraph.lm.embedded import DEFAULT_MODEL, default_lm
+
 from lookplangraph.planners.config import (
     PlannerConfig, check_choices, legacy_note, reference_lines, setting, settings_reference,
 )
@@ -40,10 +42,10 @@ from lookplangraph.planners.config import (
 AUGMENTATION_MODES = ("ground_truth", "parser", "vlm")
 
 #: the embedded base model: the default LM of every planner but LookPlanGraph, and of ``reproduce``
-BASE_LM = "llamacpp:qwen2.5-coder-1.5b"
-#: LookPlanGraph's default LM: the base with the shipped adapter trained on its decisions (its
-#: model card: ``lookplangraph/lm/adapters/lpg-v5.md``)
-DEFAULT_LM = "llamacpp:qwen2.5-coder-1.5b+lpg-v5"
+BASE_LM = f"llamacpp:{DEFAULT_MODEL}"
+#: LookPlanGraph's default LM: the base with the adapter the registry names its default
+#: (:func:`lookplangraph.lm.embedded.default_lm`; model cards in ``docs/models/``)
+DEFAULT_LM = default_lm()
 
 
 class SettingsError(ValueError):

@@ -87,43 +87,71 @@ MODELS: dict[str, ModelSpec] = {
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 
 
+#: The adapter registry: every adapter trained for an embedded model, which one is each model's
+#: default and which are shipped in this package (``lookplangraph/lm/adapters/registry.json``).
+REGISTRY_FILE = Path(__file__).parent / "adapters" / "registry.json"
+
+
 @dataclass(frozen=True)
 class AdapterSpec:
-    """A GGUF LoRA adapter shipped inside this package (``lookplangraph/lm/adapters/FILENAME``)
-    for one embedded model, selected as ``llamacpp:MODEL+NAME``; its model card lies beside it
-    (``FILENAME`` with ``.md``)."""
+    """A GGUF LoRA adapter of an embedded model, selected as ``llamacpp:MODEL+NAME`` (an entry of
+    :data:`REGISTRY_FILE`; its model card: ``docs/models/NAME.md``). A shipped adapter lies in
+    ``lookplangraph/lm/adapters/``; one that is not is looked for in ``adapters/`` of the model
+    cache (:func:`models_dir`), where the commit that last held it restores it."""
 
     name: str
     model: str
     filename: str
     sha256: str
+    shipped: bool = True
+    commit: str | None = None
+
+    def restore_command(self) -> str:
+        """The command that puts an adapter that is not shipped where :meth:`path` looks for it."""
+        target = models_dir() / "adapters" / self.filename
+        return (f"mkdir -p {target.parent} && git show {self.commit}:lookplangraph/lm/adapters/{self.filename} "
+                f"> {target}   (in a clone of the repository)")
 
     def path(self) -> Path:
-        """The adapter file; :class:`ModelError` if it is missing or not the file the registry names."""
-        path = Path(__file__).parent / "adapters" / self.filename
-        if not path.is_file():
-            raise ModelError(f"the adapter {self.model}+{self.name} is not installed ({path} is missing)")
+        """The adapter file; :class:`ModelError` if it is missing (with the command that restores
+        it) or not the file the registry names."""
+        where = [Path(__file__).parent / "adapters" / self.filename, models_dir() / "adapters" / self.filename]
+        path = next((p for p in where if p.is_file()), None)
+        if path is None:
+            if self.shipped:
+                raise ModelError(f"the adapter {self.model}+{self.name} is not installed ({where[0]} is missing); "
+                                 "reinstall the package")
+            raise ModelError(f"the adapter {self.model}+{self.name} is not shipped in this package (it ships "
+                             f"{self.model}+{default_adapter(self.model)}); restore it with: {self.restore_command()}; "
+                             f"its model card: docs/models/{self.name}.md")
         if sha256_file(path) != self.sha256:
             raise ModelError(f"{path} is not the adapter {self.model}+{self.name} (SHA-256 differs)")
         return path
 
 
-#: Adapters shipped for the embedded models, ``{model: {name: spec}}`` (``lookplangraph distill
-#: train`` makes them; each has its model card beside it: ``NAME.md``).
-ADAPTERS: dict[str, dict[str, AdapterSpec]] = {
-    "qwen2.5-coder-1.5b": {
-        "lpg-v0": AdapterSpec("lpg-v0", "qwen2.5-coder-1.5b", "lpg-v0.gguf",
-                              "3690a80854c456991a64d1e7bda6b9be789efc12cd964c65c95eebaa4600cdbb"),
-        "lpg-v2": AdapterSpec("lpg-v2", "qwen2.5-coder-1.5b", "lpg-v2.gguf",
-                              "d114f082f6c54474db4bf51f3c98f07418e72e541a728eb8f88a753fd6cb4ed4"),
-        "lpg-v3": AdapterSpec("lpg-v3", "qwen2.5-coder-1.5b", "lpg-v3.gguf",
-                              "86ad5492b0e5207ab151911bec9a4d2ea51480e7496424f0b523dfb8c8a5161b"),
-        "lpg-v4": AdapterSpec("lpg-v4", "qwen2.5-coder-1.5b", "lpg-v4.gguf",
-                              "2978ad18ccc0755459eb66e018bb9dc336aa38d6d7e8a9481bdda2fde8ea57df"),
-        "lpg-v5": AdapterSpec("lpg-v5", "qwen2.5-coder-1.5b", "lpg-v5.gguf",
-                              "7dc4d7c81f49cd1a7ec717e8c058f9954750a9c93584fd2c46ab71a8098b8e91"),
-    },
-}
+def _load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, AdapterSpec]], dict[str, str]]:
+    doc = json.loads(path.read_text())
+    adapters: dict[str, dict[str, AdapterSpec]] = {}
+    for e in doc["adapters"]:
+        adapters.setdefault(e["model"], {})[e["name"]] = AdapterSpec(
+            e["name"], e["model"], e["file"], e["sha256"], e["shipped"], e.get("commit"))
+    return adapters, dict(doc["default"])
+
+
+#: Adapters of the embedded models, ``{model: {name: spec}}``, shipped or not (:data:`REGISTRY_FILE`;
+#: ``lookplangraph distill train`` makes them).
+ADAPTERS, DEFAULT_ADAPTERS = _load_registry()
+
+
+def default_adapter(model: str = DEFAULT_MODEL) -> str | None:
+    """The name of ``model``'s default adapter (the one this package ships), None if it has none."""
+    return DEFAULT_ADAPTERS.get(model)
+
+
+def default_lm() -> str:
+    """The backend spec of the embedded default: the default model with its default adapter."""
+    adapter = default_adapter(DEFAULT_MODEL)
+    return f"llamacpp:{DEFAULT_MODEL}" + (f"+{adapter}" if adapter else "")
 
 
 def models_dir() -> Path:
@@ -259,6 +287,8 @@ def ensure_model(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None,
         path.unlink()  # corrupt or truncated: assemble again
         _stamp_path(path).unlink(missing_ok=True)
     parts = part_paths(name)
+    print(f"assembling {name} ({spec.size / 1e9:.1f} GB) from its installed parts into {path.parent} (first use)",
+          file=sys.stderr, flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(path.parent).free
     if free < spec.size:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -82,6 +83,41 @@ def default_extra_buffers() -> bool:
 
 
 _LOAD_LOCK = threading.Lock()
+#: where llama.cpp's own log goes in this process (:func:`route_native_log`)
+_NATIVE_LOG: dict[str, Any] = {"path": None, "file": None, "echo": False, "callback": None}
+
+
+def route_native_log(path: str | os.PathLike | None = None, echo: bool = False) -> None:
+    """Send llama.cpp's own log (model and adapter loading, its warnings and errors) of this
+    process to ``path`` (appended; None: no file) and, when ``echo``, to standard error as well.
+    Without either it is dropped. Process-wide, as llama.cpp's logger is; every
+    :class:`LlamaCppBackend` sets it from its ``native_log`` and ``verbose`` arguments."""
+    import ctypes
+
+    import llama_cpp  # importing it installs llama-cpp-python's own handler, which this one replaces
+
+    state = _NATIVE_LOG
+    path = str(Path(path).expanduser()) if path is not None else None
+    if path != state["path"]:
+        if state["file"] is not None:
+            state["file"].close()
+        state["file"] = None
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            state["file"] = open(path, "a", encoding="utf-8", errors="replace", buffering=1)
+        state["path"] = path
+    state["echo"] = bool(echo)
+    if state["callback"] is None:
+        @llama_cpp.llama_log_callback
+        def _log(level: int, text: bytes, user_data: Any) -> None:
+            line = text.decode("utf-8", errors="replace")
+            if _NATIVE_LOG["file"] is not None:
+                _NATIVE_LOG["file"].write(line)
+            if _NATIVE_LOG["echo"]:
+                sys.stderr.write(line)
+
+        state["callback"] = _log  # kept: llama.cpp holds only the C pointer
+        llama_cpp.llama_log_set(_log, ctypes.c_void_p(0))
 
 
 def set_extra_buffers(extra_buffers: bool) -> Callable[[], Any]:
@@ -165,6 +201,10 @@ class LlamaCppBackend:
     trained on another base, raises :class:`AdapterError`); :attr:`adapter` keeps what it records,
     the prompt it was trained with among it.
 
+    llama.cpp's own log (loading, adapters, its warnings) goes to the file ``native_log`` when
+    given, and to standard error too with ``verbose``; otherwise it is dropped
+    (:func:`route_native_log`).
+
     Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
     and the llama-cpp-python chat handler of that family as ``chat_handler`` (a key of
     :data:`VISION_HANDLERS`: ``qwen2.5-vl``, ``llava-1-5``, ``llava-1-6``, ``moondream``,
@@ -176,7 +216,8 @@ class LlamaCppBackend:
     def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None,
                  seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, verbose: bool = False, mmproj: str | os.PathLike | None = None,
                  chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
-                 extra_buffers: bool | None = None, jump_forward: bool = True, **llama_kwargs: Any):
+                 extra_buffers: bool | None = None, jump_forward: bool = True,
+                 native_log: str | os.PathLike | None = None, **llama_kwargs: Any):
         try:
             import llama_cpp
         except ImportError:
@@ -185,6 +226,7 @@ class LlamaCppBackend:
         from lookplangraph.lm import embedded as models
 
         self._llama_cpp = llama_cpp
+        route_native_log(native_log, echo=verbose)
         model = str(model)
         adapter = None
         if "+" in model and not Path(model).expanduser().is_file():
@@ -219,7 +261,9 @@ class LlamaCppBackend:
             self.llm = load_llama(path, extra_buffers=extra_buffers, n_ctx=n_ctx, n_threads=n_threads, seed=seed,
                                   verbose=verbose, **llama_kwargs)
         except Exception as exc:
-            raise LMError(f"llama.cpp could not load {path}: {exc}") from None
+            where = (f"llama.cpp's own log: {native_log}" if native_log is not None
+                     else "verbose=True (--verbose) shows llama.cpp's own log")
+            raise LMError(f"llama.cpp could not load {path}: {exc} ({where})") from None
         self._grammars: dict[str | None, Any] = {}
         #: greedy replies to flat schemas decoded with the text they fix evaluated in batches
         #: (:mod:`lookplangraph.lm.jump`); other requests go through the grammar
@@ -337,21 +381,24 @@ class LlamaCppBackend:
 
 def resolve_adapter(model: str, adapter: str) -> Path:
     """The GGUF LoRA file of ``MODEL+ADAPTER``: ADAPTER as a path to an existing file, else as the
-    name of an adapter shipped for the embedded model ``model``; raises :class:`AdapterError`
-    naming the adapters that exist."""
+    name of an adapter of the embedded model ``model`` in the registry
+    (:data:`lookplangraph.lm.embedded.ADAPTERS`); raises :class:`AdapterError` naming the adapters
+    that exist, or saying how to restore one the package does not ship."""
     from lookplangraph.lm import embedded as models
 
     path = Path(adapter).expanduser()
     if path.is_file():
         return path
-    shipped = models.ADAPTERS.get(model, {})
-    if adapter in shipped:
+    registered = models.ADAPTERS.get(model, {})
+    if adapter in registered:
         try:
-            return shipped[adapter].path()
+            return registered[adapter].path()
         except models.ModelError as exc:
             raise AdapterError(str(exc)) from None
-    known = ", ".join(f"{m}+{a}" for m, names in models.ADAPTERS.items() for a in names) or "none yet"
-    raise AdapterError(f"no adapter file {path} and no adapter {adapter!r} shipped for {model!r} (shipped: {known}); "
+    shipped = ", ".join(f"{m}+{a}" for m, names in models.ADAPTERS.items() for a, s in names.items() if s.shipped)
+    others = ", ".join(a for names in models.ADAPTERS.values() for a, s in names.items() if not s.shipped)
+    raise AdapterError(f"no adapter file {path} and no adapter {adapter!r} shipped for {model!r} (shipped: "
+                       f"{shipped or 'none'}; in the registry, restored on demand: {others or 'none'}); "
                        "train one with `lookplangraph distill train` and give its adapter.gguf path")
 
 

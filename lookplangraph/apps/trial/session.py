@@ -325,19 +325,30 @@ class _WatchedAugmentation:
 
 
 # -- building backends for a trial -------------------------------------------------------------
-def backends_for(trial: Trial, make: Callable[..., Any] | None = None):
+def backends_for(trial: Trial, make: Callable[..., Any] | None = None, verbose: bool = False):
     """``(planner_lm, augmentation)`` of ``trial``'s settings, each LM behind a reply cache in the
     trial directory (what makes a trial resumable). ``make(spec, **options)`` builds a backend
-    (default :func:`lookplangraph.lm.make_backend`)."""
+    (default :func:`lookplangraph.lm.make_backend`). An in-process llama.cpp keeps its own log in
+    the trial's ``llama.log``, and shows it on the terminal too with ``verbose``."""
+    from lookplangraph.lm import LMError, parse_spec
     from lookplangraph.lm.cache import CachedBackend
     from vlm.gam import GraphAugmentation
 
     if make is None:
         from lookplangraph.lm import make_backend as make
+
+    def built(spec: str, options: dict[str, Any]):
+        try:
+            native = parse_spec(spec)[0] == "llamacpp"
+        except LMError:
+            native = False  # make() says what is wrong with the spec
+        extra = {"native_log": str(trial.path("llama.log")), "verbose": verbose} if native else {}
+        return make(spec, **(extra | options))
+
     s = trial.settings
-    lm = CachedBackend(make(s["lm"], **s.get("lm_options", {})), trial.path("lm_cache.jsonl"))
-    describer = CachedBackend(make(s["vlm"], **s.get("vlm_options", {})), trial.path("vlm_cache.jsonl")) if s.get("vlm") else None
-    parser = CachedBackend(make(s["parser_lm"]), trial.path("parser_cache.jsonl")) if s.get("parser_lm") else None
+    lm = CachedBackend(built(s["lm"], s.get("lm_options", {})), trial.path("lm_cache.jsonl"))
+    describer = CachedBackend(built(s["vlm"], s.get("vlm_options", {})), trial.path("vlm_cache.jsonl")) if s.get("vlm") else None
+    parser = CachedBackend(built(s["parser_lm"], {}), trial.path("parser_cache.jsonl")) if s.get("parser_lm") else None
     if parser is None:
         parser = describer if describer is not None else lm
     return lm, GraphAugmentation(trial.augmentation_mode, describer=describer, parser=parser)

@@ -84,9 +84,6 @@ def default_configs_dir() -> Path:
 
 def sample_tasks(data_dir: Path, split: str, limit: int | None, seed: int) -> list[Task]:
     """All tasks of ``split`` (built on demand), or a seeded sample of ``limit`` in task order."""
-    built = dataset.read_index(data_dir)["splits"] if (data_dir / "index.json").exists() else {}
-    if split not in built:
-        dataset.build(data_dir, splits=[split])
     tasks = dataset.load_split(data_dir, split)
     if limit is None or limit >= len(tasks):
         return tasks
