@@ -1,13 +1,17 @@
 """The table of ``benchmarks/lm_eval.sh`` runs: one row per run and split, and one over all three.
 
     .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_demo1 runs/lm47_05b_demo1 runs/lm47_demo1_dyn0
+    .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_v5 runs/lm47_v6 --compare
 
 Each argument is the OUT prefix given to ``lm_eval.sh`` (its directories ``OUT_vh``, ``OUT_bh``
-and ``OUT_office``; a missing one is "not run"). Per row: the episodes finished, strict SR, APP,
+and ``OUT_office``; a missing one is "not run"). Per row: the episodes finished, strict SR with
+its 95 % Wilson interval, APP,
 LM calls per task, how episodes ended (``done`` / ``max_actions`` / ``unresolved`` / other), prompt
 tokens per call with the share the prefix cache evaluated once, and seconds per decision (median
 and 90th percentile over the decisions in the run's traces; where a run has no traces, the median
 over episodes of LM seconds / LM calls; only indicative on a shared machine). Markdown on stdout.
+``--compare`` then pairs the first run with each other one task by task
+(:mod:`lookplangraph.evaluation.paired`: gains, losses, the sign test, the tasks).
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from statistics import mean, median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lookplangraph.evaluation.paired import compare, outcomes, wilson  # noqa: E402
 from lookplangraph.evaluation.runner import read_results  # noqa: E402
 
 SPLITS = (("vh", "VirtualHome"), ("bh", "BEHAVIOR"), ("office", "office"))
 ENDS = ("done", "max_actions", "unresolved")
-HEADER = ("| run | part | tasks | SR (strict) | APP | LM calls/task | ends (done / max_actions / unresolved / other) "
+HEADER = ("| run | part | tasks | SR (strict; 95 % interval) | APP | LM calls/task | ends (done / max_actions / unresolved / other) "
           "| prompt tokens/call (cached) | s/decision (p50 / p90) |\n|---|---|---|---|---|---|---|---|---|")
 
 
@@ -62,7 +67,8 @@ def row(run: str, part: str, results: list[dict], decisions: list[float] | None 
         seconds = f"{median(decisions):.1f} / {quantile(decisions, 0.9):.1f}"
     else:
         seconds = f"{median(per_decision):.1f} / –" if per_decision else "–"
-    return (f"| {run} | {part} | {len(results)} | {successes / len(results):.3f} ({successes}) | "
+    lo, hi = wilson(successes, len(results))
+    return (f"| {run} | {part} | {len(results)} | {successes / len(results):.3f} ({successes}; {lo:.2f}–{hi:.2f}) | "
             f"{mean(r['precision'] for r in results):.3f} | {calls / len(results):.2f} | "
             f"{' / '.join(str(ends.get(k, 0)) for k in ENDS)} / {other} | {tokens} | {seconds} |")
 
@@ -70,8 +76,11 @@ def row(run: str, part: str, results: list[dict], decisions: list[float] | None 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("prefixes", nargs="+", help="OUT prefixes of lm_eval.sh runs")
+    ap.add_argument("--compare", action="store_true",
+                    help="also pair the first run with each other one, task by task (gains, losses, sign test)")
     args = ap.parse_args()
     print(HEADER)
+    runs = {}
     for prefix in args.prefixes:
         everything, seconds = [], []
         for suffix, part in SPLITS:
@@ -82,6 +91,11 @@ def main() -> int:
             seconds += decisions
             print(row(Path(prefix).name, part, results, decisions))
         print(row(Path(prefix).name, "**all**", everything, seconds))
+        runs[Path(prefix).name] = outcomes(everything)
+    if args.compare and len(runs) > 1:
+        first, *others = runs
+        for other in others:
+            print(f"\n{first} against {other}:\n" + compare(runs[first], runs[other]).text(first, other))
     return 0
 
 

@@ -86,3 +86,31 @@ def test_real_episode_through_llama_cpp_server(llama_server, tmp_path):
     lm = make_backend(f"openai:qwen-0.5b@{llama_server}", structured="json_object", timeout=180, max_retries=1)
     result = run_episode_to_dir(kitchen_task(), lm, CFG, tmp_path)
     check_episode(result, tmp_path)
+
+
+@pytest.mark.lm
+def test_run_keeps_llama_cpps_own_log_in_the_run_directory_and_shows_it_with_verbose(small_model_path, tmp_path):
+    """``lookplangraph run`` as a child process (what a user's terminal gets, native writes
+    included): the episode on stdout, nothing of llama.cpp's loading on stderr, all of it in
+    ``llama.log``; ``--verbose`` shows it on the terminal too."""
+    import subprocess
+    import sys
+
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps(kitchen_task().model_dump(mode="json")))
+    marks = ("llama_model_loader", "load_tensors", "llama_context")
+
+    def run(out, *extra):
+        return subprocess.run([sys.executable, "-m", "lookplangraph.cli", "run", "--task-file", str(task), "--lm",
+                               f"llamacpp:{small_model_path}", "--max-actions", "1", "--out", str(out), *extra],
+                              capture_output=True, text=True, timeout=600)
+
+    quiet = run(tmp_path / "quiet")
+    assert quiet.returncode in (0, 1), quiet.stderr  # success or failure of the episode, not an error
+    assert quiet.stdout.startswith("Task test/kitchen-apple:") and "trace:" in quiet.stdout
+    assert not any(m in quiet.stderr for m in marks), quiet.stderr[-2000:]
+    log = (tmp_path / "quiet" / "llama.log").read_text()
+    assert all(m in log for m in marks)
+    loud = run(tmp_path / "loud", "--verbose")
+    assert loud.returncode in (0, 1) and all(m in loud.stderr for m in marks)
+    assert all(m in (tmp_path / "loud" / "llama.log").read_text() for m in marks)
