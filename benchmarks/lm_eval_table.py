@@ -1,16 +1,18 @@
-"""The table of ``benchmarks/lm_eval.sh`` runs: one row per run and split, and one over all three.
+"""The table of ``benchmarks/lm_eval.sh`` runs: one row per run and split, one over the test sample, and the dev set apart.
 
     .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_demo1 runs/lm47_05b_demo1 runs/lm47_demo1_dyn0
     .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_v5 runs/lm47_v6 --compare
 
 Each argument is the OUT prefix given to ``lm_eval.sh`` (its directories ``OUT_vh``, ``OUT_bh``
-and ``OUT_office``; a missing one is "not run"). Per row: the episodes finished, strict SR with
+and ``OUT_office``; a missing one is "not run"; ``OUT_dev`` of ``benchmarks/dev_eval.sh`` is shown
+apart, never in the test sample's total). Per row: the episodes finished, strict SR with
 its 95 % Wilson interval, APP,
 LM calls per task, how episodes ended (``done`` / ``max_actions`` / ``unresolved`` / other), prompt
 tokens per call with the share the prefix cache evaluated once, and seconds per decision (median
 and 90th percentile over the decisions in the run's traces; where a run has no traces, the median
 over episodes of LM seconds / LM calls; only indicative on a shared machine). Markdown on stdout.
-``--compare`` then pairs the first run with each other one task by task
+``--compare`` then pairs the first run with each other one task by task, on the test sample and on
+dev separately
 (:mod:`lookplangraph.evaluation.paired`: gains, losses, the sign test, the tasks).
 """
 
@@ -29,6 +31,7 @@ from lookplangraph.evaluation.paired import compare, outcomes, wilson  # noqa: E
 from lookplangraph.evaluation.runner import read_results  # noqa: E402
 
 SPLITS = (("vh", "VirtualHome"), ("bh", "BEHAVIOR"), ("office", "office"))
+DEV = ("dev", "dev (chooses; not in the total)")
 ENDS = ("done", "max_actions", "unresolved")
 HEADER = ("| run | part | tasks | SR (strict; 95 % interval) | APP | LM calls/task | ends (done / max_actions / unresolved / other) "
           "| prompt tokens/call (cached) | s/decision (p50 / p90) |\n|---|---|---|---|---|---|---|---|---|")
@@ -90,12 +93,19 @@ def main() -> int:
             everything += results
             seconds += decisions
             print(row(Path(prefix).name, part, results, decisions))
-        print(row(Path(prefix).name, "**all**", everything, seconds))
-        runs[Path(prefix).name] = outcomes(everything)
+        print(row(Path(prefix).name, "**all (test)**", everything, seconds))
+        dev_path = Path(f"{prefix}_{DEV[0]}") / "results.jsonl"
+        dev = read_results(dev_path) if dev_path.exists() else []
+        if dev:
+            print(row(Path(prefix).name, DEV[1], dev, decision_seconds(dev_path.parent)))
+        runs[Path(prefix).name] = {"test": outcomes(everything), "dev": outcomes(dev)}
     if args.compare and len(runs) > 1:
         first, *others = runs
         for other in others:
-            print(f"\n{first} against {other}:\n" + compare(runs[first], runs[other]).text(first, other))
+            for part in ("dev", "test"):
+                if runs[first][part] and runs[other][part]:
+                    pair = compare(runs[first][part], runs[other][part])
+                    print(f"\n{part}: {first} against {other}:\n" + pair.text(first, other))
     return 0
 
 

@@ -34,7 +34,8 @@ from grasif.task import Task, load_task
 from sgs.graph import Layer
 
 #: split name -> module that builds it
-SPLIT_MODULES = {"virtualhome": "grasif.virtualhome", "behavior": "grasif.behavior", "office": "grasif.office"}
+SPLIT_MODULES = {"virtualhome": "grasif.virtualhome", "behavior": "grasif.behavior", "office": "grasif.office",
+                 "dev": "grasif.dev"}
 
 
 class SourceError(RuntimeError):

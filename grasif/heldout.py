@@ -5,6 +5,10 @@
 every office task. The office scene is therefore out of domain for anything trained on the pool:
 report it apart.
 
+**Development tasks** (:data:`DEV_SPLITS`: the hand-written buildings of :mod:`grasif.dev`) are
+where every choice is made; they too never enter training material (:func:`kept_out_tasks`), and
+the evaluation tasks report a release without picking anything.
+
 **The train pool** is the rest of VirtualHome and BEHAVIOR minus the *siblings* of evaluation
 tasks, since near-duplicates leak as surely as the task itself (:func:`family_keys`):
 
@@ -43,6 +47,8 @@ EVAL_IDS = {("virtualhome", t) for t in EVAL_VIRTUALHOME} | {("behavior", t) for
 EVAL_SPLITS = ("office",)
 #: splits the train pool is drawn from
 POOL_SPLITS = ("virtualhome", "behavior")
+#: splits whose tasks choose designs: kept out of training like the evaluation tasks
+DEV_SPLITS = ("dev",)
 #: dynamic-mode seeds of each side (None: the static episode)
 SEEDS = {"eval": [None, 0, 1], "train": [None, 0, 1, 2, 3]}
 
@@ -76,6 +82,12 @@ def evaluation_tasks(data_dir: Path) -> list[Task]:
     """The evaluation tasks of a GraSIF build (:func:`is_eval`: the 47-task sample), in split
     order: what no training material may equal or rename."""
     return [t for split in (*POOL_SPLITS, *EVAL_SPLITS) for t in dataset.load_split(data_dir, split) if is_eval(t)]
+
+
+def kept_out_tasks(data_dir: Path) -> list[Task]:
+    """Every task no training material may equal or rename: the evaluation tasks and the
+    development tasks (module doc)."""
+    return evaluation_tasks(data_dir) + [t for split in DEV_SPLITS for t in dataset.load_split(data_dir, split)]
 
 
 def in_train_pool(split: str, task_id: str, manifest: dict | None = None) -> bool:

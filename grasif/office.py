@@ -115,7 +115,7 @@ def _read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SourceError(f"{path}: missing source file of the office split") from None
+        raise SourceError(f"{path}: missing source file of an authored building") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
     try:
@@ -225,7 +225,8 @@ def apply_edits(building: dict[str, Any], edits: Edits) -> dict[str, Any]:
     return data
 
 
-def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> Task:
+def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path, split: str = SPLIT,
+               source: str = PROVENANCE, files: list[str] | None = None) -> Task:
     where = f"{tasks_path}: task {src.id}"
     try:
         initial = apply_edits(building, src.edits)
@@ -236,7 +237,7 @@ def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> T
     except GraphError as exc:
         raise SourceError(f"{where}: the edited building is not a valid graph: {'; '.join(exc.problems)}") from None
     if src.goal.is_empty():
-        raise SourceError(f"{where}: empty goal (every office task changes something)")
+        raise SourceError(f"{where}: empty goal (every authored task changes something)")
     goal = src.goal.model_copy(update={"unchanged_elsewhere": True})  # the paper's success: no side effects
     try:
         problems = goal.check_names(graph)
@@ -255,12 +256,13 @@ def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path) -> T
         bad = [f"step {s.index} {s.action}: {s.feedback}" for s in report.infeasible]
         bad += report.goal.not_met()
         raise SourceError(f"{where}: the ground-truth plan does not reach the goal: {'; '.join(bad)}")
-    provenance: dict[str, Any] = {"source": PROVENANCE, "files": [f"grasif/data/office/{BUILDING_FILE}", f"grasif/data/office/{TASKS_FILE}"], "kind": src.kind}
+    files = files if files is not None else [f"grasif/data/office/{BUILDING_FILE}", f"grasif/data/office/{TASKS_FILE}"]
+    provenance: dict[str, Any] = {"source": source, "files": files, "kind": src.kind}
     if not src.edits.is_empty():
         provenance["edits"] = src.edits.model_dump(mode="json", exclude_defaults=True)
     return Task(
         id=src.id,
-        split=SPLIT,
+        split=split,
         instruction=src.instruction,
         initial_graph=initial,
         goal=goal,

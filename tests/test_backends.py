@@ -155,22 +155,37 @@ def test_scripted_backend_and_make_backend():
 
 
 def test_default_threads_leaves_busy_cpus_alone(monkeypatch):
+    import lookplangraph.lm.llamacpp as llamacpp
+
     monkeypatch.delenv("LOOKPLANGRAPH_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
-    assert default_threads() == 4
-    monkeypatch.setattr(os, "getloadavg", lambda: (2.6, 0.0, 0.0))
-    assert default_threads() == 2
-    monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 0.0, 0.0))
-    assert default_threads() == 1
-    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 0.0, 0.0))
-    assert default_threads() == 1
+    for busy, threads in ((0.2, 4), (0.6, 3), (2.4, 2), (3.5, 1), (9.0, 1)):
+        monkeypatch.setattr(llamacpp, "busy_cpus", lambda: busy)
+        assert default_threads() == threads, busy
     monkeypatch.setenv("LOOKPLANGRAPH_THREADS", "3")  # a queue of runs sets it: the load average lags
     assert default_threads() == 3
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("LOOKPLANGRAPH_THREADS", bad)
         with pytest.raises(LMError, match="LOOKPLANGRAPH_THREADS must be a positive integer"):
             default_threads()
+
+
+def test_busy_cpus_reads_the_machine_now_and_falls_back_to_the_load_average(monkeypatch):
+    import lookplangraph.lm.llamacpp as llamacpp
+
+    if os.path.exists("/proc/stat"):
+        assert 0.0 <= llamacpp.busy_cpus(0.05) <= (os.cpu_count() or 1)
+    counters = iter([[100, 0, 100, 800, 0, 0, 0, 0], [150, 0, 150, 900, 0, 0, 0, 0]])  # half busy over the window
+    monkeypatch.setattr(llamacpp, "_cpu_times", lambda: next(counters))
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert llamacpp.busy_cpus(0) == pytest.approx(2.0)
+
+    def unreadable():
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(llamacpp, "_cpu_times", unreadable)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.7, 0.0, 0.0))
+    assert llamacpp.busy_cpus(0) == 1.7
 
 
 def test_default_gpu_layers_reads_the_environment(monkeypatch):

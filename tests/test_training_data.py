@@ -46,7 +46,7 @@ def held_out_problems(examples: list[dict], build: Path) -> list[str]:
     """What in ``examples`` (rows of an sft.jsonl) comes from a held-out task, scene or instruction."""
     tasks = [t for s in (*heldout.POOL_SPLITS, *heldout.EVAL_SPLITS) for t in dataset.load_split(build, s)]
     cypher_scenes = {(t.split, t.id) for t in allowed_scenes(tasks)}
-    held_out = {t.instruction.strip().lower() for t in heldout.evaluation_tasks(build)}
+    held_out = {t.instruction.strip().lower() for t in heldout.kept_out_tasks(build)}  # evaluation and dev
     bad = []
     for n, row in enumerate(examples, 1):
         meta = row["meta"]
@@ -79,6 +79,9 @@ def test_the_check_catches_held_out_examples(grasif_build):
                 {"messages": chat[:1] + [{"role": "user", "content": "Question: how many?"}] + chat[2:],
                  "meta": {"source": "cypher-gold", "split": task.split, "scene": task.id}},
                 {"messages": chat, "meta": {"split": f"{SPLIT_PREFIX}home", "task_id": "home-s0-00000-t1"}}]
+    dev = dataset.load_split(grasif_build, "dev")[0]  # a development task: kept out as surely
+    examples.append({"messages": [chat[0], {"role": "user", "content": f"Instruction: {dev.instruction}\nScene:"}, chat[2]],
+                     "meta": {"split": dev.split, "task_id": dev.id}})
     problems = held_out_problems(examples, grasif_build)
-    assert [p.split(":")[0] for p in problems] == ["1", "1", "2", "3"]
+    assert [p.split(":")[0] for p in problems] == ["1", "1", "2", "3", "4", "4"]
     assert "not in the train pool" in problems[0] and "not a training scene" in problems[2]

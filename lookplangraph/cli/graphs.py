@@ -67,7 +67,7 @@ def add_parsers(sub) -> None:
                       examples=["lookplangraph grasif list --split office",
                                 "lookplangraph grasif list --split virtualhome --selection paper | wc -l"])
     lst.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
-    split_flag(lst, several=False, help="only the tasks of this split (default: all)")
+    split_flag(lst, several=False, help="only the tasks of this split, built first if missing (default: every split built so far; all of them when none is)")
     lst.add_argument("--selection", help="only tasks of this selection (virtualhome: strict = appendix H1 as written, "
                                          "paper = 308 tasks)")
     st = add_command(gsub, "stats", help="Table I of the paper for the build",
@@ -200,8 +200,9 @@ def cmd_grasif(args) -> int:
                 for task in dataset.load_split(data_dir, args.split):
                     if args.selection in task.provenance.get("selections", []):
                         print(task.id)
-            else:
-                for _, task_id in dataset.task_ids(data_dir, args.split):
+            else:  # without --split: the splits built so far; with none, every split is built first
+                only_built = args.split is None and bool(dataset.built_splits(data_dir))
+                for _, task_id in dataset.task_ids(data_dir, args.split, build_missing=not only_built):
                     print(task_id)
         elif args.grasif_command == "priors":
             return _priors(args, data_dir)
@@ -266,10 +267,7 @@ def _generate(args, data_dir: Path) -> int:
         if unknown or not kinds:
             raise UsageError(f"--task-kinds: unknown {', '.join(unknown) or '(none given)'}; the kinds are "
                              + ", ".join(generate.KINDS + generate.OPT_IN_KINDS))
-    missing = [s for s in ("virtualhome", "behavior", "office") if not (data_dir / s).is_dir()]
-    if missing:
-        dataset.build(data_dir, splits=missing, progress=lambda msg: print(msg, file=sys.stderr))
-    held = heldout.evaluation_tasks(data_dir)
+    held = heldout.kept_out_tasks(data_dir)  # the splits are built on first use
     tasks = generate.generate(args.kind, args.n, args.seed, kinds=kinds,
                               progress=progress_bar(f"generated {args.kind} tasks", unit="task"))
     try:

@@ -279,7 +279,7 @@ def cmd_distill(args) -> int:
     if args.distill_command in ("train", "export", "merge", "split", "join", "mix"):
         return _distill_training(args)
     from grasif import dataset
-    from grasif.heldout import evaluation_tasks, in_train_pool
+    from grasif.heldout import in_train_pool, kept_out_tasks
 
     from grasif.generate.leaks import GeneratedLeak
 
@@ -313,7 +313,7 @@ def cmd_distill(args) -> int:
     bad = sorted(set(kinds) - set(trajectories.AUGMENTATIONS))
     if bad:
         raise UsageError(f"--augment: unknown kind(s) {', '.join(bad)}; use {', '.join(trajectories.AUGMENTATIONS)} or none")
-    held = evaluation_tasks(root) if generated else []
+    held = kept_out_tasks(root) if generated else []
     try:
         counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
                                          max_actions=args.max_actions, progress=progress_bar("expert episodes"),
@@ -343,7 +343,7 @@ def _expert(spec: str):
 def _dagger(args, root: Path, tasks: list) -> int:
     """``distill dagger``: one round over train-pool or generated tasks (module doc of dagger)."""
     from grasif.generate.leaks import GeneratedLeak, check_leaks
-    from grasif.heldout import evaluation_tasks, in_train_pool
+    from grasif.heldout import in_train_pool, kept_out_tasks
 
     from lookplangraph.evaluation import dagger, trajectories
     from lookplangraph.lm import LMError, make_backend
@@ -353,7 +353,7 @@ def _dagger(args, root: Path, tasks: list) -> int:
     elif args.tasks.startswith("generated:"):
         chosen = _generated_tasks([args.tasks.split(":", 1)[1]])
         try:
-            check_leaks(chosen, evaluation_tasks(root))
+            check_leaks(chosen, kept_out_tasks(root))
         except GeneratedLeak as exc:
             raise UsageError(str(exc)) from None
     else:

@@ -14,7 +14,7 @@ from sgs.io import graph_from_dict, load_graph
 
 from lookplangraph.cli.conventions import Unavailable, UsageError, deprecated
 
-SPLITS = ["virtualhome", "behavior", "office"]
+SPLITS = ["virtualhome", "behavior", "office", "dev"]
 DATA_DIR_HELP = "GraSIF data directory (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)"
 
 

@@ -20,23 +20,49 @@ from lookplangraph.lm.jump import FlatSchema, JumpDecoder, flat_schema
 from lookplangraph.lm.lora import check_adapter, merged_record
 
 
+def _cpu_times() -> list[int]:
+    """The machine's CPU time counters (``/proc/stat``'s first line: user, nice, system, idle,
+    iowait, ...); OSError or ValueError where there is no such file or it reads otherwise."""
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = f.readline().split()
+    if not fields or fields[0] != "cpu" or len(fields) < 6:
+        raise ValueError("/proc/stat does not start with the cpu line")
+    return [int(x) for x in fields[1:]]
+
+
+def busy_cpus(window_s: float = 0.25) -> float:
+    """How many CPUs are busy now: the machine's busy share over ``window_s`` seconds
+    (``/proc/stat``) times its CPUs; where that cannot be read, the 1-minute load average (which
+    lags: it still counts a build or a run that ended a minute ago)."""
+    try:
+        before = _cpu_times()
+        time.sleep(window_s)
+        after = _cpu_times()
+        total = sum(after) - sum(before)
+        idle = (after[3] + after[4]) - (before[3] + before[4])
+        if total > 0:
+            return (os.cpu_count() or 1) * max(0.0, 1.0 - idle / total)
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
 def default_threads() -> int:
     """``$LOOKPLANGRAPH_THREADS`` when set (a positive integer); otherwise the CPUs available to
-    this process minus the 1-minute load average rounded down, at least 1: all CPUs on an idle
-    machine, 1 on a 2-CPU machine that already runs one busy process. The load average lags: a
-    run started right after another LM run ended still sees its load, so scripts that run
-    evaluations back to back set the variable."""
+    this process that are not busy now (:func:`busy_cpus`, rounded), at least 1: all CPUs on an
+    idle machine, 1 on a 2-CPU machine that already runs one busy process. llama.cpp threads spin
+    at barriers, so asking for a busy CPU makes every step wait for it. Scripts that run several
+    models at once set the variable."""
     env = os.environ.get("LOOKPLANGRAPH_THREADS", "").strip()
     if env:
         if not env.isdigit() or int(env) < 1:
             raise LMError(f"LOOKPLANGRAPH_THREADS must be a positive integer, not {env!r}")
         return int(env)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        load = 0.0
-    return max(1, min(cpus, cpus - int(load)))
+    return max(1, min(cpus, cpus - round(busy_cpus())))
 
 
 def default_gpu_layers() -> int:
