@@ -23,7 +23,7 @@ from lookplangraph.cypher.examples import (GENERATED, ExampleIndex, WorkedExampl
                                            with_worked_examples, write_examples)
 from lookplangraph.cypher.phrasings import REWORDED
 from lookplangraph.cypher.qa import TEMPLATES
-from lookplangraph.cypher.training import dev_buildings
+from lookplangraph.cypher.benchmark import dev_buildings
 from lookplangraph.lm import ScriptedBackend
 
 

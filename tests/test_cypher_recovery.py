@@ -17,7 +17,7 @@ from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.gold import gold
 from lookplangraph.cypher.qa import Question
 from lookplangraph.cypher.recovery import (MISTAKES, FirstQuery, RecoveryRejected, classify, collect, plan_items,
-                                           read_records, recovery_turns, write_recovery)
+                                           read_records, recovery_turns, recovery_writer, write_recovery)
 from lookplangraph.cypher.training import allowed_scenes, build_data, training_questions
 from lookplangraph.lm.base import Usage, checked_completion
 
@@ -116,7 +116,8 @@ def test_recovery_examples_are_the_mistake_then_the_gold_turns_and_only_the_latt
     mistakes = read_records(tmp_path / "m" / "mistakes.jsonl")
     big = open_store("ladybug", QueryLimits(timeout_s=10, max_rows=500, max_chars=20000))
     try:
-        counts = build_data(tasks, big, tmp_path / "d", n_per_split=0, grounding_per_split=0, mistakes=mistakes)
+        counts = build_data(tasks, big, tmp_path / "d", n_per_split=0, grounding_per_split=0,
+                            recovery=recovery_writer(mistakes))
     finally:
         big.close()
     r = counts["recovery"]

@@ -11,14 +11,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 #: lookplangraph/ layers, lowest first: a module of a layer may import its own layer and those
-#: listed before it (the episode contract and settings of planners/ sit below agent/, which the
-#: planners use).
+#: listed before it (the episode contract and settings of planners/ sit above agent/, whose reply
+#: formats they name, and below the planners that use them).
 LAYERS = [
     ("lm", ["lookplangraph.lm"]),
     ("prompts", ["lookplangraph.prompts"]),
     ("sandbox", ["lookplangraph.sandbox"]),
-    ("contract", ["lookplangraph.planners.config", "lookplangraph.planners.episode"]),
     ("agent", ["lookplangraph.agent"]),
+    ("contract", ["lookplangraph.planners.config", "lookplangraph.planners.episode"]),
     ("planners", ["lookplangraph.planners"]),
     ("evaluation", ["lookplangraph.evaluation"]),
     ("cypher", ["lookplangraph.cypher"]),
@@ -108,5 +108,5 @@ def test_the_layer_test_can_fail(tmp_path):
     bad.write_text("def f():\n    from lookplangraph.apps.trial import Trial\n")
     assert "lookplangraph.apps.trial" in imports(bad)
     assert layer_of("lookplangraph.apps.trial") > layer_of("lookplangraph.agent.memory")
-    assert layer_of("lookplangraph.planners.episode") < layer_of("lookplangraph.agent.memory") < \
+    assert layer_of("lookplangraph.agent.memory") < layer_of("lookplangraph.planners.episode") < \
         layer_of("lookplangraph.planners.react")

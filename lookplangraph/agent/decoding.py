@@ -29,7 +29,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sgs.actions import FUNCTIONS, RELATIONS, Action
 
-from lookplangraph.planners.config import answer_format
+
+#: The decision's reply formats, by the order of their keys: the action then a reason (the
+#: default), the reason first (``reason_first``), or the action alone (``reason_max_length = 0``:
+#: no ``reason`` key, the fewest tokens to decode). A trained adapter records the one its
+#: examples had (:mod:`lookplangraph.lm.lora`); the schema is
+#: :func:`action_schema`'s. The planner's settings (:mod:`lookplangraph.planners.config`) name one.
+ANSWER_FORMATS = ("action+reason", "reason+action", "action")
+
+
+def answer_format(reason_first: bool = False, reason_max_length: int | None = None) -> str:
+    """The :data:`ANSWER_FORMATS` name of the reply settings (``reason_max_length`` 0 drops the reason)."""
+    if reason_max_length is not None and reason_max_length < 0:
+        raise ValueError(f"reason_max_length must be 0 (no reason) or more, not {reason_max_length}")
+    if reason_max_length == 0:
+        return "action"
+    return "reason+action" if reason_first else "action+reason"
+
 
 class ActionReply(BaseModel):
     """The reply object: the action fields of :class:`sgs.actions.Action`, then a short reason."""

@@ -150,6 +150,11 @@ def build(data_dir: Path, out_dir: Path | None = None, *, seed: int = 0, qa_per_
     return paths[0], paths[1]
 
 
+def dev_buildings() -> set[str]:
+    """The buildings of the shipped benchmark's development part (its ``parts``)."""
+    return set(json.loads(path_of("qa").read_text())["parts"]["dev"])
+
+
 def load_benchmark(task: str, directory: Path | None = None, data_dir: Path | None = None):
     """Items of benchmark ``task`` (``qa`` or ``grounding``) and the scene graphs they refer to:
     ``(items, {(split, task id): Task})``. Checks format, version and the scenes' sha256."""

@@ -226,7 +226,7 @@ def _training_tasks(args) -> list:
 def cmd_cypher_data(args) -> int:
     """Write Cypher training data (:mod:`lookplangraph.cypher.training`)."""
     from lookplangraph.cypher import QueryLimits, open_store
-    from lookplangraph.cypher.recovery import read_records
+    from lookplangraph.cypher.recovery import read_records, recovery_writer
     from lookplangraph.cypher.training import build_data
 
     if args.qa_per_split < 0 or args.grounding_per_split < 0:
@@ -246,7 +246,8 @@ def cmd_cypher_data(args) -> int:
     store = open_store("ladybug", QueryLimits(timeout_s=10, max_rows=500, max_chars=20000))
     try:
         counts = build_data(tasks, store, Path(args.out), n_per_split=args.qa_per_split,
-                            grounding_per_split=args.grounding_per_split, mistakes=mistakes, seed=args.seed,
+                            grounding_per_split=args.grounding_per_split,
+                            recovery=recovery_writer(mistakes) if mistakes else None, seed=args.seed,
                             templates=templates)
     except ValueError as exc:
         raise _Bad(str(exc)) from None

@@ -36,6 +36,7 @@ from typing import Callable, Iterable
 
 from grasif.heldout import in_train_pool
 from lookplangraph.agent.demonstrations import LeakError, best_distinct, read_jsonl_text, words, write_jsonl
+from lookplangraph.cypher.benchmark import dev_buildings
 
 #: the worked examples shipped with the package (``lookplangraph/cypher/data/``)
 DEFAULT_FILE = "examples.v1.jsonl.gz"
@@ -145,8 +146,6 @@ class ExampleIndex:
         from rank_bm25 import BM25Okapi
 
         if dev is None:
-            from lookplangraph.cypher.training import dev_buildings
-
             dev = dev_buildings()
         if not examples:
             raise ValueError("no worked examples to retrieve from")

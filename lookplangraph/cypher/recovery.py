@@ -388,6 +388,11 @@ def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0) -> tuple[lis
     return chat, first
 
 
+def recovery_writer(mistakes: list[Mistake]) -> Callable[[Any, dict, Any], dict]:
+    """:func:`write_recovery` of ``mistakes``, as :func:`~.training.build_data` takes it."""
+    return lambda f, scenes, store: write_recovery(f, mistakes, scenes, store)
+
+
 def write_recovery(f, mistakes: list[Mistake], scenes: dict[tuple[str, str], Task], store,
                    seed: int = 0) -> dict[str, Any]:
     """Write the recovery examples of ``mistakes`` to the open file ``f`` (one per assistant turn

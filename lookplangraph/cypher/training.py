@@ -36,14 +36,14 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from grasif.generate import is_generated
 from grasif.heldout import in_train_pool
 from grasif.task import Task
 
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
-from lookplangraph.cypher.benchmark import building, path_of
+from lookplangraph.cypher.benchmark import building, dev_buildings
 from lookplangraph.cypher.gold import Gold, gold
 from lookplangraph.cypher.grounding import GroundingItem, build_item
 from lookplangraph.cypher.grounding_gold import GroundingGoldError, grounding_gold
@@ -93,11 +93,6 @@ class GoldPolicy(ScriptedPolicy):
     def __init__(self, g: Gold):
         super().__init__([query_reply(g.query), answer_reply(g.answer)])
         self.gold = g
-
-
-def dev_buildings() -> set[str]:
-    """The buildings of the shipped Cypher benchmark's development part (its ``parts``)."""
-    return set(json.loads(path_of("qa").read_text())["parts"]["dev"])
 
 
 def allowed_scenes(tasks: list[Task]) -> list[Task]:
@@ -171,14 +166,16 @@ def write_turns(f, chat: list[dict[str, str]], meta: dict[str, Any], first: int 
 
 
 def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, grounding_per_split: int = 200,
-               mistakes: list | None = None, seed: int = 0, templates: tuple[str, ...] | None = None) -> dict:
+               recovery: Callable[[Any, dict, Any], dict] | None = None, seed: int = 0,
+               templates: tuple[str, ...] | None = None) -> dict:
     """Write ``out/sft.jsonl`` and ``out/counts.json`` (module doc); returns the counts. Tasks not
     allowed (:func:`allowed_scenes`) are refused with ``ValueError`` before anything is written.
 
     Three kinds of examples, counted apart in ``counts``: questions (``questions``, ``qa_examples``,
     ``by_template``, ``by_split``), grounding items (``grounding``: items, examples, per split, and
-    the items the grounding expert rejected, per reason: :mod:`.grounding_gold`) and, from
-    ``mistakes`` (:class:`~.recovery.Mistake`), recovery turns (``recovery``: :mod:`.recovery`).
+    the items the grounding expert rejected, per reason: :mod:`.grounding_gold`) and recovery
+    turns written by ``recovery(file, scenes, store) -> counts`` (``recovery``: a writer of
+    :mod:`.recovery`, :func:`~.recovery.recovery_writer` bound to the recorded mistakes).
     ``examples`` is every line of ``sft.jsonl``. ``templates``: the question templates asked
     (default all; counted in ``counts["templates"]`` when given)."""
     check_allowed(tasks)
@@ -196,10 +193,8 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, g
             _write_qa(f, tasks, store, n_per_split, seed, counts, templates)
         if grounding_per_split:
             _write_grounding(f, tasks, store, grounding_per_split, seed, counts)
-        if mistakes:
-            from lookplangraph.cypher.recovery import write_recovery
-
-            counts["recovery"] = write_recovery(f, mistakes, scenes, store)
+        if recovery is not None:
+            counts["recovery"] = recovery(f, scenes, store)
             counts["examples"] += counts["recovery"]["examples"]
     tmp.replace(out / "sft.jsonl")
     (out / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")

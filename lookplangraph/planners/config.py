@@ -25,27 +25,12 @@ from __future__ import annotations
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Iterable
 
+from lookplangraph.agent.decoding import ANSWER_FORMATS, answer_format  # noqa: F401 - the settings' reply formats
 from lookplangraph.prompts import PROMPT_LAYOUTS
 
 #: The view's recall of unseen priors (:mod:`lookplangraph.agent.recall`): the agent's room only
 #: (the paper's), or also those of the classes the instruction names, from anywhere.
 RECALL_MODES = ("here", "named")
-
-#: The decision's reply formats, by the order of their keys: the action then a reason (the
-#: default), the reason first (``reason_first``), or the action alone (``reason_max_length = 0``:
-#: no ``reason`` key, the fewest tokens to decode). A trained adapter records the one its
-#: examples had (:mod:`lookplangraph.lm.lora`); the schema is
-#: :func:`lookplangraph.agent.decoding.action_schema`'s.
-ANSWER_FORMATS = ("action+reason", "reason+action", "action")
-
-
-def answer_format(reason_first: bool = False, reason_max_length: int | None = None) -> str:
-    """The :data:`ANSWER_FORMATS` name of the reply settings (``reason_max_length`` 0 drops the reason)."""
-    if reason_max_length is not None and reason_max_length < 0:
-        raise ValueError(f"reason_max_length must be 0 (no reason) or more, not {reason_max_length}")
-    if reason_max_length == 0:
-        return "action"
-    return "reason+action" if reason_first else "action+reason"
 
 
 #: ``PlannerConfig.correction`` values (:mod:`lookplangraph.planners.lookplangraph`)
