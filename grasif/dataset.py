@@ -12,8 +12,8 @@ A build writes into a fresh sibling directory and swaps it in only when every sp
 built and written, so a failed or interrupted build never overwrites a good one.
 
 Builds happen on first use: :func:`load_split` and :func:`task_ids` build (through :func:`ensure`)
-the splits a directory lacks, with a progress line on standard error, and a partial build is
-completed, never reported as missing. A split whose source package is not installed raises
+a split a directory lacks, with a progress line on standard error, so a partial build is
+completed, never reported as missing; a directory without any build gets every split. A split whose source package is not installed raises
 :class:`SourceError` with the pip command. Concepts: ``docs/benchmark/index.md``.
 """
 
@@ -138,10 +138,13 @@ def read_index(data_dir: Path) -> dict:
 
 
 def task_ids(data_dir: Path, split: str | None = None, build_missing: bool = True) -> list[tuple[str, str]]:
-    """(split, task id) pairs of a build, in index order; the split (``None``: every split) is
-    built first where it is missing, unless ``build_missing`` is false."""
-    if build_missing and (split is None or split in SPLIT_MODULES):
-        ensure(data_dir, [split] if split else None)
+    """(split, task id) pairs of a build, in index order. Unless ``build_missing`` is false, a
+    named split the build lacks is built first, and with ``split=None`` a directory holding no
+    build at all gets every split (one that holds a build is listed as it is)."""
+    if build_missing and split in SPLIT_MODULES:
+        ensure(data_dir, [split])
+    elif build_missing and split is None and not (Path(data_dir) / "index.json").is_file():
+        ensure(data_dir)
     index = read_index(data_dir)
     if split is not None and split not in index["splits"]:
         raise KeyError(f"split {split!r} is not in the build at {data_dir}; built: {', '.join(index['splits'])}")

@@ -200,17 +200,17 @@ def cmd_grasif(args) -> int:
                 for task in dataset.load_split(data_dir, args.split):
                     if args.selection in task.provenance.get("selections", []):
                         print(task.id)
-            else:  # without --split: the splits built so far; with none, every split is built first
-                only_built = args.split is None and bool(dataset.built_splits(data_dir))
-                for _, task_id in dataset.task_ids(data_dir, args.split, build_missing=not only_built):
+            else:  # without --split: the splits built so far (every split where nothing is built)
+                for _, task_id in dataset.task_ids(data_dir, args.split):
                     print(task_id)
         elif args.grasif_command == "priors":
             return _priors(args, data_dir)
         elif args.grasif_command == "generate":
             return _generate(args, data_dir)
         else:
-            # the splits built so far; with none, every split is built first
-            print(dataset.stats_table(data_dir if dataset.built_splits(data_dir) else dataset.ensure(data_dir)))
+            # the splits built so far; where nothing is built, every split first
+            built = (data_dir / "index.json").is_file()
+            print(dataset.stats_table(data_dir if built else dataset.ensure(data_dir)))
     except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
         raise source_error(exc) from None
     return EXIT_OK
