@@ -100,22 +100,18 @@ def test_results_pages_and_the_pages_a_person_reads_first_are_built(site):
 
 
 def test_readme_is_short_and_ci_walks_its_two_set_up_commands_in_order():
-    import runpy
-
     lines = README.splitlines()
     assert len(lines) <= 150, f"README.md has {len(lines)} lines (at most 150)"
     first = "\n".join(lines[:60])
     assert MAIN_JOB in first and TESTS in first, "both set-up commands belong on README's first screen (60 lines)"
-    read = runpy.run_path(str(ROOT / ".ci" / "readme_commands.py"))["commands"]
-    assert read(README) == {"main": MAIN_JOB, "tests": TESTS}
-    with pytest.raises(ValueError, match="2"):
-        read(README.replace(f"```bash\n{TESTS}", "```text\n" + TESTS))
-    ci = (ROOT / ".ci" / "run").read_text()
-    main_at, tests_at = ci.index('bash -c "$MAIN_JOB"'), ci.index('bash -c "$TESTS"')
-    assert 'python3 .ci/readme_commands.py main' in ci and 'python3 .ci/readme_commands.py tests' in ci
-    assert main_at < tests_at, ".ci/run runs the main job first, as README orders them"
-    fresh = ci.index('export HOME="$FRESH/home" XDG_CACHE_HOME=')
-    assert fresh < main_at, ".ci/run points home and caches at an empty directory before the main job"
+    section = README.split("## Set-up commands", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.strip() for b in re.findall(r"```bash\n(.*?)```", section, re.S)]
+    assert blocks[:2] == [MAIN_JOB, TESTS], "README's set-up section: the main job's block, then the tests'"
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert MAIN_JOB in ci and TESTS in ci, ".ci/run runs README's two commands as README writes them"
+    assert ci.index(MAIN_JOB) < ci.index(TESTS), ".ci/run runs the main job first, as README orders them"
+    fresh = next(i for i, line in enumerate(ci) if line.startswith('export HOME="$FRESH/home" XDG_CACHE_HOME='))
+    assert fresh < ci.index(MAIN_JOB), ".ci/run points home and caches at an empty directory before the main job"
 
 
 def _doc_files():
