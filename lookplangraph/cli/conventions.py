@@ -68,26 +68,6 @@ def verbose_flag(p) -> None:
                         f"always goes to {NATIVE_LOG} in the output directory (default: off)")
 
 
-def native_log_options(spec: str, options: dict, out, args=None) -> dict:
-    """``options`` for an in-process llama.cpp backend with its own log sent to ``out/llama.log``
-    (:data:`NATIVE_LOG`) and, with ``--verbose``, to the terminal; other specs' options unchanged.
-    A ``native_log`` or ``verbose`` set in the options themselves wins over the file."""
-    from pathlib import Path
-
-    from lookplangraph.lm import LMError, parse_spec
-
-    try:
-        kind = parse_spec(spec)[0]
-    except LMError:
-        return dict(options)  # the factory reports the bad spec
-    if kind != "llamacpp":
-        return dict(options)
-    merged = {"native_log": str(Path(out) / NATIVE_LOG), **options}
-    if getattr(args, "verbose", False):
-        merged["verbose"] = True
-    return merged
-
-
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C with a message (what is kept, how to go on): printed as one line, exit code 130
     (any ``KeyboardInterrupt(message)`` is; this one says so where it is raised)."""

@@ -10,8 +10,8 @@ from pathlib import Path
 from sim_adapters.dynamic import DYNAMIC_MODES
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, Interrupted, Unavailable, UsageError,
-                                           YesNo, add_command, check_spec_flags, deprecated, lm_failure,
-                                           native_log_options, progress_bar, verbose_flag)
+                                           NATIVE_LOG, YesNo, add_command, check_spec_flags, deprecated, lm_failure,
+                                           progress_bar, verbose_flag)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, select_tasks, split_flag
 from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM
 from lookplangraph.planners.config import CORRECTION_MODES
@@ -204,6 +204,7 @@ def _lm_factory(s, out: Path, args=None):
     :class:`~lookplangraph.lm.LMError` when it is made (unavailable, 3)."""
     from lookplangraph.lm import LMError
     from lookplangraph.lm.pool import lm_factory
+    from lookplangraph.lm.specs import with_native_log
 
     if s.lm in EXPERT_SPECS:  # the privileged harness tool, never a default (evaluation.expert)
         from functools import partial
@@ -215,7 +216,7 @@ def _lm_factory(s, out: Path, args=None):
         return partial(Expert, search=SEARCHES[s.lm])
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
-        return lm_factory(s.lm, native_log_options(s.lm, s.lm_options, out, args),
+        return lm_factory(s.lm, with_native_log(s.lm, s.lm_options, out / NATIVE_LOG, getattr(args, "verbose", False)),
                           endpoints=getattr(args, "endpoints", None),
                           concurrency=getattr(args, "endpoint_concurrency", None),
                           rate=getattr(args, "endpoint_rate", None), cache=cache)

@@ -45,14 +45,15 @@ def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None
     """The agent's LM; an in-process llama.cpp keeps its own log in ``out/llama.log`` (none
     without ``out``) and shows it on the terminal with ``verbose``."""
     from lookplangraph.lm import LMError, make_backend, parse_spec
+    from lookplangraph.lm.specs import with_native_log
 
     try:
         kind = parse_spec(spec)[0]
     except LMError as exc:
         raise _Bad(f"--lm: {exc}") from None
-    native = {"native_log": str(out / "llama.log") if out is not None else None, "verbose": verbose}
     try:
-        lm = make_backend(spec, **({"n_ctx": n_ctx, **native} if kind == "llamacpp" else {}))
+        options = {"n_ctx": n_ctx} if kind == "llamacpp" else {}
+        lm = make_backend(spec, **with_native_log(spec, options, out / "llama.log" if out is not None else None, verbose))
     except LMError as exc:
         raise _Unavailable(str(exc)) from None
     if cache:

@@ -116,8 +116,9 @@ _NATIVE_LOG: dict[str, Any] = {"path": None, "file": None, "echo": False, "callb
 def route_native_log(path: str | os.PathLike | None = None, echo: bool = False) -> None:
     """Send llama.cpp's own log (model and adapter loading, its warnings and errors) of this
     process to ``path`` (appended; None: no file) and, when ``echo``, to standard error as well.
-    Without either it is dropped. Process-wide, as llama.cpp's logger is; every
-    :class:`LlamaCppBackend` sets it from its ``native_log`` and ``verbose`` arguments."""
+    Without either it is dropped. Process-wide, as llama.cpp's logger is: a
+    :class:`LlamaCppBackend` given ``native_log`` or ``verbose`` sets it, one given neither keeps
+    what an earlier one set (dropped when none did)."""
     import ctypes
 
     import llama_cpp  # importing it installs llama-cpp-python's own handler, which this one replaces
@@ -228,8 +229,8 @@ class LlamaCppBackend:
     the prompt it was trained with among it.
 
     llama.cpp's own log (loading, adapters, its warnings) goes to the file ``native_log`` when
-    given, and to standard error too with ``verbose``; otherwise it is dropped
-    (:func:`route_native_log`).
+    given, and to standard error too with ``verbose``; a backend given neither leaves the log where
+    an earlier one sent it, else drops it (:func:`route_native_log`).
 
     Images need a multimodal model: the language GGUF as ``model``, its projector as ``mmproj``
     and the llama-cpp-python chat handler of that family as ``chat_handler`` (a key of
@@ -252,7 +253,8 @@ class LlamaCppBackend:
         from lookplangraph.lm import embedded as models
 
         self._llama_cpp = llama_cpp
-        route_native_log(native_log, echo=verbose)
+        if native_log is not None or verbose or _NATIVE_LOG["callback"] is None:
+            route_native_log(native_log, echo=verbose)
         model = str(model)
         adapter = None
         if "+" in model and not Path(model).expanduser().is_file():

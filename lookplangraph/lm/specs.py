@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from lookplangraph.lm.base import LMBackend, LMError
@@ -35,6 +36,23 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     raise LMError(f"unknown backend kind {kind!r} in {spec!r}; use llamacpp:, openai: or scripted:")
 
 
+def with_native_log(spec: str, options: dict[str, Any], log: str | Path | None, verbose: bool = False) -> dict[str, Any]:
+    """``options`` for :func:`make_backend` with llama.cpp's own log sent to the file ``log`` and,
+    with ``verbose``, to the terminal too (:func:`lookplangraph.lm.llamacpp.route_native_log`): for
+    an in-process ``llamacpp:`` spec only; any other spec (or one that does not parse: the factory
+    reports it) gets ``options`` back unchanged. A ``native_log`` in ``options`` wins over ``log``."""
+    try:
+        kind = parse_spec(spec)[0]
+    except LMError:
+        return dict(options)
+    if kind != "llamacpp":
+        return dict(options)
+    merged = {"native_log": str(log) if log is not None else None, **options}
+    if verbose:
+        merged["verbose"] = True
+    return merged
+
+
 def spec_adapter(spec: str, options: dict[str, Any] | None = None):
     """The LoRA adapter of a backend spec (``llamacpp:MODEL+ADAPTER``, or ``lora_path`` in its
     ``options``), read and checked on its own without loading any model
@@ -42,8 +60,6 @@ def spec_adapter(spec: str, options: dict[str, Any] | None = None):
     model file of ``llamacpp:PATH`` (:func:`~lookplangraph.lm.lora.merged_record`); None for a
     spec without either. Raises :class:`~lookplangraph.lm.AdapterError` for an adapter that
     cannot be read."""
-    from pathlib import Path
-
     from lookplangraph.lm.llamacpp import resolve_adapter
     from lookplangraph.lm.lora import merged_record, read_adapter
 

@@ -330,20 +330,15 @@ def backends_for(trial: Trial, make: Callable[..., Any] | None = None, verbose: 
     trial directory (what makes a trial resumable). ``make(spec, **options)`` builds a backend
     (default :func:`lookplangraph.lm.make_backend`). An in-process llama.cpp keeps its own log in
     the trial's ``llama.log``, and shows it on the terminal too with ``verbose``."""
-    from lookplangraph.lm import LMError, parse_spec
     from lookplangraph.lm.cache import CachedBackend
+    from lookplangraph.lm.specs import with_native_log
     from vlm.gam import GraphAugmentation
 
     if make is None:
         from lookplangraph.lm import make_backend as make
 
     def built(spec: str, options: dict[str, Any]):
-        try:
-            native = parse_spec(spec)[0] == "llamacpp"
-        except LMError:
-            native = False  # make() says what is wrong with the spec
-        extra = {"native_log": str(trial.path("llama.log")), "verbose": verbose} if native else {}
-        return make(spec, **(extra | options))
+        return make(spec, **with_native_log(spec, options, trial.path("llama.log"), verbose))
 
     s = trial.settings
     lm = CachedBackend(built(s["lm"], s.get("lm_options", {})), trial.path("lm_cache.jsonl"))
