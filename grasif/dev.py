@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grasif.dataset import SourceError
-from grasif.office import BUILDING_FILE, TASKS_FILE, _build_one, load_sources
+from grasif.office import BUILDING_FILE, TASKS_FILE, build_task, load_sources
 from grasif.task import Task
 
 SPLIT = "dev"
@@ -49,8 +49,8 @@ def build_tasks(source_dir: str | Path | None = None) -> list[Task]:
         for src in sources:
             if not src.id.startswith(f"{name}-"):
                 raise SourceError(f"{directory / TASKS_FILE}: task {src.id}: a {name} task id starts with '{name}-'")
-            task = _build_one(src, building, directory / TASKS_FILE, split=SPLIT, source=PROVENANCE, files=files)
-            tasks.append(task.model_copy(update={"provenance": {**task.provenance, "building": name}}))
+            tasks.append(build_task(src, building, directory / TASKS_FILE, split=SPLIT, source=PROVENANCE, files=files,
+                                    extra={"building": name}))
     return sorted(tasks, key=lambda t: t.id)
 
 

@@ -225,8 +225,11 @@ def apply_edits(building: dict[str, Any], edits: Edits) -> dict[str, Any]:
     return data
 
 
-def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path, split: str = SPLIT,
-               source: str = PROVENANCE, files: list[str] | None = None) -> Task:
+def build_task(src: TaskSource, building: dict[str, Any], tasks_path: Path, split: str = SPLIT,
+               source: str = PROVENANCE, files: list[str] | None = None, extra: dict[str, Any] | None = None) -> Task:
+    """One authored task: ``building`` with ``src``'s edits, checked as the module doc says
+    (:class:`SourceError` naming ``tasks_path`` and the task). ``split``, ``source``, ``files`` and
+    ``extra`` (more provenance keys) let another authored split (:mod:`grasif.dev`) build its own."""
     where = f"{tasks_path}: task {src.id}"
     try:
         initial = apply_edits(building, src.edits)
@@ -260,6 +263,7 @@ def _build_one(src: TaskSource, building: dict[str, Any], tasks_path: Path, spli
     provenance: dict[str, Any] = {"source": source, "files": files, "kind": src.kind}
     if not src.edits.is_empty():
         provenance["edits"] = src.edits.model_dump(mode="json", exclude_defaults=True)
+    provenance.update(extra or {})
     return Task(
         id=src.id,
         split=split,
@@ -278,11 +282,11 @@ def build_tasks(source_dir: str | Path | None = None) -> list[Task]:
     """
     source_dir = Path(source_dir if source_dir is not None else SOURCE_DIR)
     building, sources = load_sources(source_dir)
-    tasks = [_build_one(src, building, source_dir / TASKS_FILE) for src in sources]
+    tasks = [build_task(src, building, source_dir / TASKS_FILE) for src in sources]
     return sorted(tasks, key=lambda t: t.id)
 
 
 __all__ = [
-    "SPLIT", "PAPER", "KINDS", "SOURCE_DIR", "build_tasks", "load_building", "load_sources", "apply_edits",
+    "SPLIT", "PAPER", "KINDS", "SOURCE_DIR", "build_tasks", "build_task", "load_building", "load_sources", "apply_edits",
     "Edits", "MoveEdit", "AgentEdit", "TaskSource",
 ]
