@@ -20,7 +20,7 @@ Two named modes (:data:`DYNAMIC_MODES`), chosen with ``--dynamic-mode`` / ``dyna
   - **how far**: with probability :attr:`DynamicMode.same_room` (0.5) the holder is drawn from the
     object's own room (when that room has another holder), else from the other rooms.
 
-* ``anywhere`` (the mode of results before 2026-11-27; ``perturb``'s draw then, unchanged): every
+* ``anywhere`` (``perturb``'s original draw, unchanged; the results log says which results used it): every
   task is perturbed, and every relevant object goes to a holder drawn uniformly from the whole
   building; ``inside`` when the holder takes things inside (a coin when it takes both).
 
@@ -66,7 +66,7 @@ DYNAMIC_MODES: dict[str, DynamicMode] = {
                                "prior, in the same room with probability 0.5"),
     "anywhere": DynamicMode("anywhere", fraction=1.0, prior=False, same_room=0.0, moved=None,
                             about="every task, every relevant object, moved to a holder drawn uniformly from the "
-                                  "whole building (results before 2026-11-27)"),
+                                  "whole building"),
 }
 DEFAULT_MODE = "paper"
 

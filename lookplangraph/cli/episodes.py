@@ -123,7 +123,7 @@ def _episode_flags(p, *, command: str) -> None:
     g.add_argument("--dynamic-mode", choices=list(DYNAMIC_MODES), metavar="MODE",
                    help="how dynamic mode moves objects: paper (default; a seeded half of the tasks, objects moved to "
                         "holders drawn from the object prior, in the same room with probability 0.5) or anywhere "
-                        "(every task, holders drawn uniformly from the whole building: results before 2026-11-27); "
+                        "(every task, holders drawn uniformly from the whole building); "
                         "sim_adapters.dynamic")
     deprecated(g, "--seed", "dynamic_seed", "--dynamic-seed", type=int)
     g.add_argument("--failures", type=float, metavar="RATE",

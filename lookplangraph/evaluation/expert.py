@@ -23,7 +23,7 @@ What it does, one reply per call, from the episode's current state:
     asset or room the instruction names ("the cup on the shelf in the storage room") — and
     ``cost`` is one action for an asset in the agent's room, two (``go_to`` first) elsewhere. No
     holder is looked at twice.
-  - ``rooms`` (``--lm expert-oracle``, the expert before 2026-11-27, kept for the harness proofs
+  - ``rooms`` (``--lm expert-oracle``, the expert's earlier search, kept for the harness proofs
     and to reproduce older data): the remembered holder, the other assets of its room, then the
     assets of the other rooms in the map's order.
   - ``view`` (``--lm expert-view``): the ``belief`` search limited to what the planner's view

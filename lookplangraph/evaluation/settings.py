@@ -69,8 +69,8 @@ class RunSettings:
     dynamic: bool = setting(False, "move task-relevant objects before the episode")
     seed: int = setting(0, "dynamic-mode seed")
     dynamic_mode: str = setting(DEFAULT_MODE, "paper (a seeded half of the tasks, holders drawn from the object prior, "
-                                              "same room with probability 0.5) | anywhere (every task, any holder: "
-                                              "results before 2026-11-27); sim_adapters.dynamic",
+                                              "same room with probability 0.5) | anywhere (every task, any holder "
+                                              "in the building); sim_adapters.dynamic",
                                 choices=tuple(DYNAMIC_MODES))
     env: str = setting("graph", "graph | virtualhome | virtualhome-unity[@URL] | omnigibson-bank@DIR "
                                 "(lookplangraph.evaluation.runner.make_env)")

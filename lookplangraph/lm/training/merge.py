@@ -8,11 +8,10 @@ llama-cpp-python turns it into the requested type (``q8_0`` by default). The mer
 carries the adapter's ``lookplangraph.*`` metadata (:mod:`lookplangraph.lm.lora`), so a planner
 still runs it with the prompt it was trained with.
 
-Quantizing again adds its own rounding to the base's, and a LoRA update is small: merged into
-the 1.5B and quantized to Q4_K_M, ``lpg-v0``'s update was lost (the merged weights moved with
-correlation 0.04 to it, and the model decided like the base; results log, 2026-11-27). Whether a
-merged model decides as the adapter does is measured (``benchmarks/bench_decision.py``: same
-actions, same successes), not assumed. Needs the ``distill`` extra (gguf, numpy) and llama-cpp-python.
+Quantizing again adds its own rounding to the base's, and a LoRA update is small: a coarse type
+(Q4_K_M) can round the update away (measured in ``docs/results/log.md``). Whether a merged model
+decides as the adapter does is measured (``benchmarks/bench_decision.py``: same actions, same
+successes), not assumed. Needs the ``distill`` extra (gguf, numpy) and llama-cpp-python.
 """
 
 from __future__ import annotations
