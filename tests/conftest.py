@@ -80,12 +80,12 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(scope="session")
 def grasif_build():
-    """The session's GraSIF build (``$LOOKPLANGRAPH_DATA``, the session's own directory) with all
-    three splits, built on first use (about 10 s) and shared by every test and command that reads
-    the default build."""
+    """The session's GraSIF build with every split, in the session's own directory (what
+    ``$LOOKPLANGRAPH_DATA`` names for it: :mod:`hermetic`), built on first use (seconds) and shared
+    by every test and command that reads the default build."""
     from grasif import dataset
 
-    return dataset.ensure(dataset.default_data_dir(), progress=lambda m: None)
+    return dataset.ensure(GUARD.root / hermetic.VARIABLES["LOOKPLANGRAPH_DATA"], progress=lambda m: None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -133,10 +133,10 @@ def test_after_a_refusal_the_expert_answers_something_else(sample):
     assert parse_reply(again)[0] != parse_reply(first)[0]
 
 
-def test_the_expert_names_the_object_by_the_property_the_instruction_picks_it_out_by(sample):
+def test_the_expert_names_the_object_by_the_property_the_instruction_picks_it_out_by(sample, grasif_build):
     """office-01 asks for "the red stapler" where the map holds a blue one too: each reason about
     the red one says "(red)", as the view writes it, and none calls the blue one red."""
-    task = next(t for t in dataset.load_split(dataset.default_data_dir(), "office") if t.id == "office-01")
+    task = next(t for t in dataset.load_split(grasif_build, "office") if t.id == "office-01")
     assert {"stapler-1", "stapler-2"} <= set(task.graph.nodes) and "red" in task.graph.nodes["stapler-2"].properties
     env = make_env(task)
     expert, cfg = Expert(), PlannerConfig(max_actions=20)
