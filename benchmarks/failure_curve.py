@@ -42,7 +42,7 @@ RATES = (0.0, 0.05, 0.1, 0.2, 0.3)
 
 def sample(data_dir: Path) -> dict[str, list]:
     """The 47 evaluation tasks by split (a split not built yet is built first, as ``eval`` does)."""
-    dataset.ensure(data_dir)
+    dataset.ensure(data_dir, list(dataset.SPLIT_MODULES))
     out = {}
     for split, ids in (("virtualhome", heldout.EVAL_VIRTUALHOME), ("behavior", heldout.EVAL_BEHAVIOR)):
         by_id = {t.id: t for t in dataset.load_split(data_dir, split)}

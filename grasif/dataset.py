@@ -62,9 +62,12 @@ def built_splits(data_dir: Path) -> list[str]:
 
 def ensure(data_dir: Path | None = None, splits: list[str] | None = None,
            progress: Callable[[str], None] = _to_stderr) -> Path:
-    """The build in ``data_dir`` (default :func:`default_data_dir`) holding ``splits`` (default:
-    all): the splits it lacks are built now, the others kept. Returns the directory."""
+    """The build in ``data_dir`` (default :func:`default_data_dir`) holding ``splits``: the splits
+    it lacks are built now, the others kept. Without ``splits``, a directory that holds a build
+    is kept as it is and one that holds none gets every split. Returns the directory."""
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    if splits is None and (data_dir / "index.json").is_file():
+        return data_dir
     wanted = list(splits or SPLIT_MODULES)
     for split in wanted:
         split_module(split)  # an unknown name is a KeyError before anything is built
@@ -141,10 +144,8 @@ def task_ids(data_dir: Path, split: str | None = None, build_missing: bool = Tru
     """(split, task id) pairs of a build, in index order. Unless ``build_missing`` is false, a
     named split the build lacks is built first, and with ``split=None`` a directory holding no
     build at all gets every split (one that holds a build is listed as it is)."""
-    if build_missing and split in SPLIT_MODULES:
-        ensure(data_dir, [split])
-    elif build_missing and split is None and not (Path(data_dir) / "index.json").is_file():
-        ensure(data_dir)
+    if build_missing and (split is None or split in SPLIT_MODULES):
+        ensure(data_dir, [split] if split else None)
     index = read_index(data_dir)
     if split is not None and split not in index["splits"]:
         raise KeyError(f"split {split!r} is not in the build at {data_dir}; built: {', '.join(index['splits'])}")

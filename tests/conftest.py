@@ -85,7 +85,8 @@ def grasif_build():
     by every test and command that reads the default build."""
     from grasif import dataset
 
-    return dataset.ensure(GUARD.root / hermetic.VARIABLES["LOOKPLANGRAPH_DATA"], progress=lambda m: None)
+    return dataset.ensure(GUARD.root / hermetic.VARIABLES["LOOKPLANGRAPH_DATA"], list(dataset.SPLIT_MODULES),
+                          progress=lambda m: None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -208,9 +208,7 @@ def cmd_grasif(args) -> int:
         elif args.grasif_command == "generate":
             return _generate(args, data_dir)
         else:
-            # the splits built so far; where nothing is built, every split first
-            built = (data_dir / "index.json").is_file()
-            print(dataset.stats_table(data_dir if built else dataset.ensure(data_dir)))
+            print(dataset.stats_table(dataset.ensure(data_dir)))  # every split first where none is built
     except (dataset.SourceError, FileNotFoundError, KeyError) as exc:
         raise source_error(exc) from None
     return EXIT_OK
