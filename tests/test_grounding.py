@@ -12,7 +12,8 @@ import pytest
 from grasif.dataset import load_split
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task
-from lookplangraph.agent.grounding import attached, mismatch, named_nodes
+from lookplangraph.agent.grounding import attached, mismatch, named_nodes, placed
+from lookplangraph.evaluation.grounding_audit import false_refusals
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.evaluation.injection import script_for
 from lookplangraph.lm import ScriptedBackend
@@ -111,6 +112,57 @@ def test_no_ground_truth_action_of_grasif_is_a_mismatch(grasif_build, split):
             assert mismatch(step, graph, wanted) is None, (task.id, str(step))
     if split == "office":
         assert described >= 14  # the red stapler, Tom's desk, the kitchen fridge, the spare monitor ...
+
+
+# -- where an object stands ----------------------------------------------------------------------
+@pytest.mark.parametrize("instruction", [
+    "Take the apple from the table to the bed.",
+    "The apple on the table is rotten; throw it in the fridge.",
+    "Bring the apple lying on the table to the bed.",
+    "Take the apple on the table to the bed.",  # a destination follows: "on the table" is where it is
+    "Take the apple off the kitchen table.",  # the holder with its own descriptor
+])
+def test_a_place_said_after_a_class_describes_its_objects(kitchen, instruction):
+    where = placed(instruction, kitchen)
+    assert set(where) == {"apple"} and where["apple"] & {"table", "kitchen table"}
+
+
+@pytest.mark.parametrize("instruction", [
+    "Put the apple on the table.",  # where it goes, not where it is
+    "Put the apple in the fridge.",
+    "Put the apple on the table in the kitchen.",  # a room after it is not a second destination
+    "Take the apple from the bathtub.",  # nothing stands there: not a place of this graph
+])
+def test_a_destination_or_an_unknown_place_is_not_a_description(kitchen, instruction):
+    assert placed(instruction, kitchen) == {}
+
+
+def test_an_object_elsewhere_is_refused_while_one_there_is_remembered(kitchen):
+    where = placed("The apple on the table is rotten. Throw it in the fridge.", kitchen)
+    fb = mismatch(make("pick_up", "apple-1"), kitchen, {}, where)
+    assert fb == ("pick_up(apple-1): apple-1 is not the apple the instruction names by where it stands "
+                  "(inside box-1 in kitchen-1); the apple there: apple-2 (on table-1 in kitchen-1)")
+    assert mismatch(make("pick_up", "apple-2"), kitchen, {}, where) is None
+    assert mismatch(make("discover_objects", "box-1"), kitchen, {}, where) is None  # looking is never refused
+    # an object the agent has held is no longer described by where it stood
+    assert mismatch(make("rearrange", "apple-1", "inside", "fridge-1"), kitchen, {}, where, moved={"apple-1"}) is None
+
+
+def test_no_object_there_any_more_means_nothing_is_checked(kitchen):
+    where = placed("Take the apple from the table to the bed.", kitchen)
+    parent = dict(kitchen.parent)
+    parent["apple-2"] = ("bed-1", parent["apple-2"][1])  # the one on the table is gone
+    moved = kitchen.evolve(parent=parent)
+    assert mismatch(make("pick_up", "apple-1"), moved, {}, where) is None
+
+
+@pytest.mark.parametrize("split", ["virtualhome", "behavior", "office", "dev"])
+def test_no_ground_truth_step_is_refused_in_the_graph_of_its_step(grasif_build, split):
+    # the replay asks the check, places included, in the memory graph of each step, as the loop does
+    audits = [false_refusals(task) for task in load_split(grasif_build, split)]
+    assert [(a.task_id, a.refused) for a in audits if a.refused] == []
+    if split == "dev":
+        assert sum(a.placed for a in audits) >= 8  # "the forceps on the instrument trolley", ...
 
 
 # -- in the loop ---------------------------------------------------------------------------------

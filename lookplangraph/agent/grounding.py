@@ -21,14 +21,25 @@ task's goal. A node is a mismatch when its class has attached descriptors and it
 them while another node of its class has them all; a class none of whose nodes has them all is
 not checked (the instruction's words were not a descriptor after all). Properties do not change
 and assets do not move, so a mismatch holds in every state of the episode.
+
+An object may also be picked out by *where it stands* (:func:`placed`): "the mug on the table",
+"the bandages from the first-aid kit", "the gloves lying on the exam table". Such a phrase counts
+only where it cannot be the destination: after "from", "off" or "out of", after "lying",
+"sitting", "left" and the like, in a sentence with no verb that puts things, or followed by a
+destination of its own ("take the mug on the table to the sink"), and never after "keep" or
+"leave" ("keep the cans out of that bucket" is a constraint). Then an action on another object
+of the class is a mismatch while one the memory graph remembers there exists. Objects change
+place, so this part is checked in the memory graph of the step, and an object the agent has held
+in the episode (``moved``) is no longer described by where it stood, nor taken for one there.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from sgs.actions import Action
-from sgs.graph import Layer, SceneGraph, node_class
+from sgs.graph import Layer, Relation, SceneGraph, node_class
 
 from grasif.priors import normalise
 from lookplangraph.agent.recall import spoken
@@ -88,17 +99,23 @@ def named_nodes(action: Action, graph: SceneGraph) -> list[str]:
     return out
 
 
-def mismatch(action: Action, graph: SceneGraph, wanted: dict[str, frozenset[str]]) -> str | None:
+def mismatch(action: Action, graph: SceneGraph, wanted: dict[str, frozenset[str]],
+             places: dict[str, frozenset[str]] | None = None, moved: Collection[str] = ()) -> str | None:
     """Feedback when ``action`` names (:func:`named_nodes`) an object or asset of a class the
     instruction describes (``wanted``, from :func:`attached`) without all of those descriptors
-    while another node of the class has them all; ``None`` otherwise (also for names that are no
-    node: the simulator's checks answer those)."""
-    if not wanted:
+    while another node of the class has them all, or an object of a class the instruction places
+    (``places``, from :func:`placed`) that stands elsewhere while one of the class stands there
+    (objects in ``moved``, those the agent has held, are not checked by place); ``None``
+    otherwise (also for names that are no node: the simulator's checks answer those)."""
+    if not wanted and not places:
         return None
     for node in named_nodes(action, graph):
         if node not in graph.nodes or graph.nodes[node].layer not in (Layer.OBJECT, Layer.ASSET):
             continue
         cls = normalise(node_class(node))
+        wrong_place = _place_mismatch(action, graph, node, (places or {}).get(cls), moved)
+        if wrong_place:
+            return wrong_place
         props = wanted.get(cls)
         if not props or props <= set(descriptors(graph, node)):
             continue
@@ -116,3 +133,147 @@ def mismatch(action: Action, graph: SceneGraph, wanted: dict[str, frozenset[str]
 def _described(graph: SceneGraph, name: str) -> str:
     """``blue, in printing_room-1``: a node's properties and its place, for feedback."""
     return ", ".join([*(graph.nodes[name].properties or ()), f"in {graph.place_of(name)}"])
+
+
+# -- where an object stands ----------------------------------------------------------------------
+#: Words that introduce where an object is taken from: never its destination.
+SOURCE_WORDS = ("from", "off", "out of", "off of")
+#: Words that introduce where an object stands, or could be its destination.
+PLACE_WORDS = ("on top of", "on", "in", "inside", "at", "under", "next to", "by")
+#: Words between the class and a place word that make the place a description ("the mug lying on").
+STANDING = ("lying", "sitting", "standing", "left", "kept", "stored", "that is", "that are", "which is",
+            "which are", "that s", "still", "currently")
+#: Verbs that put things somewhere or ask for them there: after one, "the mug on the table" may
+#: say where the mug goes ("we need two mugs on the table").
+PUTTING = frozenset("put place set leave hang move bring take carry throw pack file return drop stick store "
+                    "stack lay get give clear tidy empty fetch grab slide tuck stash hand need want like "
+                    "wish prefer require".split())
+#: Verbs after which a place is a constraint, not a description ("keep the cans out of that bucket").
+KEEPING = frozenset(("keep", "leave", "stay"))
+#: Words before a destination that follows a described object ("the mug on the table *to* the sink").
+TOWARDS = ("back into", "back in", "back on", "back to", "into", "onto", "to", "in", "on", "inside")
+_DETERMINERS = frozenset("the a an her his their our my your its this that".split())
+
+
+def whereabouts(graph: SceneGraph, name: str) -> set[str]:
+    """The phrases (:func:`lookplangraph.agent.recall.spoken` form, without the outer spaces) that
+    say where ``name`` stands: for each node it is on or in, up to its room, the node's class words
+    and, with each of its descriptors (:func:`descriptors`), "<descriptor> <class words>"."""
+    out: set[str] = set()
+    edge = graph.parent.get(name)
+    while edge is not None and edge[0] in graph.nodes:
+        holder = edge[0]
+        words = node_class(holder).replace("_", " ")
+        out.add(spoken(words).strip())
+        extra = graph.nodes[holder].properties or () if graph.nodes[holder].layer is Layer.PLACE else descriptors(graph, holder)
+        out.update(spoken(f"{d} {words}").strip() for d in extra)
+        if graph.nodes[holder].layer is Layer.PLACE:
+            break
+        edge = graph.parent.get(holder)
+    return out
+
+
+def placed(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
+    """Class of an object -> the phrases (:func:`whereabouts`) by which ``instruction`` says where
+    it stands (module doc); only phrases that some object of the class in ``graph`` stands at."""
+    by_class: dict[str, set[str]] = {}
+    for name in graph.names(Layer.OBJECT):
+        if graph.agent.holding != name:
+            by_class.setdefault(normalise(node_class(name)), set()).update(whereabouts(graph, name))
+    rooms = {spoken(phrase).strip() for p in graph.places for phrase in _room_phrases(node_class(p))}
+    out: dict[str, set[str]] = {}
+    for sentence in re.split(r"[.!?;]+", instruction):
+        words = spoken(sentence).split()
+        for cls, where in by_class.items():
+            cw = spoken(cls.replace("_", " ")).split()
+            for i in range(len(words) - len(cw) + 1):
+                if words[i:i + len(cw)] != cw:
+                    continue
+                found = _place_after(words, i, len(cw), where, rooms)
+                if found:
+                    out.setdefault(cls, set()).add(found)
+    return {cls: frozenset(p) for cls, p in out.items()}
+
+
+def _room_phrases(cls: str) -> list[str]:
+    """How an instruction may say a room of class ``cls``: its words and, for a person's room
+    (``rosas_office``), "Rosa's office"."""
+    owner = _OWNED.match(cls)
+    return [cls.replace("_", " ")] + ([f"{owner.group(1)}'s office"] if owner else [])
+
+
+def _starts(words: list[str], at: int, options) -> int:
+    """Length (in words) of the first of ``options`` that ``words`` say at ``at``; 0 if none."""
+    for option in options:
+        ow = option.split()
+        if words[at:at + len(ow)] == ow:
+            return len(ow)
+    return 0
+
+
+def _phrase_at(words: list[str], at: int, phrases) -> str | None:
+    """The longest of ``phrases`` said at ``at`` (after a determiner), or ``None``."""
+    if at < len(words) and words[at] in _DETERMINERS:
+        at += 1
+    best = None
+    for phrase in phrases:
+        pw = phrase.split()
+        if words[at:at + len(pw)] == pw and (best is None or len(pw) > len(best.split())):
+            best = phrase
+    return best
+
+
+def _place_after(words: list[str], i: int, n: int, where: set[str], rooms: set[str]) -> str | None:
+    """The place phrase describing the class said at ``words[i:i+n]``, if the words after it say
+    where such an object stands and cannot be its destination (module doc)."""
+    if KEEPING.intersection(words[:i]):
+        return None  # "keep the cans out of that bucket": where they must not go
+    at = i + n
+    standing = _starts(words, at, STANDING)
+    at += standing
+    source = _starts(words, at, SOURCE_WORDS)
+    prep = source or _starts(words, at, PLACE_WORDS)
+    if not prep:
+        return None
+    phrase = _phrase_at(words, at + prep, where)
+    if phrase is None:
+        return None
+    if source or standing or not PUTTING.intersection(words[:i]):
+        return phrase
+    # after a putting verb, "on the table" is where it stands only if a destination follows
+    end = at + prep + (words[at + prep] in _DETERMINERS) + len(phrase.split())
+    for j in range(end, len(words)):
+        k = _starts(words, j, TOWARDS)
+        if k:
+            det = j + k + (j + k < len(words) and words[j + k] in _DETERMINERS)
+            rest = " ".join(words[det:])
+            if rest and not any(rest == r or rest.startswith(r + " ") for r in rooms):
+                return phrase
+    return None
+
+
+def _place_mismatch(action: Action, graph: SceneGraph, node: str, phrases: frozenset[str] | None,
+                    moved: Collection[str]) -> str | None:
+    """The feedback of :func:`mismatch` for an object that is not where the instruction says
+    while another of its class is."""
+    if not phrases or graph.nodes[node].layer is not Layer.OBJECT or node in moved or graph.agent.holding == node:
+        return None
+    if phrases & whereabouts(graph, node):
+        return None
+    cls = normalise(node_class(node))
+    fitting = [n for n in graph.names(Layer.OBJECT)
+               if normalise(node_class(n)) == cls and n != graph.agent.holding and n not in moved
+               and phrases & whereabouts(graph, n)]
+    if not fitting:
+        return None
+    return (f"{action}: {node} is not the {cls.replace('_', ' ')} the instruction names by where it stands "
+            f"({_stands(graph, node)}); the {cls.replace('_', ' ')} there: "
+            f"{', '.join(f'{n} ({_stands(graph, n)})' for n in fitting)}")
+
+
+def _stands(graph: SceneGraph, name: str) -> str:
+    """``on table-1 in kitchen-1``: where a node stands, for feedback."""
+    holder, rel = graph.parent[name]
+    if graph.nodes[holder].layer is Layer.PLACE:
+        return f"in {holder}"
+    return f"{'on' if rel is Relation.ONTOP else rel.value} {holder} in {graph.place_of(name)}"

@@ -152,6 +152,12 @@ class PlannerConfig:
                                           "desk\") that the node lacks, while another of the class has it, is "
                                           "feedback, and stays excluded (lookplangraph.agent.grounding; not with "
                                           "correction none)")
+    place_descriptors: bool = setting(False, "the grounding check also refuses an object of a class the instruction "
+                                             "names by where it stands (\"the mug on the table\", \"the gloves "
+                                             "from the kit\") that stands elsewhere while one there is remembered")
+    refusal_situation: bool = setting(False, "feedback on an action the SGS refuses adds where the agent is, what "
+                                             "it holds and where in the room that can go (lookplangraph.agent."
+                                             "situation)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")

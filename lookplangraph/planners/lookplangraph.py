@@ -74,6 +74,7 @@ limit.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -88,7 +89,8 @@ from sgs.simulator import TARGET_STATE, Infeasible, run_plan
 from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
-from lookplangraph.agent.grounding import attached, mismatch
+from lookplangraph.agent.grounding import attached, mismatch, placed
+from lookplangraph.agent.situation import situation
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.recall import recall_classes
@@ -130,6 +132,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     visited = Counter([state])
     refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
     ungrounded: set[ActionKey] = set()  # refused by the grounding check: excluded in every state
+    moved: set[str] = set()  # objects the agent has held: no longer described by where they stood
     termination = "max_actions"
 
     while sum(r.accepted for r in log.records) < cfg.max_actions:
@@ -140,6 +143,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             names = names_in(shown)
         checked = cfg.grounding_check and cfg.correction != "none"
         wanted = attached(task.instruction, memory.graph) if checked else {}
+        places = placed(task.instruction, memory.graph) if checked and cfg.place_descriptors else {}
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_refused:
             excluded += [k for k in ungrounded if k not in refused]
@@ -159,7 +163,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         if key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
-        elif key is not None and (wrong := mismatch(reply.action, memory.graph, wanted)):
+        elif key is not None and (wrong := mismatch(reply.action, memory.graph, wanted, places, moved)):
             feedback = rec.feedback = wrong
             ungrounded.add(key)  # properties do not change and assets do not move: for the whole episode
         else:
@@ -168,6 +172,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive,
                                       left_open=left_open)
         new_state = state_key(memory.graph)
+        moved.update(m.group(1) for step in rec.executed if (m := _PICK_UP.match(step)))
         if rec.accepted:
             visited[new_state] += 1
             last_accepted = rec.proposed
@@ -211,6 +216,8 @@ def task_demonstrations(task: Task, k: int, path: str | None = None, max_chars: 
     chosen = [d for d in _index(path).top(task.instruction, rooms, k + 1) if d.task_id != task.id][:k]
     return demonstration_block(chosen, max_chars)
 
+
+_PICK_UP = re.compile(r"^pick_up\((.+)\)$")
 
 #: Low-level execution failures in a row (sim_adapters.failures) that end an episode as unresolved;
 #: they do not count towards ``max_unresolved`` (the LM's answer was fine), but a robot whose
@@ -279,6 +286,8 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
         if fb is None:
             outcome = memory.check(action, correct=cfg.correction == "rules")
             fb = outcome.feedback
+    if fb is not None and cfg.refusal_situation:
+        fb += f" ({situation(memory.graph, memory.unseen)})"
     if fb is None and outcome.graph == memory.graph:
         if last_accepted == rec.proposed:
             fb = f"you just did {rec.proposed} and it changed nothing; choose another action"

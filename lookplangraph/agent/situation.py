@@ -1,0 +1,52 @@
+"""The agent's situation, said after a refused action (the planner's ``refusal_situation``).
+
+A small model that had an action refused tends to repeat it with its slots shuffled: the
+destination written as the object, an object it does not hold, a room or the held object itself as
+the destination. :func:`situation` is what the feedback on a refusal adds so that the next answer
+can be a valid one: where the agent is, what it holds and, while it holds something, the nodes of
+its room that take it on top or inside (each with the form of the call). It reads the memory
+graph only: the names are the view's, nothing the robot has not remembered. See
+``docs/concepts/loop.md`` ("The situation after a refusal").
+"""
+
+from __future__ import annotations
+
+from sgs.graph import Layer, SceneGraph, affords
+
+#: At most this many destinations of each kind are named.
+MAX_NAMED = 5
+
+
+def destinations(graph: SceneGraph, unseen=frozenset()) -> dict[str, list[str]]:
+    """``put_on``/``put_inside`` -> the nodes of the agent's room that take what it holds that
+    way (its assets, and objects not only remembered as priors), at most :data:`MAX_NAMED`
+    each; empty lists when it holds nothing."""
+    out: dict[str, list[str]] = {"put_on": [], "put_inside": []}
+    held, room = graph.agent.holding, graph.agent.location
+    if held is None or room is None:
+        return out
+    for name in graph.descendants(room):
+        node = graph.nodes[name]
+        if name == held or name in unseen or graph.is_ancestor(held, name) or node.layer is Layer.PLACE:
+            continue
+        if graph.enclosing_closed(name):
+            continue
+        for fn in out:
+            if affords(node, fn) and len(out[fn]) < MAX_NAMED:
+                out[fn].append(name)
+    return out
+
+
+def situation(graph: SceneGraph, unseen=frozenset()) -> str:
+    """``you are in kitchen-1 holding cup-1; here it goes put_on(table-1) or put_inside(fridge-1,
+    sink-1)`` (module doc)."""
+    room = graph.agent.location or "no room yet"
+    held = graph.agent.holding
+    if held is None:
+        return f"you are in {room} and hold nothing"
+    where = destinations(graph, unseen)
+    ways = [f"{fn}({', '.join(names)})" for fn, names in where.items() if names]
+    text = f"you are in {room} holding {held}"
+    if ways:
+        text += f"; here it can go {' or '.join(ways)}"
+    return text
