@@ -4,7 +4,8 @@ steps of the benchmark's own plans the check would refuse (it must refuse none),
 instructions it reads a descriptor or a place in (lookplangraph.evaluation.grounding_audit).
 
     .venv/bin/python benchmarks/grounding_refusals.py                      # GraSIF's splits and dev
-    .venv/bin/python benchmarks/grounding_refusals.py --generated 500      # and 500 generated tasks per kind
+    .venv/bin/python benchmarks/grounding_refusals.py --generated 500      # and 500 generated tasks per building
+                                                                           # kind, every task kind, grammar wording
 """
 
 from __future__ import annotations
@@ -14,20 +15,21 @@ import sys
 from pathlib import Path
 
 from grasif.dataset import SPLIT_MODULES, default_data_dir, load_split
-from grasif.generate import generate
+from grasif.generate import BUILDING_KINDS, KINDS, OPT_IN_KINDS, generate
 from lookplangraph.evaluation.grounding_audit import false_refusals
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=None, help="GraSIF build directory (default: the user's)")
-    ap.add_argument("--generated", type=int, default=0, help="also N generated tasks per building kind")
+    ap.add_argument("--generated", type=int, default=0,
+                    help="also N generated tasks per building kind (every task kind, grammar wording, seed 1)")
     ap.add_argument("--no-places", action="store_true", help="the check without place descriptors")
     args = ap.parse_args(argv)
     data = args.data or default_data_dir()
     sets = {split: load_split(data, split, build_missing=True) for split in SPLIT_MODULES}
-    for kind in ("home", "office") if args.generated else ():
-        sets[f"generated-{kind}"] = generate(kind, args.generated, seed=0)
+    for kind in BUILDING_KINDS if args.generated else ():
+        sets[f"generated-{kind}"] = generate(kind, args.generated, seed=1, kinds=KINDS + OPT_IN_KINDS, wording="grammar")
     print(f"{'set':<20} {'tasks':>6} {'steps':>7} {'described':>10} {'placed':>7} {'refused':>8}")
     total = 0
     for name, tasks in sets.items():

@@ -175,11 +175,12 @@ def test_task_kinds_restrict_the_draw_and_an_unknown_one_is_refused(grasif_build
 def test_removal_kinds_are_drawn_only_when_named_and_write_negated_formulas():
     from grasif.formula import Formula
     from grasif.generate import OPT_IN_KINDS
+    from grasif.generate.tasks import REMOVAL_KINDS
     from sgs.graph import node_class
 
     assert not set(OPT_IN_KINDS) & set(KINDS)  # the default draw (and what a seed gives) is unchanged
-    tasks = generate("home", 30, seed=5, kinds=OPT_IN_KINDS) + generate("office", 30, seed=5, kinds=OPT_IN_KINDS)
-    assert {t.provenance["kind"] for t in tasks} == set(OPT_IN_KINDS)
+    tasks = generate("home", 30, seed=5, kinds=REMOVAL_KINDS) + generate("office", 30, seed=5, kinds=REMOVAL_KINDS)
+    assert {t.provenance["kind"] for t in tasks} == set(REMOVAL_KINDS)
     for t in tasks:
         g, f = t.graph, t.goal.formula
         assert not t.goal.node_goals and not t.goal.count_goals and f.count("(not (") == 1

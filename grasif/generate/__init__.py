@@ -1,15 +1,20 @@
 """Generated worlds: training material for on-board planners, in the spirit of ProcTHOR.
 
 ``generate(kind, n, seed)`` draws buildings (:mod:`grasif.generate.worlds`: homes, or offices with
-people's offices, meeting rooms, kitchens, printing and storage rooms, lounges) and tasks on them
-(:mod:`grasif.generate.tasks`: every goal kind the validator knows, several phrasings each) until
-``n`` tasks passed their checks. Deterministic for a kind, ``n`` and a seed.
+people's offices, meeting rooms, kitchens, printing and storage rooms, lounges; the wider kinds
+``house``, two storeys with a garage, a shed, a laundry and a patio, and ``lab``, labs, a server
+room, corridors and people's offices) and tasks on them (:mod:`grasif.generate.tasks`: every goal
+kind the validator knows, several phrasings each, or with ``wording="grammar"`` instructions
+composed by :mod:`grasif.generate.wording`) until ``n`` tasks passed their checks. Deterministic
+for a kind, ``n``, a seed and a wording; a home or an office of a seed with the template wording is
+what it always was.
 
 Generated tasks are **training** material, never evaluation: :mod:`grasif.generate.leaks` refuses
 a generated scene or instruction equal to, or a renaming of, a held-out task (the 47-task sample,
 the whole office split), and :func:`write` runs that check before anything is written.
 
-Command line: ``lookplangraph grasif generate --kind home|office --n N --seed S --out DIR``. It
+Command line: ``lookplangraph grasif generate --kind home|office|house|lab --n N --seed S
+[--wording grammar] --out DIR``. It
 writes ``DIR/<building>/building.json`` and, beside it, one task file per task
 (``lookplangraph run --task-file DIR/<building>/<task>.json`` runs one), and ``DIR/index.json``
 (kind, seed, tasks with the SHA-256 of each file, counts by task kind), whole or not at all.
@@ -27,12 +32,13 @@ from pathlib import Path
 from typing import Callable
 
 from grasif.generate.tasks import KINDS, OPT_IN_KINDS, checked, draw_task
-from grasif.generate.worlds import building
+from grasif.generate.worlds import BUILDING_KINDS, building
 from grasif.priors import Priors
 from grasif.task import Task
 from sgs.io import graph_from_dict
 
-__all__ = ["GENERATOR", "KINDS", "OPT_IN_KINDS", "SPLIT_PREFIX", "generate", "is_generated", "load", "write"]
+__all__ = ["BUILDING_KINDS", "GENERATOR", "KINDS", "OPT_IN_KINDS", "SPLIT_PREFIX", "WORDINGS", "generate",
+           "is_generated", "load", "write"]
 
 #: the generator's version, in every task's provenance (v2: properties that tell objects of a class
 #: apart, and the ``attribute`` kind; v3: the ``decoy`` kind, objects on or in other objects). A seed
@@ -41,18 +47,23 @@ __all__ = ["GENERATOR", "KINDS", "OPT_IN_KINDS", "SPLIT_PREFIX", "generate", "is
 GENERATOR = "grasif.generate v3"
 #: the split of a generated task is this and its kind (``generated-office``)
 SPLIT_PREFIX = "generated-"
+#: how instructions are worded: the fixed templates, or the compositional grammar
+WORDINGS = ("templates", "grammar")
 #: tasks drawn on one building before the next is drawn
 TASKS_PER_BUILDING = 6
 
 
 def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
-             progress: Callable[[int, int], None] | None = None, kinds: tuple[str, ...] | None = None) -> list[Task]:
+             progress: Callable[[int, int], None] | None = None, kinds: tuple[str, ...] | None = None,
+             wording: str = "templates") -> list[Task]:
     """``n`` checked tasks on generated buildings of ``kind`` (``home`` or ``office``), split
     ``generated-<kind>``; ``kinds``: draw only these task kinds (default :data:`KINDS`, each
     equally often; with the default a seed gives what it always gave; :data:`OPT_IN_KINDS` only
     when named). ``ValueError`` for another kind, an unknown task kind, or ``n < 1``."""
-    if kind not in ("home", "office"):
-        raise ValueError(f"--kind is home or office, not {kind!r}")
+    if kind not in BUILDING_KINDS:
+        raise ValueError(f"--kind is one of {', '.join(BUILDING_KINDS)}, not {kind!r}")
+    if wording not in WORDINGS:
+        raise ValueError(f"--wording is one of {', '.join(WORDINGS)}, not {wording!r}")
     kinds = KINDS if kinds is None else tuple(kinds)
     if not kinds or any(k not in KINDS + OPT_IN_KINDS for k in kinds):
         raise ValueError(f"task kinds are {', '.join(KINDS + OPT_IN_KINDS)}, not {', '.join(kinds) or '(none)'}")
@@ -74,7 +85,7 @@ def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
             if kept == TASKS_PER_BUILDING or len(tasks) == n:
                 break
             task_kind = kinds[rng.randrange(len(kinds))]
-            drawn = draw_task(task_kind, g, b, rng, priors)
+            drawn = draw_task(task_kind, g, b, rng, priors, wording)
             if drawn is None:
                 continue
             task = checked(f"{world}-t{kept + 1}", f"{SPLIT_PREFIX}{kind}", b, g, drawn,

@@ -26,9 +26,21 @@ instruction has to write too:
 * ``clear`` — every object of one class off or out of an asset that holds two or more ("Take all
   the cups off the table"): ``(forall (?c - cup) (not (ontop ?c table-1)))``.
 
+Four more opt-in kinds (:data:`WIDER_KINDS`), made for the wider buildings (``house``, ``lab``) and
+drawn on any:
+
+* ``pack`` — two or three objects into a container object (a backpack, a toolbox), one of them
+  from a closed drawer or cabinet where there is one;
+* ``switch_one`` — one device of several of its class ("the lamp in the study, and only that one");
+* ``nested_out`` — an object out of the container object it is in, onto or into an asset;
+* ``chain`` — two objects over three rooms: the first to the second object's room, the second on.
+
 Objects are named by class and where they are ("the mug on the shelf in the kitchen"), assets by
-class and room; a person's office by its occupant ("Chen's desk", "Chen's office"). An object is
-only chosen where its class and holder name it alone. The ground-truth plan is written at the
+class and room; a person's office by its occupant ("Chen's desk", "Chen's office"); in the wider
+buildings an owned piece of furniture by its owner ("Rosa's locker"), a room of a house that has
+two by its storey ("the upstairs bathroom"), an object in a container object through it ("the
+screwdriver in the toolbox on the workbench"). An object is only chosen where its class and
+holder name it alone. The ground-truth plan is written at the
 level of the office split's (``rearrange``, state actions), and each container the plan's
 corrections open and the goal does not want open is closed again after. A task is kept only when
 no goal part holds already and the plan reaches the goal through the SGS with nothing else
@@ -47,11 +59,15 @@ from sgs.actions import parse_plan
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 from sgs.simulator import run_plan
 
+from grasif.generate.wording import say
 from grasif.generate.worlds import Building
 
 KINDS = ("rearrange", "attribute", "decoy", "multi", "count", "state", "sequence")
-#: kinds drawn only when named (``--task-kinds``): formula goals with a negation (module doc)
-OPT_IN_KINDS = ("remove", "clear")
+#: kinds drawn only when named (``--task-kinds``): formula goals with a negation, and the wider
+#: kinds (module doc)
+REMOVAL_KINDS = ("remove", "clear")
+WIDER_KINDS = ("pack", "switch_one", "nested_out", "chain")
+OPT_IN_KINDS = REMOVAL_KINDS + WIDER_KINDS
 
 #: phrasings of each kind: ``{obj}``, ``{objs}``, ``{n}``, ``{cls}``, ``{prep}`` (on / in), ``{into}`` (onto / into),
 #: ``{dest}``, ``{verb}``, ``{thing}`` and ``{usual}`` (where the object usually is: "on the shelf in
@@ -79,6 +95,14 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
     "clear": ("Take all the {cls} {off} {dest}.", "Please remove every {one} from {dest}.",
               "No {cls} should be left {prep} {dest}.", "Clear the {cls} {off} {dest} and put them elsewhere.",
               "Get each {one} {off} {dest}."),
+    "pack": ("Pack {objs} into {dest}.", "Put {objs} in {dest}.", "{Objs} need to go in {dest}."),
+    "switch_one": ("Switch on {thing}, and only that one.", "Just switch on {thing}; leave the other {one_plural} "
+                   "as they are.", "{Thing} should be switched on, the other {one_plural} not touched."),
+    "nested_out": ("Take {obj} out of {container} and put it {prep} {dest}.",
+                   "Get {obj} out of {container}; it goes {prep} {dest}.", "I need {obj} from {container} {prep} {dest}."),
+    "chain": ("Take {obj} to {dest} and put it {prep} it, then bring {obj2} to {dest2} and put it {prep2} it.",
+              "First put {obj} {prep} {dest}; after that {obj2} goes {prep2} {dest2}.",
+              "{Obj} belongs {prep} {dest} and {obj2} {prep2} {dest2}."),
     "sequence": ("Heat up {obj}: put it in {dest}, close it and switch it on.",
                  "Warm {obj} in {dest}: inside, door closed, switched on.",
                  "Put {obj} in {dest}, shut the door and turn it on."),
@@ -114,12 +138,18 @@ class Describer:
             self.classes.setdefault(node_class(n), []).append(n)
 
     def room(self, room: str) -> str:
-        """``Chen's office``, ``the kitchen``, or ``meeting room 2`` where there are several."""
+        """``Chen's office``, ``the kitchen``, ``the upstairs bathroom`` where the storey tells
+        several apart, or ``meeting room 2``."""
         if room in self.b.occupants:
             return f"{self.b.occupants[room].capitalize()}'s office"
         kind = self.b.kinds[room]
         same = [r for r in self.g.places if self.b.kinds.get(r) == kind]
-        return f"the {words(kind)}" if len(same) == 1 else f"{words(kind)} {same.index(room) + 1}"
+        if len(same) == 1:
+            return f"the {words(kind)}"
+        storey = list(self.g.nodes[room].properties or ())
+        if storey and sum(list(self.g.nodes[r].properties or ()) == storey for r in same) == 1:
+            return f"the {storey[0]} {words(kind)}"
+        return f"{words(kind)} {same.index(room) + 1}"
 
     def asset(self, asset: str) -> str:
         """``Chen's desk``, ``the fridge`` (the only one), ``the shelf in the kitchen``; "" when
@@ -127,6 +157,9 @@ class Describer:
         cls, room = node_class(asset), self.g.place_of(asset)
         if room in self.b.occupants and cls == "desk":
             return f"{self.b.occupants[room].capitalize()}'s desk"
+        owner = next((p for p in self.g.nodes[asset].properties or () if p.endswith("'s")), None)
+        if owner and sum(owner in (self.g.nodes[a].properties or ()) for a in self.classes[cls]) == 1:
+            return f"{owner} {words(cls)}"
         if len(self.classes[cls]) == 1:
             return f"the {words(cls)}"
         in_room = [a for a in self.classes[cls] if self.g.place_of(a) == room]
@@ -141,7 +174,12 @@ class Describer:
         cls = node_class(obj)
         holder, rel = self.g.parent[obj]
         same = [o for o in self.classes[cls] if self.g.parent.get(o, (None,))[0] == holder]
-        if len(same) > 1 or self.g.nodes[holder].layer is not Layer.ASSET:
+        if len(same) > 1:
+            return ""
+        if self.g.nodes[holder].layer is Layer.OBJECT and self.b.wider:
+            where = self.obj(holder)  # "the screwdriver in the toolbox on the workbench"
+            return f"the {words(cls)} {'on' if rel is Relation.ONTOP else 'in'} {where}" if where else ""
+        if self.g.nodes[holder].layer is not Layer.ASSET:
             return ""
         if len(self.classes[cls]) == 1:
             return f"the {words(cls)}"
@@ -170,6 +208,22 @@ class Describer:
         return f"the {unique[0]} {words(cls)}"
 
 
+def _say(kind: str, slots: dict, rng: random.Random, wording: str) -> tuple[str, int | str]:
+    """The instruction and its phrasing: a template of :data:`PHRASINGS` (its index) or, for
+    ``wording="grammar"``, :func:`grasif.generate.wording.say` (its shape)."""
+    if wording == "grammar":
+        return say(kind, slots, rng)
+    if wording != "templates":
+        raise ValueError(f"wording is templates or grammar, not {wording!r}")
+    i = rng.randrange(len(PHRASINGS[kind]))
+    return PHRASINGS[kind][i].format(**slots), i
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _prep(rel: str) -> str:
     return "on" if rel == "ontop" else "in"
 
@@ -189,11 +243,14 @@ def _destination(rng: random.Random, holders: list[tuple[str, str]], cls: str, p
     return rng.choices(holders, weights=weights)[0]
 
 
-def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors: Priors):
-    """``(instruction, goal, plan, phrasing index)`` of one task of ``kind`` (a ``decoy`` task adds
+def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors: Priors,
+              wording: str = "templates"):
+    """``(instruction, goal, plan, phrasing)`` of one task of ``kind`` (a ``decoy`` task adds
     a fifth item for its provenance: the ``decoy`` object and the asset the ``hint`` names), or
     None when this building offers none (the caller checks it: :func:`checked`). Destinations are
-    drawn with the object prior of the (first) object moved."""
+    drawn with the object prior of the (first) object moved. ``wording``: ``templates`` (the
+    phrasing is an index into :data:`PHRASINGS`) or ``grammar`` (:mod:`grasif.generate.wording`;
+    the phrasing is the shape's name)."""
     d = Describer(g, b)
     holders, movable = _holders(g, d), _movable(g, d)
     if kind == "attribute":
@@ -203,12 +260,12 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
         obj = rng.choice(list(named))
         dest, rel = _destination(rng, [h for h in holders if h[0] != g.parent[obj][0]] or holders, node_class(obj), priors)
         name = named[obj]
-        i = rng.randrange(len(PHRASINGS[kind]))
-        text = PHRASINGS[kind][i].format(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest))
+        text, i = _say(kind, dict(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest),
+                                  into="onto" if rel == "ontop" else "into"), rng, wording)
         goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])
         return text, goal, [f"rearrange({obj}, {rel}, {dest})"], i
     if kind == "decoy":
-        return _decoy(g, d, rng, priors, holders)
+        return _decoy(g, d, rng, priors, holders, wording)
     if kind in ("rearrange", "multi"):
         if not holders or not movable:
             return None
@@ -227,10 +284,10 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
         if len(chosen) < k:
             return None
         names = [d.obj(o) for o in chosen]
-        i = rng.randrange(len(PHRASINGS[kind]))
-        objs = names[0] if k == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        text = PHRASINGS[kind][i].format(obj=names[0], Obj=names[0][0].upper() + names[0][1:], objs=objs,
-                                         prep=_prep(rel), into="onto" if rel == "ontop" else "into", dest=d.asset(dest))
+        objs = _listed(names)
+        text, i = _say(kind, dict(obj=names[0], Obj=names[0][0].upper() + names[0][1:], objs=objs,
+                                  prep=_prep(rel), into="onto" if rel == "ontop" else "into", dest=d.asset(dest)),
+                       rng, wording)
         goal = GoalSpec(node_goals=[NodeGoal(node=o, relation=rel, destination=dest) for o in chosen])
         return text, goal, [f"rearrange({o}, {rel}, {dest})" for o in chosen], i
     if kind == "count":
@@ -249,8 +306,8 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
         if len(objs) < 2:
             return None
         n = rng.randint(2, min(3, len(objs)))
-        i = rng.randrange(len(PHRASINGS[kind]))
-        text = PHRASINGS[kind][i].format(n=NUMBERS[n], cls=plural(cls), prep=_prep(rel), dest=d.asset(dest))
+        text, i = _say(kind, dict(n=NUMBERS[n], cls=plural(cls), prep=_prep(rel), dest=d.asset(dest),
+                                  into="onto" if rel == "ontop" else "into"), rng, wording)
         goal = GoalSpec(count_goals=[CountGoal(cls=cls, relation=rel, destination=dest, count=n)])
         return text, goal, [f"rearrange({o}, {rel}, {dest})" for o in rng.sample(objs, n)], i
     if kind == "state":
@@ -267,30 +324,29 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
             return None
         n, state = rng.choice(options)
         verb, action = STATE_VERBS[state]
-        i = rng.randrange(len(PHRASINGS[kind]))
         thing = d.asset(n)
-        text = PHRASINGS[kind][i].format(verb=verb, Verb=verb.capitalize(), thing=thing,
-                                         Thing=thing[0].upper() + thing[1:], state=f"switched {state}"
-                                         if state in ("on", "off") else state)
+        text, i = _say(kind, dict(verb=verb, Verb=verb.capitalize(), thing=thing, Thing=thing[0].upper() + thing[1:],
+                                  state=f"switched {state}" if state in ("on", "off") else state), rng, wording)
         return text, GoalSpec(node_goals=[NodeGoal(node=n, states=[state])]), [f"{action}({n})"], i
-    if kind in OPT_IN_KINDS:
-        return _removal(kind, g, d, rng, priors, holders)
+    if kind in REMOVAL_KINDS:
+        return _removal(kind, g, d, rng, priors, holders, wording)
     if kind == "sequence":
         ovens = [a for a in g.names(Layer.ASSET) if node_class(a) == "microwave" and d.asset(a)]
         food = [o for o in movable if node_class(o) in ("bread", "milk", "cheese", "yogurt", "apple", "banana", "orange")]
         if not ovens or not food:
             return None
         oven, obj = rng.choice(ovens), rng.choice(food)
-        i = rng.randrange(len(PHRASINGS[kind]))
-        text = PHRASINGS[kind][i].format(obj=d.obj(obj), dest=d.asset(oven))
+        text, i = _say(kind, dict(obj=d.obj(obj), dest=d.asset(oven)), rng, wording)
         goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation="inside", destination=oven),
                                     NodeGoal(node=oven, states=["closed", "on"])])
         return text, goal, [f"rearrange({obj}, inside, {oven})", f"close({oven})", f"turn_on({oven})"], i
+    if kind in WIDER_KINDS:
+        return _wider(kind, g, d, rng, priors, holders, movable, wording)
     raise ValueError(f"task kinds are {', '.join(KINDS + OPT_IN_KINDS)}, not {kind!r}")
 
 
 def _removal(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors: Priors,
-             holders: list[tuple[str, str]]):
+             holders: list[tuple[str, str]], wording: str):
     """A ``remove`` or ``clear`` task (module doc): the asset is one an instruction names alone,
     the objects go to other assets drawn with the object prior."""
     held: dict[tuple[str, str], list[str]] = {}
@@ -314,19 +370,97 @@ def _removal(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors:
     for o in moved:
         dest, to = _destination(rng, others, node_class(o), priors)
         plan.append(f"rearrange({o}, {to}, {dest})")
-    i = rng.randrange(len(PHRASINGS[kind]))
     off = "off" if rel == "ontop" else "out of"
     if kind == "remove":
         name = f"the {words(node_class(what))}"  # the only one of its class there (d.obj said so)
-        text = PHRASINGS[kind][i].format(obj=name, Obj=name[0].upper() + name[1:], off=off, prep=_prep(rel),
-                                         dest=d.asset(holder))
+        text, i = _say(kind, dict(obj=name, Obj=name[0].upper() + name[1:], off=off, prep=_prep(rel),
+                                  dest=d.asset(holder)), rng, wording)
         formula = f"(not ({rel} {what} {holder}))"
     else:
-        text = PHRASINGS[kind][i].format(cls=plural(what), one=words(what), off=off, prep=_prep(rel),
-                                         dest=d.asset(holder))
+        text, i = _say(kind, dict(cls=plural(what), one=words(what), off=off, prep=_prep(rel), dest=d.asset(holder)),
+                       rng, wording)
         var = "?" + what.split("_")[0][0]
         formula = f"(forall ({var} - {what}) (not ({rel} {var} {holder})))"
     return text, GoalSpec(formula=formula), plan, i
+
+
+def _wider(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors: Priors,
+           holders: list[tuple[str, str]], movable: list[str], wording: str):
+    """A task of one of :data:`WIDER_KINDS` (module doc), or None when the building offers none."""
+    into = lambda rel: "onto" if rel == "ontop" else "into"  # noqa: E731
+    if kind == "pack":
+        bags = [o for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "put_inside") and d.obj(o)]
+        if not bags:
+            return None
+        bag = rng.choice(bags)
+        pool = [o for o in movable if node_class(o) != node_class(bag) and g.nodes[g.parent[o][0]].layer is Layer.ASSET
+                and not g.is_ancestor(o, bag)]  # named by their asset: "the pen in the drawer", not "in the box"
+        shut = [o for o in pool if g.enclosing_closed(o)]
+        if len(pool) < 2:
+            return None
+        k = min(len(pool), rng.randint(2, 3))
+        first = [rng.choice(shut)] if shut else []  # one from a closed drawer or cabinet, where there is one
+        rest = [o for o in pool if o not in first and node_class(o) not in {node_class(f) for f in first}]
+        chosen = first + rng.sample(rest, min(len(rest), k - len(first)))
+        if len(chosen) < 2 or len({node_class(o) for o in chosen}) < len(chosen):
+            return None
+        names = [d.obj(o) for o in chosen]
+        text, i = _say(kind, dict(objs=_listed(names), Objs=_listed(names)[0].upper() + _listed(names)[1:],
+                                  dest=d.obj(bag)), rng, wording)
+        goal = GoalSpec(node_goals=[NodeGoal(node=o, relation="inside", destination=bag) for o in chosen])
+        return text, goal, [f"rearrange({o}, inside, {bag})" for o in chosen], i
+    if kind == "switch_one":
+        by_class: dict[str, list[str]] = {}
+        for a in g.names(Layer.ASSET):
+            if affords(g.nodes[a], "turn_on"):
+                by_class.setdefault(node_class(a), []).append(a)
+        options = [a for devices in by_class.values() if len(devices) >= 2 for a in devices
+                   if d.asset(a) and g.nodes[a].has("off")]
+        if not options:
+            return None
+        a = rng.choice(options)
+        thing = d.asset(a)
+        text, i = _say(kind, dict(verb="switch on", thing=thing, Thing=thing[0].upper() + thing[1:],
+                                  state="switched on", one_plural=plural(node_class(a))), rng, wording)
+        return text, GoalSpec(node_goals=[NodeGoal(node=a, states=["on"])]), [f"turn_on({a})"], i
+    if kind == "nested_out":
+        options = []
+        for o in g.names(Layer.OBJECT):
+            holder, rel = g.parent[o]
+            if (affords(g.nodes[o], "pick_up") and g.nodes[holder].layer is Layer.OBJECT and d.obj(holder)
+                    and sum(node_class(x) == node_class(o) for x in g.children(holder)) == 1):
+                options.append(o)
+        if not options or not holders:
+            return None
+        o = rng.choice(options)
+        container = g.parent[o][0]
+        dest, rel = _destination(rng, [h for h in holders if h[0] != g.parent[container][0]] or holders,
+                                 node_class(o), priors)
+        name = f"the {words(node_class(o))}"
+        text, i = _say(kind, dict(obj=name, Obj=name[0].upper() + name[1:], container=d.obj(container),
+                                  prep=_prep(rel), dest=d.asset(dest)), rng, wording)
+        return text, GoalSpec(node_goals=[NodeGoal(node=o, relation=rel, destination=dest)]), \
+            [f"rearrange({o}, {rel}, {dest})"], i
+    if kind == "chain":
+        if len(movable) < 2 or not holders:
+            return None
+        one, two = rng.sample(movable, 2)
+        rooms = {g.place_of(one), g.place_of(two)}
+        if len(rooms) < 2:
+            return None
+        there = [h for h in holders if g.place_of(h[0]) == g.place_of(two) and h[0] != g.parent[two][0]]
+        third = [h for h in holders if g.place_of(h[0]) not in rooms]
+        if not there or not third:
+            return None
+        dest, rel = _destination(rng, there, node_class(one), priors)
+        dest2, rel2 = _destination(rng, third, node_class(two), priors)
+        n1, n2 = d.obj(one), d.obj(two)
+        text, i = _say(kind, dict(obj=n1, Obj=n1[0].upper() + n1[1:], obj2=n2, prep=_prep(rel), prep2=_prep(rel2),
+                                  dest=d.asset(dest), dest2=d.asset(dest2), into=into(rel)), rng, wording)
+        goal = GoalSpec(node_goals=[NodeGoal(node=one, relation=rel, destination=dest),
+                                    NodeGoal(node=two, relation=rel2, destination=dest2)])
+        return text, goal, [f"rearrange({one}, {rel}, {dest})", f"rearrange({two}, {rel2}, {dest2})"], i
+    raise ValueError(f"not a wider kind: {kind!r}")
 
 
 def _named_by_property(g: SceneGraph, d: Describer) -> dict[str, str]:
@@ -336,7 +470,8 @@ def _named_by_property(g: SceneGraph, d: Describer) -> dict[str, str]:
     return {o: n for o, n in named.items() if n}
 
 
-def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, holders: list[tuple[str, str]]):
+def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, holders: list[tuple[str, str]],
+           wording: str):
     """A ``decoy`` task (module doc), or None when the building has no object named by a property
     with another of its class on another asset that can be named."""
     def usual(obj: str) -> str:
@@ -360,9 +495,8 @@ def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, hold
     if dest in taken:
         return None
     name = named[obj]
-    i = rng.randrange(len(PHRASINGS["decoy"]))
-    text = PHRASINGS["decoy"][i].format(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest),
-                                        usual=hint)
+    text, i = _say("decoy", dict(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest),
+                                 usual=hint, into="onto" if rel == "ontop" else "into"), rng, wording)
     goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])
     return text, goal, [f"rearrange({obj}, {rel}, {dest})"], i, {
         "decoy": decoy, "hint": g.parent[decoy][0] if moved else g.parent[obj][0]}

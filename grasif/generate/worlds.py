@@ -57,6 +57,36 @@ ASSETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "washing_machine": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
 }
 
+#: assets only the wider building kinds (``house``, ``lab``) have: their draws leave a seed's
+#: home or office as it was
+WIDER_ASSETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "workbench": (("put_on",), ()),
+    "tool_cabinet": (("put_inside", "open", "close"), ("closed",)),
+    "freezer": (("put_inside", "open", "close"), ("closed",)),
+    "dryer": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
+    "laundry_shelf": (("put_on",), ()),
+    "coat_rack": (("put_on",), ()),
+    "shoe_rack": (("put_on",), ()),
+    "garden_table": (("put_on",), ()),
+    "potting_bench": (("put_on",), ()),
+    "bookcase": (("put_on",), ()),
+    "crib": (("put_on",), ()),
+    "toy_box": (("put_inside", "open", "close"), ("closed",)),
+    "chest_of_drawers": (("put_inside", "open", "close"), ("closed",)),
+    "floor_lamp": (("turn_on", "turn_off"), ("off",)),
+    "ceiling_fan": (("turn_on", "turn_off"), ("off",)),
+    "lab_bench": (("put_on",), ()),
+    "fume_hood": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
+    "incubator": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
+    "lab_fridge": (("put_inside", "open", "close"), ("closed",)),
+    "server_rack": (("put_on", "turn_on", "turn_off"), ("off",)),
+    "locker": (("put_inside", "open", "close"), ("closed",)),
+    "whiteboard_ledge": (("put_on",), ()),
+    "trolley": (("put_on",), ()),
+    "bin": (("put_inside",), ()),
+    "kettle": (("turn_on", "turn_off"), ("off",)),
+}
+
 #: room class -> (assets it always has, assets it may have)
 HOME_ROOMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "kitchen": (("fridge", "countertop", "cabinet", "sink"), ("microwave", "stove", "dishwasher", "table", "coffee_machine")),
@@ -75,6 +105,37 @@ OFFICE_ROOMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "lounge": (("couch", "coffee_table"), ("shelf", "television", "lamp")),
     "lobby": (("reception_desk",), ("couch",)),
 }
+
+#: The wider kinds' rooms. A ``house`` has two storeys (its rooms carry the property
+#: ``upstairs`` or ``downstairs``, so "the upstairs bathroom" tells two apart), a garage, a shed and
+#: a patio; a ``lab`` is a research building of labs, a server room, corridors and people's offices.
+HOUSE_ROOMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "kitchen": (("fridge", "countertop", "cabinet", "sink"), ("freezer", "dishwasher", "stove", "kettle", "table")),
+    "living_room": (("couch", "coffee_table"), ("bookcase", "television", "floor_lamp", "ceiling_fan")),
+    "hallway": (("coat_rack",), ("shoe_rack", "chest_of_drawers", "floor_lamp")),
+    "bedroom": (("bed", "nightstand"), ("chest_of_drawers", "wardrobe", "lamp", "ceiling_fan")),
+    "nursery": (("crib", "toy_box"), ("chest_of_drawers", "floor_lamp", "bookcase")),
+    "bathroom": (("sink", "bathroom_cabinet"), ("bathtub", "towel_rack", "bin")),
+    "laundry": (("washing_machine", "laundry_shelf"), ("dryer", "sink", "bin")),
+    "garage": (("workbench", "tool_cabinet"), ("freezer", "shelf", "bin")),
+    "shed": (("potting_bench",), ("shelf", "tool_cabinet")),
+    "patio": (("garden_table",), ("bin",)),
+    "study": (("desk",), ("bookcase", "computer", "lamp", "filing_cabinet")),
+}
+LAB_ROOMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "office": (("desk",), ("bookcase", "locker", "lamp", "computer")),  # a person's office
+    "lab": (("lab_bench", "lab_fridge"), ("fume_hood", "incubator", "trolley", "cabinet", "bin")),
+    "server_room": (("server_rack",), ("shelf", "ceiling_fan")),
+    "corridor": (("trolley",), ("locker", "bin", "coat_rack")),
+    "kitchenette": (("fridge", "countertop", "sink"), ("kettle", "microwave", "cabinet", "bin")),
+    "seminar_room": (("meeting_table", "whiteboard_ledge"), ("projector", "bookcase")),
+    "workshop": (("workbench", "tool_cabinet"), ("shelf", "bin")),
+    "bathroom": (("sink",), ("bin", "towel_rack")),
+    "storage_room": (("shelf", "cabinet"), ("locker", "filing_cabinet")),
+}
+#: which rooms a house has on which storey (the rest are drawn to either)
+DOWNSTAIRS = ("kitchen", "living_room", "hallway", "laundry", "garage", "shed", "patio")
+UPSTAIRS = ("bedroom", "nursery")
 
 #: object class -> (affordances, states)
 OBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -99,6 +160,28 @@ NESTS: dict[str, tuple[str, tuple[str, ...]]] = {
                           "keys", "remote_control")),
     "bowl": ("inside", ("apple", "banana", "orange", "keys", "fork", "spoon")),
     "plate": ("ontop", ("apple", "banana", "bread", "cheese", "orange", "fork", "knife", "spoon")),
+}
+#: objects only the wider kinds have (added to :data:`OBJECTS` for them)
+WIDER_OBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    **{c: (("pick_up",), ()) for c in (
+        "screwdriver", "hammer", "tape_measure", "gloves", "goggles", "flashlight", "extension_cord", "cable",
+        "watering_can", "trowel", "seed_packet", "toy_car", "stuffed_rabbit", "rattle", "baby_bottle", "sponge",
+        "detergent", "sock", "jacket", "umbrella", "test_tube", "pipette", "sample_tube", "lab_notebook",
+        "hard_drive", "usb_stick", "ice_pack", "ice_cream")},
+    "flask": (("pick_up", "put_inside"), ("clean",)),
+    "beaker": (("pick_up", "put_inside"), ("clean",)),
+    "backpack": (("pick_up", "put_inside", "open", "close"), ("closed",)),
+    "toolbox": (("pick_up", "put_inside", "open", "close"), ("closed",)),
+    "laundry_basket": (("pick_up", "put_inside"), ()),
+    "tray": (("pick_up", "put_on"), ()),
+}
+#: the wider kinds' containers and what may start in them (beside :data:`NESTS`)
+WIDER_NESTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "toolbox": ("inside", ("screwdriver", "hammer", "tape_measure", "flashlight", "cable", "extension_cord", "gloves")),
+    "backpack": ("inside", ("book", "notebook", "lab_notebook", "pen", "phone", "wallet", "keys", "water_bottle",
+                            "usb_stick", "glasses", "umbrella")),
+    "laundry_basket": ("inside", ("sock", "shirt", "towel", "jacket", "pillow")),
+    "tray": ("ontop", ("test_tube", "pipette", "sample_tube", "beaker", "flask", "mug", "cup", "glass")),
 }
 #: chance that an object whose class a container of the building takes (:data:`NESTS`) starts on or in one
 P_NESTED = 0.25
@@ -129,6 +212,7 @@ class Building:
     graph: dict
     kinds: dict[str, str]
     occupants: dict[str, str]
+    wider: bool = False  # a house or a lab: objects may be named through the container they are in
 
 
 def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = ()) -> list[str]:
@@ -136,15 +220,15 @@ def _pick(rng: random.Random, table: dict, n: int, required: tuple[str, ...] = (
     return list(required) + rng.sample(rest, max(0, min(n - len(required), len(rest))))
 
 
-def _nest(objects: list[dict], rng: random.Random) -> None:
+def _nest(objects: list[dict], rng: random.Random, nests: dict = NESTS) -> None:
     """Move some objects onto or into container objects of the building (module doc: :data:`NESTS`,
     :data:`P_NESTED`); a container stays on its asset, so nothing is more than two deep."""
-    containers = [c for c in objects if node_class(c["name"]) in NESTS]
+    containers = [c for c in objects if node_class(c["name"]) in nests]
     for o in objects:
-        fits = [c for c in containers if node_class(o["name"]) in NESTS[node_class(c["name"])][1]]
+        fits = [c for c in containers if node_class(o["name"]) in nests[node_class(c["name"])][1]]
         if fits and rng.random() < P_NESTED:
             c = rng.choice(fits)
-            o["relation"], o["related_to"] = f"{NESTS[node_class(c['name'])][0]}_of", c["name"]
+            o["relation"], o["related_to"] = f"{nests[node_class(c['name'])][0]}_of", c["name"]
 
 
 def _describe(objects: list[dict], people: list[str], rng: random.Random) -> None:
@@ -168,8 +252,32 @@ def _describe(objects: list[dict], people: list[str], rng: random.Random) -> Non
                     o["properties"].append(f"{owner.capitalize()}'s")
 
 
+#: the kinds of building :func:`building` draws
+BUILDING_KINDS = ("home", "office", "house", "lab")
+
+
+#: furniture of the wider kinds that may belong to someone ("Rosa's locker", "Ben's chest of drawers")
+OWNED_FURNITURE = ("locker", "chest_of_drawers", "nightstand", "bed", "bookcase", "desk", "coat_rack")
+
+
+def _own_furniture(assets: list[dict], people: list[str], rng: random.Random) -> None:
+    """Give some furniture of :data:`OWNED_FURNITURE` an owner among ``people`` (each owner once
+    per class), so an instruction can name it by owner."""
+    by_class: dict[str, list[dict]] = {}
+    for a in assets:
+        if node_class(a["name"]) in OWNED_FURNITURE:
+            by_class.setdefault(node_class(a["name"]), []).append(a)
+    for cls in sorted(by_class):
+        owners = rng.sample(people, min(len(people), len(by_class[cls])))
+        for a, owner in zip(by_class[cls], owners):
+            if rng.random() < P_OWNED:
+                a["properties"].append(f"{owner.capitalize()}'s")
+
+
 def building(kind: str, rng: random.Random, priors: Priors) -> Building:
-    """One building of ``kind`` (``home`` or ``office``) drawn with ``rng`` (module doc)."""
+    """One building of ``kind`` (:data:`BUILDING_KINDS`) drawn with ``rng`` (module doc)."""
+    asset_table, object_table, nests = ASSETS, OBJECTS, NESTS
+    storeys: dict[str, str] = {}
     if kind == "home":
         rooms = _pick(rng, HOME_ROOMS, rng.randint(3, 5), required=("kitchen", "living_room", "bedroom"))
         templates = HOME_ROOMS
@@ -179,8 +287,21 @@ def building(kind: str, rng: random.Random, priors: Priors) -> Building:
                        required=("kitchen", "meeting_room"))
         rooms = [f"{p}s_office" for p in people] + others
         templates = OFFICE_ROOMS
+    elif kind in ("house", "lab"):
+        asset_table, object_table, nests = {**ASSETS, **WIDER_ASSETS}, {**OBJECTS, **WIDER_OBJECTS}, {**NESTS, **WIDER_NESTS}
+        if kind == "house":
+            templates = HOUSE_ROOMS
+            rooms = _pick(rng, HOUSE_ROOMS, rng.randint(6, 9), required=("kitchen", "living_room", "bedroom", "bathroom"))
+            rooms += [r for r in ("bedroom", "bathroom") if rng.random() < 0.6]  # a second one, on the other storey
+        else:
+            templates = LAB_ROOMS
+            people = rng.sample(PEOPLE, rng.randint(2, 4))
+            others = _pick(rng, {k: v for k, v in LAB_ROOMS.items() if k != "office"}, rng.randint(4, 7),
+                           required=("lab", "corridor", "kitchenette"))
+            others += ["lab", "corridor"][: rng.randint(0, 2)]  # labs and corridors come in several
+            rooms = [f"{p}s_office" for p in people] + others
     else:
-        raise ValueError(f"a building is a home or an office, not {kind!r}")
+        raise ValueError(f"a building is one of {', '.join(BUILDING_KINDS)}, not {kind!r}")
     counts: dict[str, int] = {}
 
     def name(cls: str) -> str:
@@ -191,27 +312,42 @@ def building(kind: str, rng: random.Random, priors: Priors) -> Building:
     for room in rooms:
         template = "office" if room.endswith("s_office") else room
         rname = name(room)
-        room_entries.append({"name": rname})
+        entry = {"name": rname}
+        if kind == "house":
+            seen = sum(k == template for k in kinds.values())
+            storey = ("downstairs" if template in DOWNSTAIRS else "upstairs" if template in UPSTAIRS
+                      else rng.choice(("downstairs", "upstairs")))
+            if seen:  # the second bedroom or bathroom is on the other storey than the first
+                storey = "upstairs" if storeys[next(r for r, k in kinds.items() if k == template)] == "downstairs" \
+                    else "downstairs"
+            storeys[rname] = storey
+            entry["properties"] = [storey]
+        room_entries.append(entry)
         kinds[rname] = template
         if template == "office":
             occupants[rname] = room[: -len("s_office")]
         always, maybe = templates[template]
         chosen = list(always) + [a for a in maybe if rng.random() < 0.5]
         for cls in chosen:
-            aff, states = ASSETS[cls]
+            aff, states = asset_table[cls]
             assets.append({"name": name(cls), "room": rname, "states": list(states), "affordances": list(aff),
                            "properties": []})
     holders = [(a["name"], rel) for a in assets for rel, verb in (("ontop", "put_on"), ("inside", "put_inside"))
                if verb in a["affordances"]]
     n_objects = rng.randint(len(rooms) * 2, len(rooms) * 4)
-    for cls in rng.choices(sorted(OBJECTS), k=n_objects):
+    for cls in rng.choices(sorted(object_table), k=n_objects):
         weights = [priors.probability(cls, h.rsplit("-", 1)[0], rel) for h, rel in holders]
         holder, rel = rng.choices(holders, weights=weights)[0]
-        aff, states = OBJECTS[cls]
+        aff, states = object_table[cls]
         objects.append({"name": name(cls), "relation": f"{rel}_of", "related_to": holder, "states": list(states),
                         "affordances": list(aff), "properties": []})
-    _nest(objects, rng)
-    _describe(objects, sorted(occupants.values()), rng)
+    _nest(objects, rng, nests)
+    people = sorted(occupants.values())
+    if kind == "house":
+        people = sorted(rng.sample(PEOPLE, rng.randint(2, 4)))  # the family
+    if kind in ("house", "lab"):
+        _own_furniture(assets, people, rng)
+    _describe(objects, people, rng)
     graph = {"nodes": {"rooms": room_entries, "asset": assets, "objects": objects,
                        "agent": {"name": "agent-1", "location": rng.choice(room_entries)["name"], "holding": "nothing"}}}
-    return Building(graph, kinds, occupants)
+    return Building(graph, kinds, occupants, wider=kind in ("house", "lab"))

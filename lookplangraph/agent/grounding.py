@@ -25,12 +25,18 @@ and assets do not move, so a mismatch holds in every state of the episode.
 An object may also be picked out by *where it stands* (:func:`placed`): "the mug on the table",
 "the bandages from the first-aid kit", "the gloves lying on the exam table". Such a phrase counts
 only where it cannot be the destination: after "from", "off" or "out of", after "lying",
-"sitting", "left" and the like, in a sentence with no verb that puts things, or followed by a
-destination of its own ("take the mug on the table to the sink"), and never after "keep" or
-"leave" ("keep the cans out of that bucket" is a constraint). Then an action on another object
-of the class is a mismatch while one the memory graph remembers there exists. Objects change
-place, so this part is checked in the memory graph of the step, and an object the agent has held
-in the episode (``moved``) is no longer described by where it stood, nor taken for one there.
+"sitting", "left" and the like, in a sentence with no verb that puts or asks for things, or
+followed by a destination of its own, an asset or object after "to", "into", "in", "on" ... ("take
+the mug on the table to the sink"), and never after "keep" or "leave" ("keep the cans out of that
+bucket" is a constraint). Then an action on another object of the class is a mismatch while one
+the memory graph remembers there exists (for what an action moves, opens or toggles, not for its
+destination). Objects change place, so this part is checked in the memory graph of the step, and
+an object the agent has held in the episode (``moved``) is no longer described by where it stood,
+nor taken for one there.
+
+A descriptor said only where something must leave or not be ("take the phone *off* Hugo's desk",
+"*no* pens should be left on Alice's desk": :func:`said_away`) does not check destinations: the
+one the instruction wants is another.
 """
 
 from __future__ import annotations
@@ -81,6 +87,49 @@ def attached(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
     return {cls: frozenset(props) for cls, props in out.items()}
 
 
+def said_away(instruction: str, graph: SceneGraph) -> frozenset[str]:
+    """The classes (:func:`grasif.priors.normalise`) whose descriptors ``instruction`` says only
+    where something must leave or not be (module doc): "take the phone *off* Hugo's desk", "*no*
+    pens should be left on Alice's desk". A destination of such a class is not checked: the one
+    the instruction wants is another."""
+    sentences = [spoken(sentence) for sentence in re.split(r"[.!?;]+", instruction)]
+    said: dict[str, bool] = {}
+    for name in (*graph.names(Layer.OBJECT), *graph.names(Layer.ASSET)):
+        cls = normalise(node_class(name))
+        words = cls.replace("_", " ")
+        for desc in descriptors(graph, name):
+            phrase = spoken(f"{desc} {words}")
+            for text in sentences:
+                if phrase in text:
+                    said[cls] = said.get(cls, False) or _said_as_wanted(text, phrase)
+    return frozenset(cls for cls, wanted in said.items() if not wanted)
+
+
+#: Words after which a described node is where something must leave or not be ("take the phone
+#: *off* Hugo's desk", "*no* pens should be left on Alice's desk"): the node the instruction wants
+#: is then another one, so such a mention attaches nothing.
+AWAY = ("off", "from", "out of", "away from", "free of")
+NEGATIONS = frozenset(("no", "not", "t", "never", "nothing", "none"))
+
+
+def _said_as_wanted(text: str, phrase: str) -> bool:
+    """Whether the spoken sentence ``text`` says ``phrase`` at least once other than after a word
+    of :data:`AWAY` (a determiner between) or in a sentence with a negation."""
+    at = text.find(phrase)
+    if at < 0:
+        return False
+    if NEGATIONS.intersection(text.split()):
+        return False
+    while at >= 0:
+        before = text[:at].split()
+        if before and before[-1] in _DETERMINERS:
+            before = before[:-1]
+        if not any(" ".join(before[-len(w.split()):]) == w for w in AWAY):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
+
+
 #: Actions that only look or walk: discovering another desk while searching is not taking it for
 #: the instruction's (and ``go_to`` names a place).
 LOOKING = ("discover_objects", "go_to", "done")
@@ -100,22 +149,28 @@ def named_nodes(action: Action, graph: SceneGraph) -> list[str]:
 
 
 def mismatch(action: Action, graph: SceneGraph, wanted: dict[str, frozenset[str]],
-             places: dict[str, frozenset[str]] | None = None, moved: Collection[str] = ()) -> str | None:
+             places: dict[str, frozenset[str]] | None = None, moved: Collection[str] = (),
+             away: Collection[str] = ()) -> str | None:
     """Feedback when ``action`` names (:func:`named_nodes`) an object or asset of a class the
     instruction describes (``wanted``, from :func:`attached`) without all of those descriptors
     while another node of the class has them all, or an object of a class the instruction places
     (``places``, from :func:`placed`) that stands elsewhere while one of the class stands there
     (objects in ``moved``, those the agent has held, are not checked by place); ``None``
-    otherwise (also for names that are no node: the simulator's checks answer those)."""
+    otherwise (also for names that are no node: the simulator's checks answer those). A
+    destination of a class in ``away`` (:func:`said_away`) is not checked by descriptor."""
     if not wanted and not places:
         return None
     for node in named_nodes(action, graph):
         if node not in graph.nodes or graph.nodes[node].layer not in (Layer.OBJECT, Layer.ASSET):
             continue
         cls = normalise(node_class(node))
-        wrong_place = _place_mismatch(action, graph, node, (places or {}).get(cls), moved)
+        # put_on(X) alone names its destination in the node slot
+        destination = node == action.destination or action.function_name in ("put_on", "put_inside")
+        wrong_place = None if destination else _place_mismatch(action, graph, node, (places or {}).get(cls), moved)
         if wrong_place:
             return wrong_place
+        if cls in away and destination:
+            continue
         props = wanted.get(cls)
         if not props or props <= set(descriptors(graph, node)):
             continue
@@ -166,7 +221,7 @@ def whereabouts(graph: SceneGraph, name: str) -> set[str]:
         words = node_class(holder).replace("_", " ")
         out.add(spoken(words).strip())
         extra = graph.nodes[holder].properties or () if graph.nodes[holder].layer is Layer.PLACE else descriptors(graph, holder)
-        out.update(spoken(f"{d} {words}").strip() for d in extra)
+        out.update(spoken(_before(d, words)).strip() for d in extra)
         if graph.nodes[holder].layer is Layer.PLACE:
             break
         edge = graph.parent.get(holder)
@@ -180,7 +235,10 @@ def placed(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
     for name in graph.names(Layer.OBJECT):
         if graph.agent.holding != name:
             by_class.setdefault(normalise(node_class(name)), set()).update(whereabouts(graph, name))
-    rooms = {spoken(phrase).strip() for p in graph.places for phrase in _room_phrases(node_class(p))}
+    # what a destination after the description may be: an asset or an object, said with or without
+    # one of its descriptors
+    things = {spoken(phrase).strip() for n in (*graph.names(Layer.ASSET), *graph.names(Layer.OBJECT))
+              for phrase in _node_phrases(graph, n)}
     out: dict[str, set[str]] = {}
     for sentence in re.split(r"[.!?;]+", instruction):
         words = spoken(sentence).split()
@@ -189,17 +247,23 @@ def placed(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
             for i in range(len(words) - len(cw) + 1):
                 if words[i:i + len(cw)] != cw:
                     continue
-                found = _place_after(words, i, len(cw), where, rooms)
+                found = _place_after(words, i, len(cw), where, things)
                 if found:
                     out.setdefault(cls, set()).add(found)
     return {cls: frozenset(p) for cls, p in out.items()}
 
 
-def _room_phrases(cls: str) -> list[str]:
-    """How an instruction may say a room of class ``cls``: its words and, for a person's room
-    (``rosas_office``), "Rosa's office"."""
-    owner = _OWNED.match(cls)
-    return [cls.replace("_", " ")] + ([f"{owner.group(1)}'s office"] if owner else [])
+def _node_phrases(graph: SceneGraph, name: str) -> list[str]:
+    """How an instruction may say an asset or an object: its class words, alone and after each of
+    its descriptors (:func:`descriptors`)."""
+    words = node_class(name).replace("_", " ")
+    return [words] + [_before(d, words) for d in descriptors(graph, name)]
+
+
+def _before(descriptor: str, words: str) -> str:
+    """``descriptor`` said before a class's ``words`` ("kitchen table"), or alone where it already
+    ends with them (a property "instrument trolley" on a trolley)."""
+    return descriptor if spoken(descriptor).endswith(spoken(words)) else f"{descriptor} {words}"
 
 
 def _starts(words: list[str], at: int, options) -> int:
@@ -223,9 +287,10 @@ def _phrase_at(words: list[str], at: int, phrases) -> str | None:
     return best
 
 
-def _place_after(words: list[str], i: int, n: int, where: set[str], rooms: set[str]) -> str | None:
+def _place_after(words: list[str], i: int, n: int, where: set[str], things: set[str]) -> str | None:
     """The place phrase describing the class said at ``words[i:i+n]``, if the words after it say
-    where such an object stands and cannot be its destination (module doc)."""
+    where such an object stands and cannot be its destination (module doc); ``things``: the
+    phrases that name an asset or an object, which a destination after it must start with."""
     if KEEPING.intersection(words[:i]):
         return None  # "keep the cans out of that bucket": where they must not go
     at = i + n
@@ -247,7 +312,7 @@ def _place_after(words: list[str], i: int, n: int, where: set[str], rooms: set[s
         if k:
             det = j + k + (j + k < len(words) and words[j + k] in _DETERMINERS)
             rest = " ".join(words[det:])
-            if rest and not any(rest == r or rest.startswith(r + " ") for r in rooms):
+            if any(rest == t or rest.startswith(t + " ") for t in things):
                 return phrase
     return None
 

@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from grasif.generate import WORDINGS
 from grasif.generate.tasks import KINDS as TASK_KINDS, OPT_IN_KINDS
+from grasif.generate.worlds import BUILDING_KINDS
 from grasif.task import TaskError, load_task
 from grasif.validate import ValidationReport, validate_plan
 from sgs.actions import ActionSyntaxError
@@ -82,10 +84,12 @@ def add_parsers(sub) -> None:
                      examples=["lookplangraph grasif priors --object apple",
                                "lookplangraph grasif priors --object coffee_cup --top 5 --json",
                                "lookplangraph grasif priors --rebuild"])
-    gen = add_command(gsub, "generate", help="generated homes and offices with checked tasks (training material)",
-                      description="Generate buildings (homes, or offices with people's offices, meeting rooms, kitchens, "
-                                  "printing and storage rooms, lounges) and tasks on them: every goal kind the validator "
-                                  "knows, several phrasings each, each task's plan checked through the SGS "
+    gen = add_command(gsub, "generate", help="generated buildings with checked tasks (training material)",
+                      description="Generate buildings (homes; offices with people's offices, meeting rooms, kitchens, "
+                                  "printing and storage rooms, lounges; two-storey houses with a garage, a shed, a "
+                                  "laundry and a patio; research labs with server rooms, corridors and people's offices) "
+                                  "and tasks on them: every goal kind the validator knows, several phrasings each or "
+                                  "instructions composed by a grammar, each task's plan checked through the SGS "
                                   "(grasif.generate). Training material only: a task whose scene or instruction equals or "
                                   "renames a held-out task is refused before anything is written.",
                       examples=["lookplangraph grasif generate --kind office --n 1000 --seed 0 --out runs/gen/office",
@@ -93,14 +97,19 @@ def add_parsers(sub) -> None:
                                 "--out runs/gen/home_removals",
                                 "lookplangraph grasif generate --kind office --n 300 --seed 1 --task-kinds decoy,attribute "
                                 "--out runs/gen/office_decoys",
+                                "lookplangraph grasif generate --kind house --n 500 --seed 0 --wording grammar "
+                                "--task-kinds rearrange,multi,count,pack,switch_one,nested_out,chain --out runs/gen/house",
                                 "lookplangraph run --task-file runs/gen/office/office-s0-00000/office-s0-00000-t1.json "
                                 "--lm expert"])
-    gen.add_argument("--kind", required=True, choices=["home", "office"], help="the kind of building")
+    gen.add_argument("--kind", required=True, choices=list(BUILDING_KINDS), help="the kind of building")
+    gen.add_argument("--wording", choices=list(WORDINGS), default="templates",
+                     help="instructions from the fixed templates (default) or composed by the grammar "
+                          "(grasif.generate.wording: frames, context, reasons, constraints)")
     gen.add_argument("--n", type=int, default=1000, metavar="N", help="how many tasks (default 1000)")
     gen.add_argument("--seed", type=int, default=0, metavar="S", help="the seed (default 0)")
     gen.add_argument("--task-kinds", metavar="KIND[,KIND...]",
-                     help="draw only these task kinds (default all: " + ", ".join(TASK_KINDS) + "; "
-                          + " and ".join(OPT_IN_KINDS) + ", goals with a negation, only when named)")
+                     help="draw only these task kinds (default all: " + ", ".join(TASK_KINDS) + ";"
+                          + " " + ", ".join(OPT_IN_KINDS) + " only when named)")
     gen.add_argument("--out", required=True, metavar="DIR", help="output directory (new, or empty)")
     gen.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP + " (the held-out tasks of the leak check)")
     what = pr.add_mutually_exclusive_group()
@@ -266,7 +275,7 @@ def _generate(args, data_dir: Path) -> int:
             raise UsageError(f"--task-kinds: unknown {', '.join(unknown) or '(none given)'}; the kinds are "
                              + ", ".join(generate.KINDS + generate.OPT_IN_KINDS))
     held = heldout.kept_out_tasks(data_dir)  # the splits are built on first use
-    tasks = generate.generate(args.kind, args.n, args.seed, kinds=kinds,
+    tasks = generate.generate(args.kind, args.n, args.seed, kinds=kinds, wording=args.wording,
                               progress=progress_bar(f"generated {args.kind} tasks", unit="task"))
     try:
         out = generate.write(tasks, Path(args.out), held)

@@ -89,7 +89,7 @@ from sgs.simulator import TARGET_STATE, Infeasible, run_plan
 from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
-from lookplangraph.agent.grounding import attached, mismatch, placed
+from lookplangraph.agent.grounding import attached, mismatch, placed, said_away
 from lookplangraph.agent.situation import situation
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
@@ -144,6 +144,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         checked = cfg.grounding_check and cfg.correction != "none"
         wanted = attached(task.instruction, memory.graph) if checked else {}
         places = placed(task.instruction, memory.graph) if checked and cfg.place_descriptors else {}
+        away = said_away(task.instruction, memory.graph) if checked else frozenset()
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_refused:
             excluded += [k for k in ungrounded if k not in refused]
@@ -163,7 +164,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         if key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
-        elif key is not None and (wrong := mismatch(reply.action, memory.graph, wanted, places, moved)):
+        elif key is not None and (wrong := mismatch(reply.action, memory.graph, wanted, places, moved, away)):
             feedback = rec.feedback = wrong
             ungrounded.add(key)  # properties do not change and assets do not move: for the whole episode
         else:
