@@ -66,3 +66,37 @@ def test_the_loop_adds_the_situation_to_a_refusal_only_when_asked():
         assert len(refused) == 1 and refused[0].feedback.startswith("put_inside(apple-2, table-1): table-1 does not take things inside it")
         said = "(you are in kitchen-1 holding apple-2; here it can go put_on(table-1, tray-1)"
         assert (said in refused[0].feedback) is on
+
+
+def test_a_put_with_a_room_asset_or_the_destination_in_the_object_slot_means_the_held_object(kitchen):
+    from lookplangraph.agent.situation import held_put
+
+    g = holding_apple(kitchen)
+    assert held_put(make("put_on", "kitchen-1", None, "table-1"), g) == make("put_on", "apple-2", None, "table-1")
+    assert held_put(make("put_inside", "fridge-1", None, "fridge-1"), g) == make("put_inside", "apple-2", None, "fridge-1")
+    assert held_put(make("put_on", "tray-1", None, "table-1"), g) is None  # another object: it may mean to move it
+    assert held_put(make("put_on", "apple-2", None, "table-1"), g) is None  # already right
+    assert held_put(make("put_on", "table-1"), g) is None  # no destination slot to read
+    assert held_put(make("put_on", "kitchen-1", None, "table-1"), kitchen) is None  # holds nothing
+
+
+def test_the_loop_reads_the_shuffled_put_only_when_asked_and_says_how():
+    goal = GoalSpec(node_goals=[NodeGoal(node="apple-2", relation="ontop", destination="bed-1")])
+    task = Task(id="apple", split="test", instruction="Put the apple from the table on the bed.",
+                initial_graph=kitchen_dict(), goal=goal)
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("pick_up", "apple-2"),
+               J("go_to", "bedroom-1"), J("put_on", "bedroom-1", None, "bed-1"),
+               J("put_on", "apple-2", None, "bed-1"), J("done")]
+    for on in (True, False):
+        lm = ScriptedBackend(list(replies))  # SCRIPTED replies, not an LM
+        steps = []
+        result = run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(held_slot=on),
+                             on_step=steps.append)
+        assert result.success
+        shuffled = next(r for r in steps if r.proposed == "put_on(bedroom-1, bed-1)")
+        assert shuffled.accepted is on
+        if on:
+            assert shuffled.executed == ["put_on(bed-1)"]
+            assert shuffled.corrections[0] == "read put_on(bedroom-1, bed-1) as put_on(apple-2, bed-1): you hold apple-2"
+        else:
+            assert shuffled.feedback.endswith("you hold apple-2, not bedroom-1")

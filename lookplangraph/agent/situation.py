@@ -5,12 +5,14 @@ destination written as the object, an object it does not hold, a room or the hel
 the destination. :func:`situation` is what the feedback on a refusal adds so that the next answer
 can be a valid one: where the agent is, what it holds and, while it holds something, the nodes of
 its room that take it on top or inside (each with the form of the call). It reads the memory
-graph only: the names are the view's, nothing the robot has not remembered. See
+graph only: the names are the view's, nothing the robot has not remembered. :func:`held_put` is
+the correction for the commonest of those shuffles (the ``held_slot`` setting). See
 ``docs/concepts/loop.md`` ("The situation after a refusal").
 """
 
 from __future__ import annotations
 
+from sgs.actions import Action, make
 from sgs.graph import Layer, SceneGraph, affords
 
 #: At most this many destinations of each kind are named.
@@ -50,3 +52,19 @@ def situation(graph: SceneGraph, unseen=frozenset()) -> str:
     if ways:
         text += f"; here it can go {' or '.join(ways)}"
     return text
+
+
+def held_put(action: Action, graph: SceneGraph) -> Action | None:
+    """``put_on``/``put_inside`` with the held object's slot filled by something that cannot be
+    held (a room, an asset) or by the destination itself, read as putting the held object there
+    (``put_inside(staff_room-1, fridge-2)`` while holding ``lunch_box-1`` ->
+    ``put_inside(lunch_box-1, fridge-2)``); ``None`` when the action is not such a put, the agent
+    holds nothing, or the slot names another object (which it might mean to move)."""
+    held = graph.agent.holding
+    if (action.function_name not in ("put_on", "put_inside") or held is None or action.node is None
+            or action.destination is None or action.node == held):
+        return None
+    node = graph.nodes.get(action.node)
+    if action.node != action.destination and (node is None or node.layer is Layer.OBJECT):
+        return None
+    return make(action.function_name, held, None, action.destination)

@@ -158,6 +158,9 @@ class PlannerConfig:
     refusal_situation: bool = setting(False, "feedback on an action the SGS refuses adds where the agent is, what "
                                              "it holds and where in the room that can go (lookplangraph.agent."
                                              "situation)")
+    held_slot: bool = setting(False, "correction rules: put_on/put_inside naming a room, an asset or the destination "
+                                     "in the object slot, with a destination, puts the held object there "
+                                     "(lookplangraph.agent.situation.held_put)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")

@@ -77,7 +77,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import lru_cache
 from typing import Callable, Sequence
 
@@ -90,7 +90,7 @@ from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.grounding import attached, mismatch, placed, said_away
-from lookplangraph.agent.situation import situation
+from lookplangraph.agent.situation import held_put, situation
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.recall import recall_classes
@@ -285,7 +285,11 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
     else:
         fb = memory.unseen_feedback(action)
         if fb is None:
-            outcome = memory.check(action, correct=cfg.correction == "rules")
+            read_as = held_put(action, memory.graph) if cfg.correction == "rules" and cfg.held_slot else None
+            outcome = memory.check(read_as or action, correct=cfg.correction == "rules")
+            if read_as is not None and outcome.ok:
+                note = f"read {action} as {read_as}: you hold {memory.graph.agent.holding}"
+                outcome = replace(outcome, corrections=(note, *outcome.corrections))
             fb = outcome.feedback
     if fb is not None and cfg.refusal_situation:
         fb += f" ({situation(memory.graph, memory.unseen)})"
