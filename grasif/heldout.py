@@ -49,6 +49,10 @@ EVAL_SPLITS = ("office",)
 POOL_SPLITS = ("virtualhome", "behavior")
 #: splits whose tasks choose designs: kept out of training like the evaluation tasks
 DEV_SPLITS = ("dev",)
+#: generated building kinds kept for development (dev part (a): buildings from templates no
+#: training material is drawn from): ``grasif generate --kind lab`` makes dev tasks, and no
+#: training data may take them (:func:`is_dev_generated`)
+DEV_BUILDING_KINDS = ("lab",)
 #: dynamic-mode seeds of each side (None: the static episode)
 SEEDS = {"eval": [None, 0, 1], "train": [None, 0, 1, 2, 3]}
 
@@ -88,6 +92,12 @@ def kept_out_tasks(data_dir: Path) -> list[Task]:
     """Every task no training material may equal or rename: the evaluation tasks and the
     development tasks (module doc)."""
     return evaluation_tasks(data_dir) + [t for split in DEV_SPLITS for t in dataset.load_split(data_dir, split)]
+
+
+def is_dev_generated(task: Task) -> bool:
+    """Whether ``task`` was generated on a building kind kept for development
+    (:data:`DEV_BUILDING_KINDS`): dev material, never training material."""
+    return task.split in {f"generated-{kind}" for kind in DEV_BUILDING_KINDS}
 
 
 def in_train_pool(split: str, task_id: str, manifest: dict | None = None) -> bool:

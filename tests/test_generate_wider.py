@@ -112,3 +112,17 @@ def test_the_grounding_check_refuses_no_step_of_a_wider_task(wide):
     audits = [false_refusals(t) for ts in wide.values() for t in ts]
     assert [(a.task_id, a.refused) for a in audits if a.refused] == []
     assert sum(a.placed for a in audits) > 50 and sum(a.described for a in audits) > 50
+
+
+def test_lab_buildings_are_dev_material_that_no_training_data_takes(wide, grasif_build, tmp_path):
+    from grasif.generate.leaks import GeneratedLeak
+    from lookplangraph.cypher.training import allowed_scenes
+    from lookplangraph.evaluation.trajectories import build_data
+
+    assert heldout.DEV_BUILDING_KINDS == ("lab",)
+    assert all(heldout.is_dev_generated(t) for t in wide["lab"]) and not any(map(heldout.is_dev_generated, wide["house"]))
+    kept_out = heldout.kept_out_tasks(grasif_build)
+    with pytest.raises(GeneratedLeak, match="dev material"):
+        build_data([], tmp_path / "d", seeds=[None], generated=wide["house"][:2] + wide["lab"][:1], heldout=kept_out)
+    assert not (tmp_path / "d" / "sft.jsonl").exists()
+    assert allowed_scenes(wide["lab"][:5] + wide["house"][:5]) == wide["house"][:5]

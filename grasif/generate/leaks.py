@@ -70,3 +70,17 @@ def check_leaks(generated: list[Task], heldout: list[Task]) -> None:
     found = leaks(generated, heldout)
     if found:
         raise GeneratedLeak(f"{len(found)} generated task(s) leak held-out tasks: " + "; ".join(found[:10]))
+
+
+def check_training(generated: list[Task], heldout: list[Task]) -> None:
+    """What training material checks its generated tasks with: :class:`GeneratedLeak` for a task
+    of a building kind kept for development (:data:`grasif.heldout.DEV_BUILDING_KINDS`), then
+    :func:`check_leaks`."""
+    from grasif.heldout import DEV_BUILDING_KINDS, is_dev_generated
+
+    dev = [t.id for t in generated if is_dev_generated(t)]
+    if dev:
+        raise GeneratedLeak(f"{len(dev)} generated task(s) are dev material (building kinds "
+                            f"{', '.join(DEV_BUILDING_KINDS)} are kept for development), not training: "
+                            + ", ".join(dev[:5]))
+    check_leaks(generated, heldout)

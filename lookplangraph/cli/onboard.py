@@ -67,7 +67,8 @@ def add_parsers(sub) -> None:
                    help="augmentation kinds, comma-separated, or none (default rename,shuffle,distract)")
     d.add_argument("--correction", choices=CORRECTION_MODES, default="rules", help="correction mode (default rules)")
     d.add_argument("--max-actions", type=int, default=200, metavar="N", help="action limit (default 200)")
-    d.add_argument("--limit", type=int, metavar="N", help="only the first N train-pool tasks")
+    d.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N train-pool tasks (0: none, the --generated tasks alone)")
     d.add_argument("--generated", action="append", default=[], metavar="DIR",
                    help="also the tasks of a `lookplangraph grasif generate` directory (repeat for several); they are "
                         "checked against the held-out tasks first")
@@ -306,7 +307,7 @@ def cmd_distill(args) -> int:
             print("  " + line)
         return EXIT_OK if report.ok else EXIT_FAILED
     pool = [t for t in tasks if in_train_pool(t.split, t.id)]
-    if args.limit:
+    if args.limit is not None:
         pool = pool[: args.limit]
     seeds = seed_list(args.seeds)
     kinds = tuple(k for k in args.augment.split(",") if k) if args.augment != "none" else ()
@@ -342,7 +343,7 @@ def _expert(spec: str):
 
 def _dagger(args, root: Path, tasks: list) -> int:
     """``distill dagger``: one round over train-pool or generated tasks (module doc of dagger)."""
-    from grasif.generate.leaks import GeneratedLeak, check_leaks
+    from grasif.generate.leaks import GeneratedLeak, check_training
     from grasif.heldout import in_train_pool, kept_out_tasks
 
     from lookplangraph.evaluation import dagger, trajectories
@@ -353,7 +354,7 @@ def _dagger(args, root: Path, tasks: list) -> int:
     elif args.tasks.startswith("generated:"):
         chosen = _generated_tasks([args.tasks.split(":", 1)[1]])
         try:
-            check_leaks(chosen, kept_out_tasks(root))
+            check_training(chosen, kept_out_tasks(root))
         except GeneratedLeak as exc:
             raise UsageError(str(exc)) from None
     else:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grasif.generate import is_generated
-from grasif.heldout import in_train_pool
+from grasif.heldout import in_train_pool, is_dev_generated
 from grasif.task import Task
 
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
@@ -97,9 +97,10 @@ class GoldPolicy(ScriptedPolicy):
 
 def allowed_scenes(tasks: list[Task]) -> list[Task]:
     """The tasks whose scenes may become Cypher training data (module doc): the planning train pool
-    in the shipped Cypher benchmark's development part, and generated tasks."""
+    in the shipped Cypher benchmark's development part, and generated tasks (not those of a
+    building kind kept for development: :func:`grasif.heldout.is_dev_generated`)."""
     dev = dev_buildings()
-    return [t for t in tasks if is_generated(t)
+    return [t for t in tasks if (is_generated(t) and not is_dev_generated(t))
             or (in_train_pool(t.split, t.id) and building(t) in dev)]
 
 

@@ -163,18 +163,18 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     and ``recall`` (the view's, :mod:`lookplangraph.agent.recall`) are the format of the examples,
     recorded in ``counts.json`` and from there in the adapter.
     ``generated``: tasks of :mod:`grasif.generate`, checked against ``heldout`` (the evaluation
-    tasks, required with them) by :func:`grasif.generate.leaks.check_leaks` first. ``expert``: the
+    tasks, required with them) by :func:`grasif.generate.leaks.check_training` first. ``expert``: the
     teacher (default :class:`~lookplangraph.evaluation.expert.Expert`, the belief-space search);
     its name is recorded in ``counts.json``."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:
         raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
     if generated:
-        from grasif.generate.leaks import check_leaks
+        from grasif.generate.leaks import check_training
 
         if heldout is None:
             raise ValueError("generated tasks are checked against the held-out tasks: pass heldout")
-        check_leaks(list(generated), heldout)
+        check_training(list(generated), heldout)
         tasks = [*tasks, *generated]
     cfg = data_config(answer_format, prompt_layout, correction, max_actions, recall)
     out.mkdir(parents=True, exist_ok=True)
