@@ -126,3 +126,16 @@ def test_lab_buildings_are_dev_material_that_no_training_data_takes(wide, grasif
         build_data([], tmp_path / "d", seeds=[None], generated=wide["house"][:2] + wide["lab"][:1], heldout=kept_out)
     assert not (tmp_path / "d" / "sft.jsonl").exists()
     assert allowed_scenes(wide["lab"][:5] + wide["house"][:5]) == wide["house"][:5]
+
+
+def test_eval_runs_the_tasks_of_a_generated_directory(wide, grasif_build, tmp_path, capsys):
+    from grasif.generate import write
+    from lookplangraph.cli import main
+
+    out = write(wide["lab"][:3], tmp_path / "dev_lab", heldout.kept_out_tasks(grasif_build))
+    # the privileged expert (a harness, not a model) plays them: the command's plumbing is under test
+    assert main(["eval", "--generated", str(out), "--lm", "expert", "--max-actions", "60", "--out",
+                 str(tmp_path / "run")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in rows] == [t.id for t in wide["lab"][:3]] and all(r["success"] for r in rows)
+    assert main(["eval", "--generated", str(tmp_path / "nowhere"), "--lm", "expert", "--out", str(tmp_path / "x")]) == 2

@@ -40,6 +40,7 @@ def add_parsers(sub) -> None:
                                 "they are in the summary.",
                     examples=["lookplangraph eval --split office --max-actions 12 --out runs/office",
                               "lookplangraph eval --config configs/table5_no_correction.toml --split behavior --limit 6",
+                              "lookplangraph eval --generated runs/dev_lab --max-actions 12 --out runs/dev_lab_v5",
                               "lookplangraph eval --split virtualhome --task file120_1 file27_2 --lm openai:MODEL@URL "
                               "--concurrency 8 --cache"])
     t = p.add_argument_group("the tasks")
@@ -48,6 +49,8 @@ def add_parsers(sub) -> None:
     deprecated(t, "--tasks", "task", "--task", nargs="+", extend=True)
     t.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
     t.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
+    t.add_argument("--generated", metavar="DIR", help="the tasks of a `grasif generate` directory instead of a split "
+                                                     "(e.g. generated labs, dev material)")
     t.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     _episode_flags(p, command="eval")
     w = p.add_argument_group("workers and LM servers")
@@ -286,13 +289,30 @@ def cmd_run(args) -> int:
     return EXIT_OK if result.success else EXIT_FAILED
 
 
+def _generated_tasks(directory: str, s) -> list:
+    """The tasks of a ``grasif generate`` directory, with ``--task`` and ``--limit`` applied."""
+    from grasif.generate import load
+
+    try:
+        tasks = load(Path(directory))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if s.tasks:
+        by_id = {t.id: t for t in tasks}
+        missing = [t for t in s.tasks if t not in by_id]
+        if missing:
+            raise UsageError(f"no task {', '.join(missing)} in {directory}")
+        tasks = [by_id[t] for t in s.tasks]
+    return tasks[: s.limit] if s.limit else tasks
+
+
 def cmd_eval(args) -> int:
     from lookplangraph.evaluation.runner import evaluate, failure_text, now_stamp, summary_text
 
     s = _settings(args)
-    tasks = select_tasks(s, args.data_dir)
+    tasks = _generated_tasks(args.generated, s) if args.generated else select_tasks(s, args.data_dir)
     _check_env(s, tasks)
-    out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split}"
+    out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split or 'generated'}"
     kept = f"finished episodes are kept in {out / 'results.jsonl'}; rerun the same command to resume"
     try:
         rows = evaluate(tasks, _lm_factory(s, out, args), s.planner_config(), out,
