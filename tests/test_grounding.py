@@ -156,6 +156,25 @@ def test_no_object_there_any_more_means_nothing_is_checked(kitchen):
     assert mismatch(make("pick_up", "apple-1"), moved, {}, where) is None
 
 
+def test_a_descriptor_said_only_as_a_place_to_leave_checks_no_destination(kitchen):
+    from lookplangraph.agent.grounding import said_away
+
+    d = copy.deepcopy(kitchen_dict())
+    d["nodes"]["asset"].append({"name": "table-2", "room": "bedroom-1", "states": [], "affordances": ["put_on"]})
+    g = graph_from_dict(d)
+    off = "Take the apple off the kitchen table and put it somewhere else."
+    wanted = attached(off, g)
+    assert wanted == {"table": frozenset({"kitchen"})} and said_away(off, g) == {"table"}
+    move = make("rearrange", "apple-2", "ontop", "table-2")
+    assert mismatch(move, g, wanted) is not None  # the check as it was
+    assert mismatch(move, g, wanted, away=said_away(off, g)) is None
+    assert said_away("No apple should be left on the kitchen table.", g) == {"table"}
+    assert said_away("Put the apple on the kitchen table.", g) == frozenset()
+    # where the same descriptor is also said as wanted, the destination is checked
+    both = "Take the apple off the kitchen table, then put it back on the kitchen table."
+    assert said_away(both, g) == frozenset()
+
+
 @pytest.mark.parametrize("split", ["virtualhome", "behavior", "office", "dev"])
 def test_no_ground_truth_step_is_refused_in_the_graph_of_its_step(grasif_build, split):
     # the replay asks the check, places included, in the memory graph of each step, as the loop does
