@@ -74,6 +74,7 @@ def test_a_put_with_a_room_asset_or_the_destination_in_the_object_slot_means_the
     g = holding_apple(kitchen)
     assert held_put(make("put_on", "kitchen-1", None, "table-1"), g) == make("put_on", "apple-2", None, "table-1")
     assert held_put(make("put_inside", "fridge-1", None, "fridge-1"), g) == make("put_inside", "apple-2", None, "fridge-1")
+    assert held_put(make("put_inside", "fridge-1", None, "apple-2"), g) == make("put_inside", "apple-2", None, "fridge-1")
     assert held_put(make("put_on", "tray-1", None, "table-1"), g) is None  # another object: it may mean to move it
     assert held_put(make("put_on", "apple-2", None, "table-1"), g) is None  # already right
     assert held_put(make("put_on", "table-1"), g) is None  # no destination slot to read

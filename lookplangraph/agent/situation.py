@@ -55,16 +55,19 @@ def situation(graph: SceneGraph, unseen=frozenset()) -> str:
 
 
 def held_put(action: Action, graph: SceneGraph) -> Action | None:
-    """``put_on``/``put_inside`` with the held object's slot filled by something that cannot be
-    held (a room, an asset) or by the destination itself, read as putting the held object there
-    (``put_inside(staff_room-1, fridge-2)`` while holding ``lunch_box-1`` ->
-    ``put_inside(lunch_box-1, fridge-2)``); ``None`` when the action is not such a put, the agent
-    holds nothing, or the slot names another object (which it might mean to move)."""
+    """``put_on``/``put_inside`` with its two slots shuffled, read as putting the held object:
+    the held object's slot filled by something that cannot be held (a room, an asset) or by the
+    destination itself (``put_inside(staff_room-1, fridge-2)`` while holding ``lunch_box-1`` ->
+    ``put_inside(lunch_box-1, fridge-2)``), or the two slots swapped (``put_inside(fridge-2,
+    lunch_box-1)`` -> the same). ``None`` when the action is not such a put, the agent holds
+    nothing, or the object slot names another object (which it might mean to move)."""
     held = graph.agent.holding
     if (action.function_name not in ("put_on", "put_inside") or held is None or action.node is None
             or action.destination is None or action.node == held):
         return None
     node = graph.nodes.get(action.node)
+    if action.destination == held:  # swapped: the destination is in the object slot
+        return make(action.function_name, held, None, action.node) if node is not None else None
     if action.node != action.destination and (node is None or node.layer is Layer.OBJECT):
         return None
     return make(action.function_name, held, None, action.destination)

@@ -286,10 +286,12 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
         fb = memory.unseen_feedback(action)
         if fb is None:
             read_as = held_put(action, memory.graph) if cfg.correction == "rules" and cfg.held_slot else None
-            outcome = memory.check(read_as or action, correct=cfg.correction == "rules")
-            if read_as is not None and outcome.ok:
+            outcome = memory.check(read_as, correct=True) if read_as is not None else None
+            if outcome is not None and outcome.ok:
                 note = f"read {action} as {read_as}: you hold {memory.graph.agent.holding}"
                 outcome = replace(outcome, corrections=(note, *outcome.corrections))
+            else:  # not read so, or no better read so: the feedback is on what the LM wrote
+                outcome = memory.check(action, correct=cfg.correction == "rules")
             fb = outcome.feedback
     if fb is not None and cfg.refusal_situation:
         fb += f" ({situation(memory.graph, memory.unseen)})"
