@@ -104,7 +104,7 @@ def test_a_refused_action_is_excluded_until_the_memory_changes(decisions):
 
 
 def test_an_action_already_in_effect_suggests_done_when_asked(decisions):
-    result, lm = episode([J("turn_off", "lamp-1"), J("done")], done_hint=True)
+    result, lm = episode([J("turn_off", "lamp-1"), J("done")], done_hint=True, refusal_situation=False)
     assert "lamp-1 is already off; if the instruction is carried out now, answer done()" in decisions[1].dynamic
     assert result.termination == "done"
     decisions.clear()

@@ -152,13 +152,13 @@ class PlannerConfig:
                                           "desk\") that the node lacks, while another of the class has it, is "
                                           "feedback, and stays excluded (lookplangraph.agent.grounding; not with "
                                           "correction none)")
-    place_descriptors: bool = setting(False, "the grounding check also refuses an object of a class the instruction "
+    place_descriptors: bool = setting(True, "the grounding check also refuses an object of a class the instruction "
                                              "names by where it stands (\"the mug on the table\", \"the gloves "
                                              "from the kit\") that stands elsewhere while one there is remembered")
-    refusal_situation: bool = setting(False, "feedback on an action the SGS refuses adds where the agent is, what "
+    refusal_situation: bool = setting(True, "feedback on an action the SGS refuses adds where the agent is, what "
                                              "it holds and where in the room that can go (lookplangraph.agent."
                                              "situation)")
-    held_slot: bool = setting(False, "correction rules: put_on/put_inside naming a room, an asset or the destination "
+    held_slot: bool = setting(True, "correction rules: put_on/put_inside naming a room, an asset or the destination "
                                      "in the object slot, with a destination, puts the held object there "
                                      "(lookplangraph.agent.situation.held_put)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
