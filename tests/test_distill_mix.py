@@ -94,8 +94,10 @@ def test_a_mix_that_cannot_be_made_writes_nothing(sources, tmp_path):
         mix([Take(data), Take(dagger)], out)
     assert not out.exists()
     mix([Take(cypher)], out)
-    with pytest.raises(MixError, match="not mixed again"):
-        mix([Take(out)], tmp_path / "twice")
+    assert mix([Take(out)], tmp_path / "twice")["examples"] == 5  # a mix is taken again as it is
+    odd = source(tmp_path / "odd", [example("S", "u", "a", {})], {"hello": 1})
+    with pytest.raises(MixError, match="neither planning data"):
+        mix([Take(odd)], tmp_path / "odd_mix")
 
 
 def test_take_reads_a_directory_and_an_amount():
@@ -146,3 +148,26 @@ def test_the_command_prints_what_it_took_and_refuses_a_bad_source(sources, tmp_p
     assert main(["distill", "mix", "--out", str(tmp_path / "w"), "--take", str(cypher), "--worked-examples", "2"]) == 0
     assert "Cypher examples changed: 0 (worked examples: 2 (shipped), share 0.5" in capsys.readouterr().out
     assert json.loads((tmp_path / "w" / "counts.json").read_text())["cypher_transform"]["changed"] == 0
+
+
+def test_a_committed_mix_is_taken_as_it_is_beside_new_sources(sources, tmp_path):
+    import gzip
+    import shutil
+
+    data, dagger, cypher = sources
+    mix([Take(data, 8), Take(cypher, 2)], tmp_path / "v1", system="COMPACT", system_name="compact", seed=1)
+    committed = tmp_path / "mix-v1"  # as data/training/ holds one: gzipped, beside its counts
+    committed.mkdir()
+    (committed / "sft.jsonl.gz").write_bytes(gzip.compress((tmp_path / "v1" / "sft.jsonl").read_bytes()))
+    shutil.copy(tmp_path / "v1" / "counts.json", committed / "counts.json")
+    counts = mix([Take(committed), Take(dagger)], tmp_path / "v2", system="OTHER", system_name="compact", seed=2)
+    rows = [json.loads(line) for line in (tmp_path / "v2" / "sft.jsonl").read_text().splitlines()]
+    old = [json.loads(line) for line in (tmp_path / "v1" / "sft.jsonl").read_text().splitlines()]
+    assert counts["examples"] == 13 and counts["sources"][0]["kind"] == "mix"
+    kept = sorted(json.dumps(r["messages"]) for r in rows if r["meta"]["mixed_from"] != "dagger")
+    assert kept == sorted(json.dumps(r["messages"]) for r in old)  # system messages as they were (final)
+    assert {r["messages"][0]["content"] for r in rows if r["meta"]["mixed_from"] == "dagger"} == {"OTHER"}
+    counts_v1 = json.loads((committed / "counts.json").read_text())
+    (committed / "counts.json").write_text(json.dumps({**counts_v1, "systems_final": False}))
+    with pytest.raises(MixError, match="not final"):
+        mix([Take(committed)], tmp_path / "v3")

@@ -22,12 +22,16 @@ planning one in the adapter.
 
 A source is a ``distill data`` or ``distill dagger`` directory (its ``counts.json`` has a
 ``prompt_layout``: planning) or a ``cypher-data`` directory (``kind: "cypher"``, or the
-``questions`` count older ones have). Nothing is written unless every source reads; the files
-appear whole (written beside, then renamed).
+``questions`` count older ones have), or a committed mix (``kind: "mix"``, ``sft.jsonl.gz``:
+``data/training/mix-vN``), whose examples are taken as they are (their system messages are
+final; its planning format joins the agreement), so a new version can start from the last one
+when that one's sources are gone. Nothing is written unless every source reads; the files appear
+whole (written beside, then renamed).
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -98,18 +102,21 @@ def source_kind(counts: dict) -> str | None:
 
 
 def _read(take: Take) -> tuple[dict, list[str], str]:
-    counts_path, sft = take.path / "counts.json", take.path / "sft.jsonl"
-    if not sft.is_file() or not counts_path.is_file():
-        raise MixError(f"{take.path}: no sft.jsonl and counts.json there (a distill data, distill dagger or "
-                       "cypher-data directory)")
+    counts_path = take.path / "counts.json"
+    sft = next((take.path / n for n in ("sft.jsonl", "sft.jsonl.gz") if (take.path / n).is_file()), None)
+    if sft is None or not counts_path.is_file():
+        raise MixError(f"{take.path}: no sft.jsonl (or sft.jsonl.gz) and counts.json there (a distill data, distill "
+                       "dagger or cypher-data directory, or a committed mix)")
     try:
         counts = json.loads(counts_path.read_text())
     except ValueError as exc:
         raise MixError(f"{counts_path}: not JSON ({exc})") from None
-    if source_kind(counts) not in ("planning", "cypher"):
-        raise MixError(f"{take.path}: counts.json says neither planning data (prompt_layout) nor Cypher data "
-                       "(kind cypher); a mix is not mixed again")
-    raw = sft.read_bytes()
+    if source_kind(counts) not in ("planning", "cypher", "mix"):
+        raise MixError(f"{take.path}: counts.json says neither planning data (prompt_layout), Cypher data "
+                       "(kind cypher) nor a mix")
+    if source_kind(counts) == "mix" and not counts.get("systems_final"):
+        raise MixError(f"{take.path}: a mix whose system prompts are not final cannot be taken again")
+    raw = gzip.decompress(sft.read_bytes()) if sft.suffix == ".gz" else sft.read_bytes()
     lines = []
     for i, line in enumerate((line for line in raw.decode("utf-8").splitlines() if line.strip()), 1):
         try:
@@ -168,6 +175,11 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
                 taken = [{**r, "messages": with_system(r["messages"], system)} for r in taken]
             if taken and planning_system is None:
                 planning_system = next((m["content"] for m in taken[0]["messages"] if m["role"] == "system"), None)
+        if kind == "mix":  # a committed mix: its examples as they are, its format that of its planning part
+            if counts.get("prompt_layout"):
+                formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason"),
+                             counts.get("recall", "here")))
+            experts.update(r["meta"]["expert"] for r in taken if r.get("meta", {}).get("expert"))
         if kind == "cypher" and cypher_transform is not None:
             before = [json.dumps(r, sort_keys=True) for r in taken]
             taken = [cypher_transform(r) for r in taken]
