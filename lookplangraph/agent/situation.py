@@ -40,8 +40,8 @@ def destinations(graph: SceneGraph, unseen=frozenset()) -> dict[str, list[str]]:
 
 
 def situation(graph: SceneGraph, unseen=frozenset()) -> str:
-    """``you are in kitchen-1 holding cup-1; here it goes put_on(table-1) or put_inside(fridge-1,
-    sink-1)`` (module doc)."""
+    """``you are in kitchen-1 holding cup-1; here it can go put_on(table-1) or
+    put_inside(fridge-1, sink-1)``, or ``you are in kitchen-1 and hold nothing`` (module doc)."""
     room = graph.agent.location or "no room yet"
     held = graph.agent.holding
     if held is None:

@@ -24,12 +24,15 @@ when the environment refuses a step (the memory was stale). Otherwise the SGS's 
   LM is told nothing, and the episode cannot succeed. Feasible actions are handled as in
   ``feedback`` (an action that changes nothing or closes a cycle is still refused).
 
-**Two rules beyond the paper's** (both on by default, measured in the results log):
+**Rules beyond the paper's** (on by default, measured in the results log):
 ``grounding_check`` refuses, with feedback, an action on an object or asset of a class the
 instruction picks out by a property, room or owner it lacks ("the red stapler" when it takes the
 blue one, "the kitchen fridge", "Tom's desk"; :mod:`lookplangraph.agent.grounding`; not in
 ``none`` mode), and keeps that action excluded for the rest of the episode (properties do not
-change, assets do not move); ``close_opened`` (``rules`` mode) makes ``done()``
+change, assets do not move); with ``place_descriptors`` also an object the instruction names by
+where it stands ("the mug on the table") taken from elsewhere; ``refusal_situation`` ends the
+feedback on a refusal with the agent's situation and ``held_slot`` reads a put with shuffled
+slots as putting the held object (:mod:`lookplangraph.agent.situation`); ``close_opened`` (``rules`` mode) makes ``done()``
 first close the containers that a correction opened and nothing closed since
 (:func:`opened_by_rules`), walking back to them: the LM did not ask for them to be opened, and
 GraSIF counts a container left open as a change to the scene. What the LM opened itself stays as
