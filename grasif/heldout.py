@@ -94,10 +94,15 @@ def kept_out_tasks(data_dir: Path) -> list[Task]:
     return evaluation_tasks(data_dir) + [t for split in DEV_SPLITS for t in dataset.load_split(data_dir, split)]
 
 
+def is_dev_split(split: str) -> bool:
+    """Whether ``split`` is that of tasks generated on a building kind kept for development
+    (:data:`DEV_BUILDING_KINDS`; ``generated-lab``): dev material, never training material."""
+    return split in {f"generated-{kind}" for kind in DEV_BUILDING_KINDS}
+
+
 def is_dev_generated(task: Task) -> bool:
-    """Whether ``task`` was generated on a building kind kept for development
-    (:data:`DEV_BUILDING_KINDS`): dev material, never training material."""
-    return task.split in {f"generated-{kind}" for kind in DEV_BUILDING_KINDS}
+    """Whether ``task`` was generated on a building kind kept for development (:func:`is_dev_split`)."""
+    return is_dev_split(task.split)
 
 
 def in_train_pool(split: str, task_id: str, manifest: dict | None = None) -> bool:

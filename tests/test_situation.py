@@ -50,17 +50,23 @@ def test_unseen_priors_and_what_is_held_are_not_offered(kitchen):
     assert "tray-1" not in destinations(g)["put_on"] and "cup-1" not in destinations(g)["put_inside"]
 
 
-def test_the_loop_adds_the_situation_to_a_refusal_only_when_asked():
+def apple_episodes(replies, setting):
+    """The apple-to-the-bed task run on ``replies`` (SCRIPTED, not an LM) with ``setting`` on and
+    off: ``(on, result, step records)`` for each."""
     goal = GoalSpec(node_goals=[NodeGoal(node="apple-2", relation="ontop", destination="bed-1")])
     task = Task(id="apple", split="test", instruction="Put the apple from the table on the bed.",
                 initial_graph=kitchen_dict(), goal=goal)
+    for on in (True, False):
+        steps = []
+        result = run_episode(task, GraphEnvironment(task.graph, task.goal), ScriptedBackend(list(replies)),
+                             PlannerConfig(**{setting: on}), on_step=steps.append)
+        yield on, result, steps
+
+
+def test_the_loop_adds_the_situation_to_a_refusal_only_when_asked():
     replies = [J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("pick_up", "apple-2"),
                J("put_inside", "apple-2", None, "table-1"), J("rearrange", "apple-2", "ontop", "bed-1"), J("done")]
-    for on in (True, False):
-        lm = ScriptedBackend(list(replies))  # SCRIPTED replies, not an LM
-        steps = []
-        result = run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(refusal_situation=on),
-                             on_step=steps.append)
+    for on, result, steps in apple_episodes(replies, "refusal_situation"):
         assert result.success
         refused = [r for r in steps if r.proposed.startswith("put_inside")]
         assert len(refused) == 1 and refused[0].feedback.startswith("put_inside(apple-2, table-1): table-1 does not take things inside it")
@@ -82,17 +88,10 @@ def test_a_put_with_a_room_asset_or_the_destination_in_the_object_slot_means_the
 
 
 def test_the_loop_reads_the_shuffled_put_only_when_asked_and_says_how():
-    goal = GoalSpec(node_goals=[NodeGoal(node="apple-2", relation="ontop", destination="bed-1")])
-    task = Task(id="apple", split="test", instruction="Put the apple from the table on the bed.",
-                initial_graph=kitchen_dict(), goal=goal)
     replies = [J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("pick_up", "apple-2"),
                J("go_to", "bedroom-1"), J("put_on", "bedroom-1", None, "bed-1"),
                J("put_on", "apple-2", None, "bed-1"), J("done")]
-    for on in (True, False):
-        lm = ScriptedBackend(list(replies))  # SCRIPTED replies, not an LM
-        steps = []
-        result = run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(held_slot=on),
-                             on_step=steps.append)
+    for on, result, steps in apple_episodes(replies, "held_slot"):
         assert result.success
         shuffled = next(r for r in steps if r.proposed == "put_on(bedroom-1, bed-1)")
         assert shuffled.accepted is on

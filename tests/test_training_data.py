@@ -53,7 +53,7 @@ def held_out_problems(examples: list[dict], build: Path) -> list[str]:
         if meta["split"].startswith(SPLIT_PREFIX):
             # generated: checked against the held-out tasks when generated, and by text below; a
             # building kind kept for development never
-            if meta["split"][len(SPLIT_PREFIX):] in heldout.DEV_BUILDING_KINDS:
+            if heldout.is_dev_split(meta["split"]):
                 bad.append(f"{n}: an example of a generated {meta['split'][len(SPLIT_PREFIX):]}, dev material")
         elif str(meta.get("source", "")).startswith("cypher"):
             if (meta["split"], meta["scene"]) not in cypher_scenes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from grasif.heldout import DEV_BUILDING_KINDS, is_dev_generated
 from grasif.task import Task
 from sgs.graph import Layer, SceneGraph, node_class
 
@@ -76,8 +77,6 @@ def check_training(generated: list[Task], heldout: list[Task]) -> None:
     """What training material checks its generated tasks with: :class:`GeneratedLeak` for a task
     of a building kind kept for development (:data:`grasif.heldout.DEV_BUILDING_KINDS`), then
     :func:`check_leaks`."""
-    from grasif.heldout import DEV_BUILDING_KINDS, is_dev_generated
-
     dev = [t.id for t in generated if is_dev_generated(t)]
     if dev:
         raise GeneratedLeak(f"{len(dev)} generated task(s) are dev material (building kinds "

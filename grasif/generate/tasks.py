@@ -228,6 +228,10 @@ def _prep(rel: str) -> str:
     return "on" if rel == "ontop" else "in"
 
 
+def _into(rel: str) -> str:
+    return "onto" if rel == "ontop" else "into"
+
+
 def _holders(g: SceneGraph, d: Describer) -> list[tuple[str, str]]:
     return [(a, rel) for a in g.names(Layer.ASSET) if d.asset(a)
             for rel, verb in (("ontop", "put_on"), ("inside", "put_inside")) if affords(g.nodes[a], verb)]
@@ -261,7 +265,7 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
         dest, rel = _destination(rng, [h for h in holders if h[0] != g.parent[obj][0]] or holders, node_class(obj), priors)
         name = named[obj]
         text, i = _say(kind, dict(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest),
-                                  into="onto" if rel == "ontop" else "into"), rng, wording)
+                                  into=_into(rel)), rng, wording)
         goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])
         return text, goal, [f"rearrange({obj}, {rel}, {dest})"], i
     if kind == "decoy":
@@ -286,7 +290,7 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
         names = [d.obj(o) for o in chosen]
         objs = _listed(names)
         text, i = _say(kind, dict(obj=names[0], Obj=names[0][0].upper() + names[0][1:], objs=objs,
-                                  prep=_prep(rel), into="onto" if rel == "ontop" else "into", dest=d.asset(dest)),
+                                  prep=_prep(rel), into=_into(rel), dest=d.asset(dest)),
                        rng, wording)
         goal = GoalSpec(node_goals=[NodeGoal(node=o, relation=rel, destination=dest) for o in chosen])
         return text, goal, [f"rearrange({o}, {rel}, {dest})" for o in chosen], i
@@ -307,7 +311,7 @@ def draw_task(kind: str, g: SceneGraph, b: Building, rng: random.Random, priors:
             return None
         n = rng.randint(2, min(3, len(objs)))
         text, i = _say(kind, dict(n=NUMBERS[n], cls=plural(cls), prep=_prep(rel), dest=d.asset(dest),
-                                  into="onto" if rel == "ontop" else "into"), rng, wording)
+                                  into=_into(rel)), rng, wording)
         goal = GoalSpec(count_goals=[CountGoal(cls=cls, relation=rel, destination=dest, count=n)])
         return text, goal, [f"rearrange({o}, {rel}, {dest})" for o in rng.sample(objs, n)], i
     if kind == "state":
@@ -387,7 +391,6 @@ def _removal(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors:
 def _wider(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors: Priors,
            holders: list[tuple[str, str]], movable: list[str], wording: str):
     """A task of one of :data:`WIDER_KINDS` (module doc), or None when the building offers none."""
-    into = lambda rel: "onto" if rel == "ontop" else "into"  # noqa: E731
     if kind == "pack":
         bags = [o for o in g.names(Layer.OBJECT) if affords(g.nodes[o], "put_inside") and d.obj(o)]
         if not bags:
@@ -404,9 +407,8 @@ def _wider(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors: P
         chosen = first + rng.sample(rest, min(len(rest), k - len(first)))
         if len(chosen) < 2 or len({node_class(o) for o in chosen}) < len(chosen):
             return None
-        names = [d.obj(o) for o in chosen]
-        text, i = _say(kind, dict(objs=_listed(names), Objs=_listed(names)[0].upper() + _listed(names)[1:],
-                                  dest=d.obj(bag)), rng, wording)
+        objs = _listed([d.obj(o) for o in chosen])
+        text, i = _say(kind, dict(objs=objs, Objs=objs[0].upper() + objs[1:], dest=d.obj(bag)), rng, wording)
         goal = GoalSpec(node_goals=[NodeGoal(node=o, relation="inside", destination=bag) for o in chosen])
         return text, goal, [f"rearrange({o}, inside, {bag})" for o in chosen], i
     if kind == "switch_one":
@@ -456,7 +458,7 @@ def _wider(kind: str, g: SceneGraph, d: Describer, rng: random.Random, priors: P
         dest2, rel2 = _destination(rng, third, node_class(two), priors)
         n1, n2 = d.obj(one), d.obj(two)
         text, i = _say(kind, dict(obj=n1, Obj=n1[0].upper() + n1[1:], obj2=n2, prep=_prep(rel), prep2=_prep(rel2),
-                                  dest=d.asset(dest), dest2=d.asset(dest2), into=into(rel)), rng, wording)
+                                  dest=d.asset(dest), dest2=d.asset(dest2), into=_into(rel)), rng, wording)
         goal = GoalSpec(node_goals=[NodeGoal(node=one, relation=rel, destination=dest),
                                     NodeGoal(node=two, relation=rel2, destination=dest2)])
         return text, goal, [f"rearrange({one}, {rel}, {dest})", f"rearrange({two}, {rel2}, {dest2})"], i
@@ -496,7 +498,7 @@ def _decoy(g: SceneGraph, d: Describer, rng: random.Random, priors: Priors, hold
         return None
     name = named[obj]
     text, i = _say("decoy", dict(obj=name, Obj=name[0].upper() + name[1:], prep=_prep(rel), dest=d.asset(dest),
-                                 usual=hint, into="onto" if rel == "ontop" else "into"), rng, wording)
+                                 usual=hint, into=_into(rel)), rng, wording)
     goal = GoalSpec(node_goals=[NodeGoal(node=obj, relation=rel, destination=dest)])
     return text, goal, [f"rearrange({obj}, {rel}, {dest})"], i, {
         "decoy": decoy, "hint": g.parent[decoy][0] if moved else g.parent[obj][0]}

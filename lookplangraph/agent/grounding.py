@@ -87,28 +87,37 @@ def attached(instruction: str, graph: SceneGraph) -> dict[str, frozenset[str]]:
     return {cls: frozenset(props) for cls, props in out.items()}
 
 
-def said_away(instruction: str, graph: SceneGraph) -> frozenset[str]:
+def said_away(instruction: str, graph: SceneGraph, wanted: dict[str, frozenset[str]] | None = None) -> frozenset[str]:
     """The classes (:func:`grasif.priors.normalise`) whose descriptors ``instruction`` says only
     where something must leave or not be (module doc): "take the phone *off* Hugo's desk", "*no*
     pens should be left on Alice's desk". A destination of such a class is not checked: the one
-    the instruction wants is another."""
+    the instruction wants is another. ``wanted``: :func:`attached` of the same, if at hand."""
     sentences = [spoken(sentence) for sentence in re.split(r"[.!?;]+", instruction)]
-    said: dict[str, bool] = {}
-    for name in (*graph.names(Layer.OBJECT), *graph.names(Layer.ASSET)):
-        cls = normalise(node_class(name))
-        words = cls.replace("_", " ")
-        for desc in descriptors(graph, name):
-            phrase = spoken(f"{desc} {words}")
-            for text in sentences:
-                if phrase in text:
-                    said[cls] = said.get(cls, False) or _said_as_wanted(text, phrase)
-    return frozenset(cls for cls, wanted in said.items() if not wanted)
+    away = set()
+    for cls, descs in (attached(instruction, graph) if wanted is None else wanted).items():
+        mentions = [(text, phrase) for phrase in (spoken(f"{d} {cls.replace('_', ' ')}") for d in descs)
+                    for text in sentences if phrase in text]
+        if mentions and not any(_said_as_wanted(text, phrase) for text, phrase in mentions):
+            away.add(cls)
+    return frozenset(away)
 
 
-#: Words after which a described node is where something must leave or not be ("take the phone
-#: *off* Hugo's desk", "*no* pens should be left on Alice's desk"): the node the instruction wants
-#: is then another one, so such a mention attaches nothing.
-AWAY = ("off", "from", "out of", "away from", "free of")
+def refusal(instruction: str, action: Action, graph: SceneGraph, moved: Collection[str] = (),
+            places: bool = True) -> str | None:
+    """The check as the planner's loop asks it of one action in the memory graph of its step:
+    :func:`mismatch` with what the instruction attaches (:func:`attached`), where it places
+    objects (:func:`placed`, with ``places``) and what it says only as a place to leave
+    (:func:`said_away`); ``moved``: the objects the agent has held in the episode."""
+    wanted = attached(instruction, graph)
+    where = placed(instruction, graph) if places else {}
+    return mismatch(action, graph, wanted, where, moved, said_away(instruction, graph, wanted))
+
+
+#: Words after which a node is where something is taken from, must leave or must not be ("the
+#: bandages *from* the kit", "take the phone *off* Hugo's desk"): said after a class, the node
+#: says where an object stands (:func:`placed`); said before a described node, the node the
+#: instruction wants is another one (:func:`said_away`). Longer first: they are matched in order.
+AWAY = ("off of", "out of", "away from", "free of", "from", "off")
 NEGATIONS = frozenset(("no", "not", "t", "never", "nothing", "none"))
 
 
@@ -191,8 +200,6 @@ def _described(graph: SceneGraph, name: str) -> str:
 
 
 # -- where an object stands ----------------------------------------------------------------------
-#: Words that introduce where an object is taken from: never its destination.
-SOURCE_WORDS = ("from", "off", "out of", "off of")
 #: Words that introduce where an object stands, or could be its destination.
 PLACE_WORDS = ("on top of", "on", "in", "inside", "at", "under", "next to", "by")
 #: Words between the class and a place word that make the place a description ("the mug lying on").
@@ -200,7 +207,7 @@ STANDING = ("lying", "sitting", "standing", "left", "kept", "stored", "that is",
             "which are", "that s", "still", "currently")
 #: Verbs that put things somewhere or ask for them there: after one, "the mug on the table" may
 #: say where the mug goes ("we need two mugs on the table").
-PUTTING = frozenset("put place set leave hang move bring take carry throw pack file return drop stick store "
+PUTTING = frozenset("put place set hang move bring take carry throw pack file return drop stick store "
                     "stack lay get give clear tidy empty fetch grab slide tuck stash hand need want like "
                     "wish prefer require".split())
 #: Verbs after which a place is a constraint, not a description ("keep the cans out of that bucket").
@@ -296,7 +303,7 @@ def _place_after(words: list[str], i: int, n: int, where: set[str], things: set[
     at = i + n
     standing = _starts(words, at, STANDING)
     at += standing
-    source = _starts(words, at, SOURCE_WORDS)
+    source = _starts(words, at, AWAY)
     prep = source or _starts(words, at, PLACE_WORDS)
     if not prep:
         return None

@@ -27,11 +27,9 @@ def destinations(graph: SceneGraph, unseen=frozenset()) -> dict[str, list[str]]:
     held, room = graph.agent.holding, graph.agent.location
     if held is None or room is None:
         return out
-    for name in graph.descendants(room):
+    for name in graph.descendants(room):  # what the agent holds hangs from the agent, not from the room
         node = graph.nodes[name]
-        if name == held or name in unseen or graph.is_ancestor(held, name) or node.layer is Layer.PLACE:
-            continue
-        if graph.enclosing_closed(name):
+        if name in unseen or graph.enclosing_closed(name):
             continue
         for fn in out:
             if affords(node, fn) and len(out[fn]) < MAX_NAMED:

@@ -289,28 +289,11 @@ def cmd_run(args) -> int:
     return EXIT_OK if result.success else EXIT_FAILED
 
 
-def _generated_tasks(directory: str, s) -> list:
-    """The tasks of a ``grasif generate`` directory, with ``--task`` and ``--limit`` applied."""
-    from grasif.generate import load
-
-    try:
-        tasks = load(Path(directory))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if s.tasks:
-        by_id = {t.id: t for t in tasks}
-        missing = [t for t in s.tasks if t not in by_id]
-        if missing:
-            raise UsageError(f"no task {', '.join(missing)} in {directory}")
-        tasks = [by_id[t] for t in s.tasks]
-    return tasks[: s.limit] if s.limit else tasks
-
-
 def cmd_eval(args) -> int:
     from lookplangraph.evaluation.runner import evaluate, failure_text, now_stamp, summary_text
 
     s = _settings(args)
-    tasks = _generated_tasks(args.generated, s) if args.generated else select_tasks(s, args.data_dir)
+    tasks = select_tasks(s, args.data_dir, generated=args.generated)
     _check_env(s, tasks)
     out = Path(s.out) if s.out else Path("runs") / f"eval_{now_stamp()}_{s.split or 'generated'}"
     kept = f"finished episodes are kept in {out / 'results.jsonl'}; rerun the same command to resume"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, UsageError, YesNo, add_command,
                                            lm_failure, progress_bar)
-from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, seed_list, select_tasks, source_error, split_flag
+from lookplangraph.cli.tasks import (DATA_DIR_HELP, SPLITS, generated_tasks, seed_list, select_tasks, source_error,
+                                     split_flag)
 from lookplangraph.lm.embedded import default_adapter, default_lm
 from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES, RECALL_MODES
 from lookplangraph.prompts import PROMPT_LAYOUTS
@@ -291,7 +292,7 @@ def cmd_distill(args) -> int:
         tasks = [t for split in ("virtualhome", "behavior") for t in dataset.load_split(root, split)]
     except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
         raise source_error(exc) from None
-    generated = _generated_tasks(getattr(args, "generated", []))
+    generated = generated_tasks(getattr(args, "generated", []))
     if args.distill_command == "dagger":
         return _dagger(args, root, tasks)
     out = Path(args.out)
@@ -352,7 +353,7 @@ def _dagger(args, root: Path, tasks: list) -> int:
     if args.tasks == "train-pool":
         chosen = [t for t in tasks if in_train_pool(t.split, t.id)]
     elif args.tasks.startswith("generated:"):
-        chosen = _generated_tasks([args.tasks.split(":", 1)[1]])
+        chosen = generated_tasks([args.tasks.split(":", 1)[1]])
         try:
             check_training(chosen, kept_out_tasks(root))
         except GeneratedLeak as exc:
@@ -380,19 +381,6 @@ def _dagger(args, root: Path, tasks: list) -> int:
           f"{counts.left_out_ungrounded} ungrounded labels left out); the student agreed with the expert on "
           f"{counts.agreed}; {counts.states_per_hour:.0f} states per hour")
     return EXIT_OK
-
-
-def _generated_tasks(dirs: list[str]) -> list:
-    """The tasks of ``--generated`` directories (:func:`grasif.generate.load`); bad input is 2."""
-    from grasif.generate import load
-
-    tasks = []
-    for d in dirs:
-        try:
-            tasks += load(Path(d))
-        except ValueError as exc:
-            raise UsageError(f"--generated: {exc}") from None
-    return tasks
 
 
 def _base_model_file(spec: str) -> Path:

@@ -69,8 +69,9 @@ def source_error(exc: Exception) -> Exception:
     return UsageError(text)
 
 
-def select_tasks(s, data_dir: str | None, task_file: str | None = None):
-    """Tasks of the settings' split (built on demand when the split is missing)."""
+def select_tasks(s, data_dir: str | None, task_file: str | None = None, generated: str | None = None):
+    """Tasks of the settings' split (built on demand when the split is missing), or of the
+    ``generated`` directory (:func:`generated_tasks`), with ``--task`` and ``--limit`` applied."""
     from grasif import dataset
 
     if task_file:
@@ -78,13 +79,17 @@ def select_tasks(s, data_dir: str | None, task_file: str | None = None):
             return [load_task(task_file)]
         except TaskError as exc:
             raise UsageError(str(exc)) from None
-    if not s.split:
-        raise UsageError("give --split (virtualhome, behavior or office) or --task-file")
-    root = Path(data_dir) if data_dir else dataset.default_data_dir()
-    try:
-        tasks = dataset.load_split(root, s.split)  # built on first use
-    except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
-        raise source_error(exc) from None
+    if generated:
+        tasks, where = generated_tasks([generated]), generated
+    else:
+        if not s.split:
+            raise UsageError("give --split (virtualhome, behavior or office) or --task-file")
+        root = Path(data_dir) if data_dir else dataset.default_data_dir()
+        try:
+            tasks = dataset.load_split(root, s.split)  # built on first use
+        except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
+            raise source_error(exc) from None
+        where = f"split {s.split}; see `lookplangraph grasif list --split {s.split}`"
     if s.selection:
         tasks = [t for t in tasks if s.selection in t.provenance.get("selections", [])]
         if not tasks:
@@ -93,10 +98,24 @@ def select_tasks(s, data_dir: str | None, task_file: str | None = None):
         by_id = {t.id: t for t in tasks}
         missing = [t for t in s.tasks if t not in by_id]
         if missing:
-            raise UsageError(f"no task {', '.join(missing)} in split {s.split}; see `lookplangraph grasif list --split {s.split}`")
+            raise UsageError(f"no task {', '.join(missing)} in {where}")
         tasks = [by_id[t] for t in s.tasks]
     if s.limit:
         tasks = tasks[: s.limit]
+    return tasks
+
+
+def generated_tasks(dirs: list[str]) -> list:
+    """The tasks of ``grasif generate`` directories (:func:`grasif.generate.load`); bad input is
+    :class:`UsageError`."""
+    from grasif.generate import load
+
+    tasks = []
+    for d in dirs:
+        try:
+            tasks += load(Path(d))
+        except ValueError as exc:
+            raise UsageError(f"--generated: {exc}") from None
     return tasks
 
 

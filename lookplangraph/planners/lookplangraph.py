@@ -77,7 +77,6 @@ limit.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from dataclasses import asdict, replace
@@ -92,7 +91,7 @@ from sgs.simulator import TARGET_STATE, Infeasible, run_plan
 from lookplangraph.agent.decide import LMReply, decide
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
-from lookplangraph.agent.grounding import attached, mismatch, placed, said_away
+from lookplangraph.agent.grounding import refusal
 from lookplangraph.agent.situation import held_put, situation
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
@@ -145,9 +144,6 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         else:
             names = names_in(shown)
         checked = cfg.grounding_check and cfg.correction != "none"
-        wanted = attached(task.instruction, memory.graph) if checked else {}
-        places = placed(task.instruction, memory.graph) if checked and cfg.place_descriptors else {}
-        away = said_away(task.instruction, memory.graph) if checked else frozenset()
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_refused:
             excluded += [k for k in ungrounded if k not in refused]
@@ -167,7 +163,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         if key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
-        elif key is not None and (wrong := mismatch(reply.action, memory.graph, wanted, places, moved, away)):
+        elif key is not None and checked and (wrong := refusal(task.instruction, reply.action, memory.graph, moved,
+                                                                cfg.place_descriptors)):
             feedback = rec.feedback = wrong
             ungrounded.add(key)  # properties do not change and assets do not move: for the whole episode
         else:
@@ -176,7 +173,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive,
                                       left_open=left_open)
         new_state = state_key(memory.graph)
-        moved.update(m.group(1) for step in rec.executed if (m := _PICK_UP.match(step)))
+        moved.update(a.node for a in map(parse_action, rec.executed) if a.function_name == "pick_up")
         if rec.accepted:
             visited[new_state] += 1
             last_accepted = rec.proposed
@@ -220,8 +217,6 @@ def task_demonstrations(task: Task, k: int, path: str | None = None, max_chars: 
     chosen = [d for d in _index(path).top(task.instruction, rooms, k + 1) if d.task_id != task.id][:k]
     return demonstration_block(chosen, max_chars)
 
-
-_PICK_UP = re.compile(r"^pick_up\((.+)\)$")
 
 #: Low-level execution failures in a row (sim_adapters.failures) that end an episode as unresolved;
 #: they do not count towards ``max_unresolved`` (the LM's answer was fine), but a robot whose
