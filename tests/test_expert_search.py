@@ -11,7 +11,8 @@ import pytest
 
 from grasif import dataset, heldout
 from lookplangraph.cli import main
-from lookplangraph.evaluation.expert import Expert, ExpertError, _hints, grounded, ungrounded
+from lookplangraph.agent.search import instruction_hints as _hints
+from lookplangraph.evaluation.expert import Expert, ExpertError, grounded, ungrounded
 from lookplangraph.evaluation.trajectories import build_data, expert_episode, validate_data
 from lookplangraph.planners.config import PlannerConfig
 from sim_adapters.dynamic import relevant_objects

@@ -9,7 +9,8 @@ this graph, never against the environment.
   prior becomes seen.
 * :meth:`MemoryGraph.discover` merges what ``discover_objects(node)`` observed: seen objects are
   placed where they were seen (added if new), marked seen, known and inspected (what is on and
-  inside them was observed too); priors under ``node`` that were not seen are removed.
+  inside them was observed too); priors under ``node`` that were not seen are removed, and
+  :attr:`MemoryGraph.missing` keeps where each was remembered until it is seen again.
 * Acting on an unseen prior (pick it up, move it) is refused by :meth:`unseen_feedback`: its
   place must first be confirmed with ``discover_objects`` on its remembered holder.
 * ``priors=False`` (the "No Priors" ablation) starts with no objects at all.
@@ -45,6 +46,9 @@ class MemoryGraph:
         self.graph: SceneGraph = graph
         self.unseen: set[str] = set(objects) - {graph.agent.holding}
         self.known: set[str] = set()
+        #: priors discover() did not find where remembered and nobody has seen since: name ->
+        #: (relation, holder, room) as the memory remembered them
+        self.missing: dict[str, tuple[str, str, str]] = {}
 
     # -- what the agent may act on -------------------------------------------------------------
     def unseen_feedback(self, action: Action) -> str | None:
@@ -104,6 +108,8 @@ class MemoryGraph:
         # so whatever still hangs under a removed prior is unseen too and goes with it.
         removed = [n for n in g.descendants(observation.node) if n in self.unseen and n not in seen]
         for name in removed:
+            holder, rel = g.parent[name]
+            self.missing[name] = (rel.value, holder, g.place_of(name))
             nodes.pop(name, None)
             parent.pop(name, None)
         dangling = [c for c, (p, _) in parent.items() if p not in nodes and p != g.agent.name]
@@ -117,6 +123,8 @@ class MemoryGraph:
         self.graph = g.evolve(nodes=nodes, parent=parent, inspected=g.inspected | seen)
         self.unseen -= seen
         self.unseen -= set(removed)
+        for name in seen:
+            self.missing.pop(name, None)
         self.known |= seen
         self.known.add(observation.node)
         return removed

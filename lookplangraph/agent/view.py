@@ -7,7 +7,10 @@ The *view* (:func:`view`) is the relevant part of the memory graph:
 * the objects in that place, split into *seen* ones and *unseen priors* ("remembered here");
 * everything known elsewhere: discovered objects and interacted nodes in other places;
 * with ``recall`` (the classes the instruction names, :mod:`lookplangraph.agent.recall`), the
-  unseen priors of those classes in other places, with their remembered place and room.
+  unseen priors of those classes in other places, with their remembered place and room;
+* with the loop's ``search_hint``, key ``search`` (:func:`lookplangraph.agent.search.search_entries`,
+  added by the loop): each object not found where it was remembered and the places likeliest to
+  hold it now.
 
 Every node is shown with its properties ("red", "Peter's", "addressed to Anna"), as the paper's
 graph carries them: an instruction that names "the red stapler" is decidable from the view alone
@@ -108,6 +111,7 @@ def names_in(v: dict) -> list[str]:
         names.append(v["agent"]["holding"])
     for key in ("assets", "objects", "remembered", "elsewhere", "recalled"):
         names += [e["name"] for e in v.get(key, ())]
+    names += [c["name"] for e in v.get("search", ()) for c in e["candidates"] if c["name"] not in names]
     return names
 
 
@@ -157,6 +161,11 @@ def render_view(v: dict, style: str = "text") -> str:
             lines.append(f"{title}: " + "; ".join(_line(e) for e in v[key]) + ".")
         elif key in ("assets", "objects"):
             lines.append(f"{title}: none.")
+    for e in v.get("search", ()):
+        places = ", ".join(c["name"] + (" here" if c["room"] == agent["room"] else f" in {c['room']}")
+                           for c in e["candidates"])
+        lines.append(f"Not found where remembered: {e['name']} (was {e['relation']} {e['parent']} in {e['room']})"
+                     + (f"; likeliest places not looked at yet: {places}." if places else "; every place was looked at."))
     return "\n".join(lines)
 
 
@@ -207,12 +216,15 @@ def vocabulary(memory: MemoryGraph, style: str = "text", v: dict | None = None) 
     return out
 
 
-def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str | None, None, None]]:
+def inapplicable(memory: MemoryGraph, names: list[str], *,
+                 holders_only: bool = False) -> list[tuple[str, str | None, None, None]]:
     """Actions on ``names`` that no correction can make acceptable in the memory's current state,
     as :data:`lookplangraph.agent.decoding.ActionKey`: a call without the node it needs
     (``turn_on(null)``; ``rearrange`` aside, whose key cannot say "any relation");
     ``go_to`` the agent's own place or a node that is no place;
-    ``discover_objects`` of a place or of an inspected node; ``pick_up`` of a place or asset;
+    ``discover_objects`` of a place or of an inspected node (with ``holders_only``, the loop's
+    ``discover_holders``, also of an object that nothing can be put on or in: looking at it finds
+    nothing); ``pick_up`` of a place or asset;
     ``open``/``close``/``turn_on``/``turn_off`` of a place or of a node that does not afford it.
     The planner excludes them from the decode (they would only come back as feedback), leaving
     everything else, feedback included, as the flat vocabulary has it. A toggle already in effect
@@ -228,7 +240,9 @@ def inapplicable(memory: MemoryGraph, names: list[str]) -> list[tuple[str, str |
             continue
         if node.layer is not Layer.PLACE:
             out.append(("go_to", n, None, None))
-        if node.layer is Layer.PLACE or n in g.inspected:
+        if node.layer is Layer.PLACE or n in g.inspected or (
+                holders_only and node.layer is Layer.OBJECT
+                and not (affords(node, "put_on") or affords(node, "put_inside"))):
             out.append(("discover_objects", n, None, None))
         if node.layer is not Layer.OBJECT:
             out.append(("pick_up", n, None, None))

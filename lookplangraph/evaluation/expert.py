@@ -19,10 +19,11 @@ What it does, one reply per call, from the episode's current state:
   - ``belief`` (the default, ``--lm expert``): the remembered holder first; then the unvisited
     asset with the highest ``P(here) / cost``, where ``P(here)`` is the belief that the object was
     moved there — half on its remembered room, half on the rest of the building, spread over the
-    assets in proportion to the prior of the object's class, times :data:`HINT_WEIGHT` for an
-    asset or room the instruction names ("the cup on the shelf in the storage room") — and
-    ``cost`` is one action for an asset in the agent's room, two (``go_to`` first) elsewhere. No
-    holder is looked at twice.
+    assets in proportion to the prior of the object's class, more on an asset or room the
+    instruction names ("the cup on the shelf in the storage room") — and ``cost`` is one action
+    for an asset in the agent's room, two (``go_to`` first) elsewhere
+    (:func:`lookplangraph.agent.search.ranked_holders`, the order the loop's search hint shows).
+    No holder is looked at twice.
   - ``rooms`` (``--lm expert-oracle``, the expert's earlier search, kept for the harness proofs
     and to reproduce older data): the remembered holder, the other assets of its room, then the
     assets of the other rooms in the map's order.
@@ -75,7 +76,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 from typing import Any
 
 from grasif.goals import evaluate_goal
@@ -86,6 +86,7 @@ from sgs.graph import Layer, SceneGraph, affords, node_class
 from sgs.simulator import check, run_plan
 
 from lookplangraph.agent.recall import recall_classes, recalled, spoken
+from lookplangraph.agent.search import holders, instruction_hints, ranked_holders, shipped_priors, weight
 from lookplangraph.evaluation.injection import rearrange_opens
 from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.episode import failures_of
@@ -110,13 +111,6 @@ NAME = "expert (privileged)"
 #: ``--lm`` spec that selects it
 SEARCHES = {"expert": "belief", "expert-oracle": "rooms", "expert-view": "view"}
 
-#: the belief an object not yet found is still where it was remembered, or in the remembered room
-STAY = 0.5
-#: how much more likely an asset (or an asset of a room) the instruction names is
-HINT_WEIGHT = 4.0
-
-#: a person's room (``peters_office``): the person's name, as an instruction writes it ("Peter's" -> "peter s")
-PERSONS_ROOM = re.compile(r"([a-z]+)s_(?:office|room|desk)")
 #: a node's name in text (``shelf-2``, ``toms_office-1``)
 NODE_NAME = re.compile(r"\b[a-z][a-z0-9_]*-\d+\b")
 
@@ -169,7 +163,7 @@ class Expert:
         self.inspected: set[str] = set()  # the discover_objects the planner accepted
         self.known: set[str] = set()  # nodes named by accepted answers: the planner's view keeps them
         self.visited: set[str] = set()  # rooms the agent has been in: their remembered objects were in view
-        self.hints = _hints(task.instruction, task.graph)  # the rooms and asset classes the instruction names
+        self.hints = instruction_hints(task.instruction, task.graph)  # the rooms and asset classes the instruction names
         self.told = _told_apart(task.instruction, task.graph)  # objects the instruction picks out by a property
         # the classes whose remembered places the view recalls from anywhere (planner setting recall = named)
         self.recall = recall_classes(getattr(config, "recall", "here"), task.instruction, task.graph)
@@ -459,30 +453,10 @@ class Expert:
                     and (affords(g.nodes[n], "put_on") or affords(g.nodes[n], "put_inside"))]
         return out
 
-    def _holders(self) -> list[str]:
-        """The map's assets that can hold an object (on or inside)."""
-        prior = self.task.graph
-        return [n for n in prior.names(Layer.ASSET)
-                if affords(prior.nodes[n], "put_on") or affords(prior.nodes[n], "put_inside")]
-
-    def _weight(self, cls: str, asset: str) -> float:
-        """How likely ``asset`` holds an object of class ``cls``: the prior of each relation it
-        affords, times :data:`HINT_WEIGHT` for an asset (or the room of one) the instruction names."""
-        prior, priors = self.task.graph, self.priors or _shipped_priors()
-        rooms_named, classes_named = self.hints
-        node = prior.nodes[asset]
-        w = sum(priors.probability(cls, node_class(asset), rel) for rel, verb in (("ontop", "put_on"), ("inside", "put_inside"))
-                if affords(node, verb))
-        if prior.place_of(asset) in rooms_named:
-            w *= HINT_WEIGHT
-        if normalise(node_class(asset)) in classes_named:
-            w *= HINT_WEIGHT
-        return w
-
     def _usually(self, cls: str) -> str:
         """Where the prior usually puts class ``cls``, in words ("on a desk or inside a cabinet"; ""
         for a class the prior does not know)."""
-        priors = self.priors or _shipped_priors()
+        priors = self.priors or shipped_priors()
         usual = priors.holders(cls, 2) if priors.resolve(cls) else []
         return " or ".join(f"{'on' if p.relation == 'ontop' else 'inside'} a {p.holder.replace('_', ' ')}" for p in usual)
 
@@ -491,10 +465,10 @@ class Expert:
         ``go_to`` of the unvisited room whose holders are likeliest for its class, or None."""
         prior, cls = self.task.graph, node_class(obj)
         mass: dict[str, float] = {}
-        for n in self._holders():
+        for n in holders(prior):
             room = prior.place_of(n)
             if room not in self.visited:
-                mass[room] = mass.get(room, 0.0) + self._weight(cls, n)
+                mass[room] = mass.get(room, 0.0) + weight(prior, cls, n, self.hints, self.priors)
         kept = self._usually(cls)
         for room in sorted(mass, key=lambda r: (-mass[r], r)):
             go = make("go_to", room)
@@ -505,22 +479,17 @@ class Expert:
         return None
 
     def _belief_order(self, g: SceneGraph, obj: str, start: str | None) -> list[tuple[str, str]]:
-        """The ``belief`` search (module doc): the unvisited holders, most likely per action first,
-        each with the reason it is looked at."""
+        """The ``belief`` search (module doc; :func:`lookplangraph.agent.search.ranked_holders`):
+        the unvisited holders, most likely per action first, each with the reason it is looked at."""
         prior, cls = self.task.graph, node_class(obj)
         thing = cls.replace("_", " ")
         out: list[tuple[str, str]] = []
         if start is not None and start not in g.inspected:
             out.append((start, f"{self._called(obj)} is remembered {self._remembered(obj)} but not seen yet"))
         room = prior.place_of(start) if start is not None else g.agent.location
-        assets = [n for n in self._holders() if n != start and n not in g.inspected]
+        assets = [n for n in holders(prior) if n != start and n not in g.inspected]
         rooms_named, classes_named = self.hints
-        weights = {n: self._weight(cls, n) for n in assets}
-        near = sum(w for n, w in weights.items() if prior.place_of(n) == room) or 1.0
-        far = sum(w for n, w in weights.items() if prior.place_of(n) != room) or 1.0
-        belief = {n: w * (STAY / near if prior.place_of(n) == room else (1 - STAY) / far) for n, w in weights.items()}
-        cost = {n: 1.0 if prior.place_of(n) == g.agent.location else 2.0 for n in assets}
-        ranked = sorted(assets, key=lambda n: (-belief[n] / cost[n], n))
+        ranked = ranked_holders(prior, cls, room, assets, self.hints, self.priors, here=g.agent.location)
         lead = (f"{self._called(obj)} is not {self._remembered(obj)}, where it was remembered" if start in g.inspected
                 else f"{self._called(obj)} is not seen yet")
         kept = self._usually(cls)
@@ -615,13 +584,6 @@ def ungrounded(reason: str, prompt: str) -> list[str]:
     return [n for n in NODE_NAME.findall(reason) if n not in shown]
 
 
-@lru_cache(maxsize=1)
-def _shipped_priors() -> Priors:
-    from grasif.priors import shipped
-
-    return shipped()
-
-
 def _told_apart(instruction: str, graph: SceneGraph) -> dict[str, list[str]]:
     """For each object whose class the map holds more than once, the properties it has that the
     instruction says and no other object of its class has ("the red stapler": ``{"stapler-2":
@@ -640,17 +602,6 @@ def _told_apart(instruction: str, graph: SceneGraph) -> dict[str, list[str]]:
             if said:
                 out[n] = said
     return out
-
-
-def _hints(instruction: str, graph: SceneGraph) -> tuple[set[str], set[str]]:
-    """The rooms and the asset classes an instruction names ("the shelf in the printing room"; a
-    person's room by the person's name: "Peter's watch" names ``peters_office-1``)."""
-    text = " " + re.sub(r"[^a-z0-9]+", " ", instruction.lower()) + " "
-    rooms = {p for p in graph.places if f" {node_class(p).replace('_', ' ')} " in text
-             or (m := PERSONS_ROOM.fullmatch(node_class(p))) is not None and f" {m.group(1)} " in text}
-    classes = {normalise(node_class(n)) for n in graph.names(Layer.ASSET)
-               if f" {node_class(n).replace('_', ' ')} " in text}
-    return rooms, classes
 
 
 def _failures(env) -> int:

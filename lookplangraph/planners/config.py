@@ -161,6 +161,11 @@ class PlannerConfig:
     held_slot: bool = setting(True, "correction rules: put_on/put_inside naming a room, an asset or the destination "
                                      "in the object slot, with a destination, puts the held object there "
                                      "(lookplangraph.agent.situation.held_put)")
+    search_hint: bool = setting(True, "the view names each object discover_objects did not find where it was "
+                                      "remembered and the places likeliest to hold it now (lookplangraph.agent."
+                                      "search)")
+    discover_holders: bool = setting(True, "discover_objects of an object that nothing can be put on or in cannot "
+                                           "be decoded (with exclude_inapplicable)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")

@@ -32,7 +32,10 @@ blue one, "the kitchen fridge", "Tom's desk"; :mod:`lookplangraph.agent.groundin
 change, assets do not move); with ``place_descriptors`` also an object the instruction names by
 where it stands ("the mug on the table") taken from elsewhere; ``refusal_situation`` ends the
 feedback on a refusal with the agent's situation and ``held_slot`` reads a put with shuffled
-slots as putting the held object (:mod:`lookplangraph.agent.situation`); ``close_opened`` (``rules`` mode) makes ``done()``
+slots as putting the held object (:mod:`lookplangraph.agent.situation`); ``search_hint`` shows,
+after ``discover_objects`` did not find a remembered object, the places likeliest to hold it now
+(:mod:`lookplangraph.agent.search`), and ``discover_holders`` keeps ``discover_objects`` to what
+things can be put on or in; ``close_opened`` (``rules`` mode) makes ``done()``
 first close the containers that a correction opened and nothing closed since
 (:func:`opened_by_rules`), walking back to them: the LM did not ask for them to be opened, and
 GraSIF counts a container left open as a change to the scene. What the LM opened itself stays as
@@ -96,6 +99,7 @@ from lookplangraph.agent.situation import held_put, situation
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.recall import recall_classes
+from lookplangraph.agent.search import search_entries
 from lookplangraph.agent.view import inapplicable, names_in, render_view, view, vocabulary
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
@@ -139,6 +143,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
 
     while sum(r.accepted for r in log.records) < cfg.max_actions:
         shown = view(memory, cfg.graph_style, recall)  # once per step: the prompt text and the names come from it
+        if cfg.search_hint and memory.missing:
+            shown["search"] = search_entries(memory.graph, memory.missing, task.instruction)
         if cfg.vocabulary == "typed":
             names = vocabulary(memory, cfg.graph_style, shown)
         else:
@@ -148,7 +154,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         if cfg.exclude_refused:
             excluded += [k for k in ungrounded if k not in refused]
         if cfg.exclude_inapplicable:
-            excluded += [k for k in inapplicable(memory, flat_names(names)) if k not in refused]
+            excluded += [k for k in inapplicable(memory, flat_names(names), holders_only=cfg.discover_holders)
+                         if k not in refused]
         dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
                                  cfg.prompt_layout)
         reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
