@@ -10,7 +10,8 @@ its 95 % Wilson interval, APP,
 LM calls per task, how episodes ended (``done`` / ``max_actions`` / ``unresolved`` / other), prompt
 tokens per call with the share the prefix cache evaluated once, and seconds per decision (median
 and 90th percentile over the decisions in the run's traces; where a run has no traces, the median
-over episodes of LM seconds / LM calls; only indicative on a shared machine). Markdown on stdout.
+over episodes of LM seconds / LM calls; only indicative on a shared machine). A dynamic run
+(episodes with ``moves``) gets a row more per part: the episodes whose object was moved. Markdown on stdout.
 ``--compare`` then pairs the first run with each other one task by task, on the test sample and on
 dev separately
 (:mod:`lookplangraph.evaluation.paired`: gains, losses, the sign test, the tasks).
@@ -94,10 +95,14 @@ def main() -> int:
             seconds += decisions
             print(row(Path(prefix).name, part, results, decisions))
         print(row(Path(prefix).name, "**all (test)**", everything, seconds))
+        if moved := [r for r in everything if r.get("moves")]:
+            print(row(Path(prefix).name, "all (test), object moved", moved))
         dev_path = Path(f"{prefix}_{DEV[0]}") / "results.jsonl"
         dev = read_results(dev_path) if dev_path.exists() else []
         if dev:
             print(row(Path(prefix).name, DEV[1], dev, decision_seconds(dev_path.parent)))
+        if moved := [r for r in dev if r.get("moves")]:
+            print(row(Path(prefix).name, "dev, object moved", moved))
         runs[Path(prefix).name] = {"test": outcomes(everything), "dev": outcomes(dev)}
     if args.compare and len(runs) > 1:
         first, *others = runs

@@ -34,6 +34,11 @@ the cut). ``reason_first=True`` suits larger models that profit from reasoning b
 (:data:`DEFAULT_REASON_MAX_LENGTH`: 300 characters in process, where a grammar-bound small model
 otherwise writes on until ``max_tokens``; none at servers, whose strict modes may refuse the
 keyword).
+
+:func:`explain` asks for the reason of an action already decided, after the fact: the same prompt,
+a schema that fixes every key of the action to its value, so only the reason is decoded (in
+process the fixed text is one batch and the prompt is still in the KV cache). A planner that
+answers without reasons (``reason_max_length = 0``) gives them only where a person asks.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from typing import Any, Sequence
 
 from sgs.actions import Action
 
-from lookplangraph.agent.decoding import ActionKey, Vocabulary, constrained_schema
+from lookplangraph.agent.decoding import ActionKey, Vocabulary, action_schema, constrained_schema
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.lm.base import LMBackend, Relaxed, Usage
 
@@ -110,4 +115,23 @@ def decide(lm: LMBackend, static: str, dynamic: str, names: "list[str] | Vocabul
         if "grammar" in lm.constraints:
             schema = constrained_schema(names, excluded, **kw)
     c = lm.complete(decision_messages(static, dynamic), schema=schema, relaxed=relaxed, schema_name="next_action")
+    return reply_of(c.text, c.usage, c.seconds)
+
+
+#: the reason's cap for :func:`explain` when the decision's own cap gives none (or 0: no reason)
+EXPLAIN_MAX_LENGTH = 300
+
+
+def explain(lm: LMBackend, static: str, dynamic: str, action: Action, *,
+            reason_max_length: int | None = None) -> LMReply:
+    """The LM's reason for ``action`` on the decision's prompt (module doc): a reply whose action
+    keys are fixed to ``action``'s values and whose ``reason`` is decoded freely, at most
+    ``reason_max_length`` characters (None or 0: the backend kind's cap, else
+    :data:`EXPLAIN_MAX_LENGTH`). Raises what ``complete()`` raises."""
+    cap = reason_max_length or reason_cap(lm, None) or EXPLAIN_MAX_LENGTH
+    schema = action_schema(None, reason_max_length=cap)
+    for key in ("function_name", "node", "relation", "destination"):
+        value = getattr(action, key)
+        schema["properties"][key] = {"type": "null"} if value is None else {"type": "string", "enum": [value]}
+    c = lm.complete(decision_messages(static, dynamic), schema=schema, schema_name="reason")
     return reply_of(c.text, c.usage, c.seconds)

@@ -168,7 +168,10 @@ class PlannerConfig:
                                            "be decoded (with exclude_inapplicable)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
-    done_hint: bool = setting(False, "feedback on an action already in effect suggests done() (measured: worse)")
+    done_hint: bool = setting(False, "feedback on an action already in effect suggests done()")
+    explain: bool = setting(False, "with answers without a reason (reason_max_length 0), ask the LM for each "
+                                   "step's reason after the decision, for the trace only (the prompts stay "
+                                   "the same; lookplangraph.agent.decide.explain)")
     reason_first: bool = setting(False, "the decision's reply gives its reason before the action")
     reason_max_length: int | None = setting(None, "cap of the reason in characters (default: 300 in process, none "
                                                   "at servers; 0: no reason, the action alone)")

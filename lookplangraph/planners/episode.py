@@ -42,6 +42,7 @@ class StepRecord:
     infeasible: str | None = None  # correction "none": the step the environment refused, and why
     perceived: list[dict] = field(default_factory=list)  # augmentations (lookplangraph.agent.perception.Perceived)
     failure: str | None = None  # a low-level execution failure's kind (sim_adapters.failures), if one happened
+    explain_seconds: float = 0.0  # setting explain: the LM's time writing ``reason`` after the decision
 
 
 @dataclass

@@ -63,6 +63,10 @@ on the environment's true final graph: success when every goal unit holds, nothi
 (for goals with ``unchanged_elsewhere``) and no action of the plan was infeasible;
 ``success_changed_only`` leaves out the side effects; precision M^C/M.
 
+**Reasons on demand** (``explain``): with answers without a reason (``reason_max_length = 0``),
+each step's reason is asked of the same LM after the decision (:func:`~lookplangraph.agent.decide.explain`)
+and kept in the step's record only: the prompts are the same with and without it.
+
 **Demonstrations** (``demonstrations = k``, off by default): the k train-pool expert episodes most
 like the task (:func:`task_demonstrations`, :mod:`lookplangraph.agent.demonstrations`) are
 appended to the static prompt, which then stays the same for the whole episode.
@@ -91,7 +95,7 @@ from sgs.actions import make, parse_action
 from sgs.graph import SceneGraph, node_class
 from sgs.simulator import TARGET_STATE, Infeasible, run_plan
 
-from lookplangraph.agent.decide import LMReply, decide
+from lookplangraph.agent.decide import LMReply, decide, explain
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.grounding import refusal
@@ -160,12 +164,15 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
                                  cfg.prompt_layout)
         reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
                        reason_max_length=cfg.reason_max_length)
+        said = explain(lm, static, dynamic, reply.action) if cfg.explain and reply.action and not reply.reason else None
         if on_reply is not None:
             on_reply(reply, memory)
-        rec = log.add(StepRecord(len(log) + 1, reply.reason, str(reply.action) if reply.action else None, False,
+        rec = log.add(StepRecord(len(log) + 1, said.reason if said else reply.reason,
+                                 str(reply.action) if reply.action else None, False,
                                  reply.text, prompt_tokens=reply.usage.prompt_tokens,
                                  completion_tokens=reply.usage.completion_tokens,
-                                 cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds, excluded=len(excluded)))
+                                 cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds, excluded=len(excluded),
+                                 explain_seconds=said.seconds if said else 0.0))
         key = action_key(reply.action) if reply.action is not None else None
         if key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
