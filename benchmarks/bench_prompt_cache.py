@@ -8,6 +8,7 @@ previous decision's prompt: the common token prefix is what llama.cpp's prefix c
 rest is evaluated anew. The answer's tokens are counted too. Prints a Markdown table.
 
     .venv/bin/python benchmarks/bench_prompt_cache.py            # the 10 tasks of bench_decision.py
+    .venv/bin/python benchmarks/bench_prompt_cache.py --tasks dev --dynamic-seed 0   # the dev split
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ FORMATS = {  # name -> planner settings
     "scene-history, action": {"prompt_layout": "scene-history", "reason_max_length": 0},
     "history-scene, action+reason": {"prompt_layout": "history-scene"},
     "history-scene, action (v2)": {"prompt_layout": "history-scene", "reason_max_length": 0},
+    "journal, action+reason": {"prompt_layout": "journal"},
+    "journal, action": {"prompt_layout": "journal", "reason_max_length": 0},
 }
 
 
@@ -45,17 +48,24 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks", nargs="*", default=list(TASKS), metavar="SPLIT/ID")
+    ap.add_argument("--tasks", nargs="*", default=list(TASKS), metavar="SPLIT/ID",
+                    help="tasks, or dev: the dev split (grasif/dev.py)")
+    ap.add_argument("--recall", default="named", help="the view's recall setting (default named: lpg-v5's)")
     ap.add_argument("--dynamic-seed", type=int, default=None, help="dynamic mode with this seed (default: static)")
     ap.add_argument("--max-actions", type=int, default=30)
     args = ap.parse_args()
     tokenizer = LlamaCppBackend("qwen2.5-coder-1.5b", vocab_only=True)
-    data = ensure(None, sorted({t.split("/")[0] for t in args.tasks}))  # built on first use
-    tasks = [load_task(data / f"{t}.json") for t in args.tasks]
+    if args.tasks == ["dev"]:
+        from grasif.dev import build_tasks
+
+        tasks = build_tasks()
+    else:
+        data = ensure(None, sorted({t.split("/")[0] for t in args.tasks}))  # built on first use
+        tasks = [load_task(data / f"{t}.json") for t in args.tasks]
     print("| format | decisions | prompt tokens (median) | evaluated anew (median) | evaluated anew (mean) | "
           "answer tokens (median) |\n|---|---|---|---|---|---|")
     for name, settings in FORMATS.items():
-        cfg = PlannerConfig(max_actions=args.max_actions, system_prompt="compact", **settings)
+        cfg = PlannerConfig(max_actions=args.max_actions, system_prompt="compact", recall=args.recall, **settings)
         prompts, evaluated, answers = [], [], []
         for task in tasks:
             _, examples, _ = expert_episode(task, args.dynamic_seed, cfg)

@@ -115,7 +115,7 @@ def names_in(v: dict) -> list[str]:
     return names
 
 
-def _line(e: dict) -> str:
+def entry_line(e: dict) -> str:
     """``name[, property, ...,] [relation parent] [in room] [(states)]``: the properties as an
     apposition ("stapler-2, red, inside cardboard_box-1 in storage_room-1")."""
     text = e["name"]
@@ -142,10 +142,8 @@ def render_view(v: dict, style: str = "text") -> str:
     if style == "json":
         return json.dumps(v, separators=(",", ":"))
     agent = v["agent"]
-    described = v.get("place_properties", {})
-    places = [f"{p} ({', '.join(described[p])})" if p in described else p for p in v["places"]]
     lines = [
-        f"Places: {', '.join(places)}.",
+        places_line(v),
         f"You are in {agent['room']} and hold {agent['holding'] or 'nothing'}.",
     ]
     sections = (
@@ -158,15 +156,28 @@ def render_view(v: dict, style: str = "text") -> str:
     )
     for key, title in sections:
         if v.get(key):
-            lines.append(f"{title}: " + "; ".join(_line(e) for e in v[key]) + ".")
+            lines.append(f"{title}: " + "; ".join(entry_line(e) for e in v[key]) + ".")
         elif key in ("assets", "objects"):
             lines.append(f"{title}: none.")
+    return "\n".join(lines + render_search(v))
+
+
+def places_line(v: dict) -> str:
+    """The view's first line: every place, with its properties."""
+    described = v.get("place_properties", {})
+    places = [f"{p} ({', '.join(described[p])})" if p in described else p for p in v["places"]]
+    return f"Places: {', '.join(places)}."
+
+
+def render_search(v: dict) -> list[str]:
+    """The lines of the view's ``search`` entries (the loop's ``search_hint``), one per object."""
+    lines = []
     for e in v.get("search", ()):
-        places = ", ".join(c["name"] + (" here" if c["room"] == agent["room"] else f" in {c['room']}")
+        places = ", ".join(c["name"] + (" here" if c["room"] == v["agent"]["room"] else f" in {c['room']}")
                            for c in e["candidates"])
         lines.append(f"Not found where remembered: {e['name']} (was {e['relation']} {e['parent']} in {e['room']})"
                      + (f"; likeliest places not looked at yet: {places}." if places else "; every place was looked at."))
-    return "\n".join(lines)
+    return lines
 
 
 def vocabulary(memory: MemoryGraph, style: str = "text", v: dict | None = None) -> dict[str, dict[str, list[str]]]:

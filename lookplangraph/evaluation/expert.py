@@ -195,7 +195,8 @@ class Expert:
         if self.planner == "react":
             action, _ = self.next_action(last.startswith(REACT_REFUSED))
             return self._reply(self._react_command(action))
-        action, reason = self.next_action(FEEDBACK_MARK in last)
+        # the feedback after the last answer (the journal layout keeps earlier ones above it)
+        action, reason = self.next_action(FEEDBACK_MARK in last.rpartition("\n- ")[2])
         reason = grounded(reason, last)
         reply = action.model_dump()
         keys = _schema_keys(request.get("schema"))

@@ -99,6 +99,7 @@ from lookplangraph.agent.decide import LMReply, decide, explain
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.grounding import refusal
+from lookplangraph.agent.journal import Journal
 from lookplangraph.agent.situation import held_put, situation
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
@@ -134,6 +135,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         static += "\n\n" + task_demonstrations(task, cfg.demonstrations, cfg.demonstration_file,
                                                  cfg.demonstration_chars)
     history: list[tuple[str, str, str]] = []
+    journal = Journal(task.instruction) if cfg.prompt_layout == "journal" else None
+    if journal is not None and cfg.graph_style != "text":
+        raise ValueError(f"the journal prompt layout writes the text view, not graph_style {cfg.graph_style!r}")
     log = EpisodeLog(on_step)
     feedback: str | None = None
     unresolved = failed_in_row = 0
@@ -160,8 +164,11 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         if cfg.exclude_inapplicable:
             excluded += [k for k in inapplicable(memory, flat_names(names), holders_only=cfg.discover_holders)
                          if k not in refused]
-        dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
-                                 cfg.prompt_layout)
+        if journal is not None:
+            dynamic = journal.prompt(shown, memory.missing)
+        else:
+            dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
+                                     cfg.prompt_layout)
         reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
                        reason_max_length=cfg.reason_max_length)
         said = explain(lm, static, dynamic, reply.action) if cfg.explain and reply.action and not reply.reason else None
@@ -192,6 +199,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             visited[new_state] += 1
             last_accepted = rec.proposed
             history.append((reply.reason or "", rec.proposed, feedback or _as_done(rec)))
+        if journal is not None:
+            journal.answered(rec.proposed, reply.reason, feedback, _as_done(rec) if rec.accepted else "")
         if new_state != state:
             state, refused = new_state, {}
         elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None:

@@ -47,8 +47,10 @@ def system_prompt(name: str) -> str:
 #: instruction, the list of places, previous steps, then the rest of the scene and feedback: what
 #: stays the same within an episode comes first and the history only grows at its end, so a
 #: backend's prefix cache (llama.cpp in process, a server's prefix caching) serves all of it and
-#: evaluates only the scene of this step and the feedback anew.
-PROMPT_LAYOUTS = ("scene-history", "history-scene")
+#: evaluates only the scene of this step and the feedback anew. ``journal``: append-only, each
+#: prompt the previous one with what happened since (:mod:`lookplangraph.agent.journal`; the loop
+#: writes it, not :func:`dynamic_prompt`).
+PROMPT_LAYOUTS = ("scene-history", "history-scene", "journal")
 
 
 def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, str]], feedback: str | None,
@@ -65,6 +67,8 @@ def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, s
     fb = f"Feedback on your last answer: {feedback}\n" if feedback else ""
     if layout == "scene-history":
         return template("dynamic").format(instruction=instruction, scene=scene, history=steps, feedback=fb)
+    if layout == "journal":
+        raise ValueError("the journal layout is written step by step by lookplangraph.agent.journal.Journal")
     if layout != "history-scene":
         raise ValueError(f"unknown prompt layout {layout!r}; layouts: {', '.join(PROMPT_LAYOUTS)}")
     first, _, rest = scene.partition("\n")
