@@ -20,7 +20,8 @@ a room entered again as ``Back in``; objects seen for the first time, nodes whos
 (moved, opened, inspected), what the agent holds when that changed, objects not found where
 they were remembered (with ``search_hint``, the view's search line). Objects are listed
 under ``Seen`` when first seen, ``Remembered, not seen yet`` when a prior first shows, and
-``Changed`` when a node's line changed. Nothing written is rewritten. Concept: ``docs/concepts/loop.md#the-journal-layout``.
+``Changed`` when a node's line changed. Nothing written is rewritten.
+Concept: ``docs/concepts/loop.md#the-journal-layout``.
 """
 
 from __future__ import annotations
@@ -109,4 +110,3 @@ class Journal:
         if parts:
             self.text += "\n" + " ".join(parts)
         return self.text + "\nAnswer:"
-
