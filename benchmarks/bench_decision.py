@@ -60,6 +60,19 @@ COLUMNS = ("prompt", "cached", "evaluated", "completion", "prompt_s", "decode_s"
            "total_s")
 
 
+def load_tasks(specs: list[str]) -> list:
+    """Tasks named ``SPLIT/ID`` (``dev/ID`` from the dev split's sources, others from the GraSIF
+    build, built on first use); ``dev`` alone: the whole dev split."""
+    from grasif.dev import build_tasks
+
+    dev = {t.id: t for t in build_tasks()} if any(s == "dev" or s.startswith("dev/") for s in specs) else {}
+    if specs == ["dev"]:
+        return list(dev.values())
+    others = sorted({s.split("/")[0] for s in specs if not s.startswith("dev/")})
+    data = ensure(None, others) if others else None
+    return [dev[s[4:]] if s.startswith("dev/") else load_task(data / f"{s}.json") for s in specs]
+
+
 def parse_variant(text: str) -> tuple[str, str | None, dict, dict]:
     """``NAME[:KEY=VALUE,...]`` -> (name, lm spec or None, planner settings, backend options)."""
     name, _, body = text.partition(":")
@@ -151,13 +164,13 @@ def main() -> None:
     ap.add_argument("--lm", default=DEFAULT_LM, help=f"backend of every variant without lm= (default {DEFAULT_LM})")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME[:KEY=VALUE,...]",
                     help="a variant to run (repeatable; default: one, the LM's own settings)")
-    ap.add_argument("--tasks", nargs="*", default=list(TASKS), metavar="SPLIT/ID")
+    ap.add_argument("--tasks", nargs="*", default=list(TASKS), metavar="SPLIT/ID",
+                    help="tasks (dev/ID from the dev split; dev: all of it); default: 10 of the 47")
     ap.add_argument("--max-actions", type=int, default=12)
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: default_threads())")
     ap.add_argument("--out", required=True, metavar="DIR")
     args = ap.parse_args()
-    data = ensure(None, sorted({t.split("/")[0] for t in args.tasks}))  # built on first use
-    tasks = [load_task(data / f"{t}.json") for t in args.tasks]
+    tasks = load_tasks(args.tasks)
     variants = [parse_variant(v) for v in (args.variant or ["default"])]
     lm_options = {"n_threads": args.threads} if args.threads else {}
     out = Path(args.out)

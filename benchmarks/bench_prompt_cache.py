@@ -20,9 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_decision import TASKS  # noqa: E402
-from grasif.dataset import ensure  # noqa: E402
-from grasif.task import load_task  # noqa: E402
+from bench_decision import TASKS, load_tasks  # noqa: E402
 from lookplangraph.evaluation.trajectories import expert_episode  # noqa: E402
 from lookplangraph.lm import LlamaCppBackend  # noqa: E402
 from lookplangraph.planners.config import PlannerConfig  # noqa: E402
@@ -49,19 +47,13 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", nargs="*", default=list(TASKS), metavar="SPLIT/ID",
-                    help="tasks, or dev: the dev split (grasif/dev.py)")
+                    help="tasks (dev/ID from the dev split; dev: all of it)")
     ap.add_argument("--recall", default="named", help="the view's recall setting (default named: lpg-v5's)")
     ap.add_argument("--dynamic-seed", type=int, default=None, help="dynamic mode with this seed (default: static)")
     ap.add_argument("--max-actions", type=int, default=30)
     args = ap.parse_args()
     tokenizer = LlamaCppBackend("qwen2.5-coder-1.5b", vocab_only=True)
-    if args.tasks == ["dev"]:
-        from grasif.dev import build_tasks
-
-        tasks = build_tasks()
-    else:
-        data = ensure(None, sorted({t.split("/")[0] for t in args.tasks}))  # built on first use
-        tasks = [load_task(data / f"{t}.json") for t in args.tasks]
+    tasks = load_tasks(args.tasks)
     print("| format | decisions | prompt tokens (median) | evaluated anew (median) | evaluated anew (mean) | "
           "answer tokens (median) |\n|---|---|---|---|---|---|")
     for name, settings in FORMATS.items():
