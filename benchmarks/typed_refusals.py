@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_decision import load_tasks  # noqa: E402
 from lookplangraph.agent.decoding import action_key  # noqa: E402
 from lookplangraph.agent.view import view, vocabulary  # noqa: E402
 from lookplangraph.evaluation.runner import make_env  # noqa: E402
@@ -40,18 +41,6 @@ def typed_allows(vocab: dict, action) -> bool:
                                                                                     ("destination", destination)))
 
 
-def load(split: str, task_id: str):
-    """The task ``split/task_id`` (the dev split from its sources, others from the GraSIF build)."""
-    if split == "dev":
-        from grasif.dev import build_tasks
-
-        return next(t for t in build_tasks() if t.id == task_id)
-    from grasif.dataset import ensure
-    from grasif.task import load_task
-
-    return load_task(ensure(None, [split]) / split / f"{task_id}.json")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a lookplangraph eval output directory (config.json, traces/)")
@@ -61,12 +50,13 @@ def main() -> int:
     cfg = PlannerConfig(**{k: config.get(k, False) for k, f in PlannerConfig.__dataclass_fields__.items()
                            if k in config or f.type == "bool"})
     counts, forbidden = Counter(), []
-    for trace in sorted((args.run / "traces").glob("*.jsonl")):
-        split, _, task_id = trace.stem.partition("__")
+    traces = sorted((args.run / "traces").glob("*.jsonl"))
+    tasks = load_tasks([trace.stem.replace("__", "/", 1) for trace in traces])  # trace files: SPLIT__ID.jsonl
+    for trace, task in zip(traces, tasks):
+        task_id = task.id
         steps = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
         if not steps:
             continue
-        task = load(split, task_id)
         seed = config.get("seed") if config.get("dynamic") else None
         env = make_env(task, dynamic_seed=seed, dynamic_mode=config.get("dynamic_mode") or "paper")
         allowed: list[bool | None] = []

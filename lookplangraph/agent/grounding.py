@@ -102,15 +102,22 @@ def said_away(instruction: str, graph: SceneGraph, wanted: dict[str, frozenset[s
     return frozenset(away)
 
 
+def readings(instruction: str, graph: SceneGraph, places: bool = True):
+    """What the check reads of ``instruction`` in ``graph``: what it attaches (:func:`attached`),
+    where it places objects (:func:`placed`, with ``places``; else nothing) and what it says only
+    as a place to leave (:func:`said_away`), as :func:`mismatch` takes them."""
+    wanted = attached(instruction, graph)
+    where = placed(instruction, graph) if places else {}
+    return wanted, where, said_away(instruction, graph, wanted)
+
+
 def refusal(instruction: str, action: Action, graph: SceneGraph, moved: Collection[str] = (),
             places: bool = True) -> str | None:
     """The check as the planner's loop asks it of one action in the memory graph of its step:
-    :func:`mismatch` with what the instruction attaches (:func:`attached`), where it places
-    objects (:func:`placed`, with ``places``) and what it says only as a place to leave
-    (:func:`said_away`); ``moved``: the objects the agent has held in the episode."""
-    wanted = attached(instruction, graph)
-    where = placed(instruction, graph) if places else {}
-    return mismatch(action, graph, wanted, where, moved, said_away(instruction, graph, wanted))
+    :func:`mismatch` with the instruction's :func:`readings`; ``moved``: the objects the agent
+    has held in the episode."""
+    wanted, where, away = readings(instruction, graph, places)
+    return mismatch(action, graph, wanted, where, moved, away)
 
 
 #: Words after which a node is where something is taken from, must leave or must not be ("the

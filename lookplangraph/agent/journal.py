@@ -62,10 +62,10 @@ class Journal:
             self.text += "\n" + places_line(shown)
         parts: list[str] = []
         room, holding = shown["agent"]["room"], shown["agent"]["holding"]
-        entries = {e["name"]: entry_line(e) for key in SECTIONS for e in shown.get(key, ())}
+        nodes = [e for key in SECTIONS for e in shown.get(key, ())]
+        entries = {e["name"]: entry_line(e) for e in nodes}
         # what a node is like, whichever room the agent is in (a line of another room adds "in room")
-        ident = {e["name"]: entry_line({k: v for k, v in e.items() if k != "room"})
-                 for key in SECTIONS for e in shown.get(key, ())}
+        ident = {e["name"]: entry_line({k: v for k, v in e.items() if k != "room"}) for e in nodes}
         if room != self.room:
             first = room not in self.rooms
             head = f"In {room}" if first else f"Back in {room}"

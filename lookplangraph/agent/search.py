@@ -18,13 +18,13 @@ the order its teacher follows. Concept: ``docs/concepts/loop.md#search-after-a-m
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Iterable
 
-from grasif.priors import Priors, normalise
+from grasif.priors import Priors, normalise, shipped
 from sgs.graph import Layer, SceneGraph, affords, node_class
 
-__all__ = ["HINT_WEIGHT", "STAY", "holders", "instruction_hints", "ranked_holders", "search_entries", "weight"]
+__all__ = ["HINT_WEIGHT", "STAY", "hinted", "holders", "instruction_hints", "ranked_holders", "search_entries",
+           "weight"]
 
 #: the belief that an object not found where remembered is still in its remembered room
 STAY = 0.5
@@ -35,14 +35,6 @@ SHOWN = 3
 
 #: a person's room (``peters_office``): the person's name, as an instruction writes it ("Peter's" -> "peter s")
 PERSONS_ROOM = re.compile(r"([a-z]+)s_(?:office|room|desk)")
-
-
-@lru_cache(maxsize=1)
-def shipped_priors() -> Priors:
-    """The shipped object priors (:func:`grasif.priors.shipped`), read once."""
-    from grasif.priors import shipped
-
-    return shipped()
 
 
 def instruction_hints(instruction: str, graph: SceneGraph) -> tuple[set[str], set[str]]:
@@ -62,20 +54,23 @@ def holders(graph: SceneGraph) -> list[str]:
             if affords(graph.nodes[n], "put_on") or affords(graph.nodes[n], "put_inside")]
 
 
+def hinted(graph: SceneGraph, asset: str, hints: tuple[set[str], set[str]]) -> tuple[bool, bool]:
+    """Whether the instruction names ``asset``'s room, and its class (``hints``:
+    :func:`instruction_hints`)."""
+    rooms_named, classes_named = hints
+    return graph.place_of(asset) in rooms_named, normalise(node_class(asset)) in classes_named
+
+
 def weight(graph: SceneGraph, cls: str, asset: str, hints: tuple[set[str], set[str]],
            priors: Priors | None = None) -> float:
     """How likely ``asset`` holds an object of class ``cls``: the prior of each relation it
-    affords, times :data:`HINT_WEIGHT` for an asset (or the room of one) the instruction names."""
-    priors = priors or shipped_priors()
-    rooms_named, classes_named = hints
+    affords, times :data:`HINT_WEIGHT` for its room and again for its class where the instruction
+    names them (:func:`hinted`)."""
+    priors = priors or shipped()
     node = graph.nodes[asset]
     w = sum(priors.probability(cls, node_class(asset), rel)
             for rel, verb in (("ontop", "put_on"), ("inside", "put_inside")) if affords(node, verb))
-    if graph.place_of(asset) in rooms_named:
-        w *= HINT_WEIGHT
-    if normalise(node_class(asset)) in classes_named:
-        w *= HINT_WEIGHT
-    return w
+    return w * HINT_WEIGHT ** sum(hinted(graph, asset, hints))
 
 
 def ranked_holders(graph: SceneGraph, cls: str, room: str, candidates: Iterable[str],

@@ -79,14 +79,14 @@ import re
 from typing import Any
 
 from grasif.goals import evaluate_goal
-from grasif.priors import Priors, normalise
+from grasif.priors import Priors, shipped
 from grasif.task import Task
 from sgs.actions import Action, make, parse_action, parse_plan
 from sgs.graph import Layer, SceneGraph, affords, node_class
 from sgs.simulator import check, run_plan
 
 from lookplangraph.agent.recall import recall_classes, recalled, spoken
-from lookplangraph.agent.search import holders, instruction_hints, ranked_holders, shipped_priors, weight
+from lookplangraph.agent.search import hinted, holders, instruction_hints, ranked_holders, weight
 from lookplangraph.evaluation.injection import rearrange_opens
 from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.episode import failures_of
@@ -457,7 +457,7 @@ class Expert:
     def _usually(self, cls: str) -> str:
         """Where the prior usually puts class ``cls``, in words ("on a desk or inside a cabinet"; ""
         for a class the prior does not know)."""
-        priors = self.priors or shipped_priors()
+        priors = self.priors or shipped()
         usual = priors.holders(cls, 2) if priors.resolve(cls) else []
         return " or ".join(f"{'on' if p.relation == 'ontop' else 'inside'} a {p.holder.replace('_', ' ')}" for p in usual)
 
@@ -489,14 +489,12 @@ class Expert:
             out.append((start, f"{self._called(obj)} is remembered {self._remembered(obj)} but not seen yet"))
         room = prior.place_of(start) if start is not None else g.agent.location
         assets = [n for n in holders(prior) if n != start and n not in g.inspected]
-        rooms_named, classes_named = self.hints
         ranked = ranked_holders(prior, cls, room, assets, self.hints, self.priors, here=g.agent.location)
         lead = (f"{self._called(obj)} is not {self._remembered(obj)}, where it was remembered" if start in g.inspected
                 else f"{self._called(obj)} is not seen yet")
         kept = self._usually(cls)
         for n in ranked:
-            hinted = prior.place_of(n) in rooms_named or normalise(node_class(n)) in classes_named
-            why = (f"{lead}; the instruction points to {n}" if hinted else
+            why = (f"{lead}; the instruction points to {n}" if any(hinted(prior, n, self.hints)) else
                    f"{lead}; a {thing} is usually {kept}, and {n} is the most likely place not looked at yet"
                    if kept else f"{lead}; {n} is the most likely place not looked at yet")
             out.append((n, why))

@@ -4,7 +4,7 @@ of a task's own ground-truth plan: its false refusals.
 :func:`false_refusals` replays the plan as :func:`lookplangraph.evaluation.injection.script_for`
 writes it out (with the discovers a memory of priors needs) in the memory graph, step by step,
 and asks the check about each step in the graph of that step, as the loop does
-(:func:`~lookplangraph.agent.grounding.refusal`): the descriptors
+(:func:`~lookplangraph.agent.grounding.refusal`'s readings and mismatch): the descriptors
 said before a class (not for a destination said only as a place to leave) and, with ``places``,
 where an object stands (objects the plan has picked up
 are no longer described by it). Every refusal is one the check must not make; the benchmark
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from grasif.task import Task
 from sgs.simulator import check
 
-from lookplangraph.agent.grounding import attached, placed, refusal
+from lookplangraph.agent.grounding import mismatch, readings
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.evaluation.injection import script_for
 
@@ -45,9 +45,10 @@ def false_refusals(task: Task, places: bool = True) -> Audit:
     described = was_placed = False
     script = script_for(task)
     for step in script:
-        described |= bool(attached(task.instruction, graph))
-        was_placed |= places and bool(placed(task.instruction, graph))
-        feedback = refusal(task.instruction, step, graph, moved, places)
+        wanted, where, away = readings(task.instruction, graph, places)  # what refusal() reads, once
+        described |= bool(wanted)
+        was_placed |= bool(where)
+        feedback = mismatch(step, graph, wanted, where, moved, away)
         if feedback is not None:
             refused.append((str(step), feedback))
         if step.function_name == "done":
