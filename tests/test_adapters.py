@@ -222,6 +222,27 @@ def test_auto_prompt_settings_follow_the_adapter_and_an_explicit_other_prompt_is
     assert PlannerConfig(system_prompt="compact").settled(drifted)[0].system_prompt == "compact"
 
 
+def test_the_registry_chooses_run_settings_by_the_files_hash_and_explicit_settings_win(tmp_path, monkeypatch):
+    for specs in embedded.ADAPTERS.values():  # every entry's choices are settings a run may leave unset
+        for spec in specs.values():
+            PlannerConfig.from_dict(spec.run, where=spec.name)
+            assert set(spec.run) <= {"reason_max_length", "prompt_layout", "recall", "system_prompt"}, spec.name
+    made = write_adapter(tmp_path / "made.gguf")
+    spec = embedded.AdapterSpec("test", "test-model", "made.gguf", sha(made), run={"reason_max_length": 0},
+                                size=made.stat().st_size)
+    monkeypatch.setitem(embedded.ADAPTERS, "test-model", {"test": spec})
+    elsewhere = tmp_path / "elsewhere.gguf"
+    shutil.copy(made, elsewhere)
+    assert embedded.registered_settings(elsewhere) == {"reason_max_length": 0}  # the same file by another path
+    cfg, notes = PlannerConfig().settled(read_adapter(elsewhere))
+    assert (cfg.reason_max_length, notes) == (0, [])
+    assert PlannerConfig(reason_max_length=300).settled(read_adapter(elsewhere))[0].reason_max_length == 300
+    other = tmp_path / "other.gguf"
+    other.write_bytes(made.read_bytes()[:-1] + bytes([made.read_bytes()[-1] ^ 1]))  # same size, other bytes
+    assert embedded.registered_settings(other) == {} and embedded.registered_settings(None) == {}
+    assert PlannerConfig().settled(read_adapter(other))[0].reason_max_length is None
+
+
 def test_run_settings_settle_the_prompt_from_the_spec_without_loading_a_model():
     from lookplangraph.evaluation.settings import load_settings
 

@@ -19,8 +19,9 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHUNK = 8 << 20
 
@@ -105,6 +106,10 @@ class AdapterSpec:
     sha256: str
     shipped: bool = True
     commit: str | None = None
+    #: the planner settings this adapter runs with unless a run sets them itself (chosen on the dev
+    #: split; see :func:`registered_settings`)
+    run: dict[str, Any] = field(default_factory=dict)
+    size: int | None = None
 
     def restore_command(self) -> str:
         """The command that puts an adapter that is not shipped where :meth:`path` looks for it."""
@@ -134,7 +139,8 @@ def _load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, Adap
     adapters: dict[str, dict[str, AdapterSpec]] = {}
     for e in doc["adapters"]:
         adapters.setdefault(e["model"], {})[e["name"]] = AdapterSpec(
-            e["name"], e["model"], e["file"], e["sha256"], e["shipped"], e.get("commit"))
+            e["name"], e["model"], e["file"], e["sha256"], e["shipped"], e.get("commit"), dict(e.get("run", {})),
+            e.get("bytes"))
     return adapters, dict(doc["default"])
 
 
@@ -146,6 +152,31 @@ ADAPTERS, DEFAULT_ADAPTERS = _load_registry()
 def default_adapter(model: str = DEFAULT_MODEL) -> str | None:
     """The name of ``model``'s default adapter (the one this package ships), None if it has none."""
     return DEFAULT_ADAPTERS.get(model)
+
+
+def registered_settings(path: str | os.PathLike | None) -> dict[str, Any]:
+    """The planner settings the registry chooses for the adapter file at ``path`` (its entry's
+    ``run``: e.g. ``{"reason_max_length": 0}``), found by the file's SHA-256, so an adapter named
+    by path runs as the same adapter named by name does; ``{}`` for a file no entry names (one
+    just trained, a merged model) or None."""
+    if path is None:
+        return {}
+    path = Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    candidates = [s for specs in ADAPTERS.values() for s in specs.values() if s.run and s.size == st.st_size]
+    if not candidates:
+        return {}
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        _HASHES[key] = sha256_file(path)
+    return next((dict(s.run) for s in candidates if s.sha256 == _HASHES[key]), {})
+
+
+#: SHA-256 of adapter files read by :func:`registered_settings`, by (path, size, mtime)
+_HASHES: dict[tuple[str, int, int], str] = {}
 
 
 def default_lm() -> str:

@@ -213,14 +213,19 @@ class PlannerConfig:
         """This config with every ``auto`` prompt setting replaced by what the LM's LoRA
         ``adapter`` (a :class:`lookplangraph.lm.lora.AdapterInfo`, None for a model without one)
         was trained with: its system prompt, its prompt layout, its recall, and its answer format where
-        ``reason_max_length`` is not set (``action``: 0, no reason). Returns the settled copy and
-        one note per explicit setting that differs from the adapter's own (kept: a prompt other
-        than the adapter's is a choice, recorded with the results). Raises
+        ``reason_max_length`` is not set (``action``: 0, no reason). Where the adapter registry
+        chooses settings for the adapter (its entry's ``run``, picked on the dev split:
+        :func:`lookplangraph.lm.embedded.registered_settings`), those fill the unset ones first.
+        Returns the settled copy and one note per explicit setting that differs from the adapter's
+        own (kept: a prompt other than the adapter's is a choice, recorded with the results). Raises
         :class:`~lookplangraph.lm.AdapterError` when the adapter's recorded system prompt is not
         this version's text of that name."""
         from lookplangraph.prompts import SYSTEM_PROMPTS, system_prompt
 
+        from lookplangraph.lm.embedded import registered_settings
+
         meta = adapter.metadata if adapter is not None else {}
+        chosen = registered_settings(adapter.path) if adapter is not None else {}
         own = {"system_prompt": meta.get("lookplangraph.system_prompt_name"),
                "prompt_layout": meta.get("lookplangraph.prompt_layout"),
                "recall": meta.get("lookplangraph.recall"),
@@ -239,17 +244,18 @@ class PlannerConfig:
         notes = [f"{adapter.path.name} was trained with {key} = {own[key]}; running it with {getattr(self, key)} as set"
                  for key in ("system_prompt", "prompt_layout", "recall")
                  if own[key] and getattr(self, key) not in ("auto", own[key])]
-        changes: dict[str, Any] = {
-            "system_prompt": own["system_prompt"] or "full" if self.system_prompt == "auto" else self.system_prompt,
-            "prompt_layout": own["prompt_layout"] or "scene-history" if self.prompt_layout == "auto"
-            else self.prompt_layout,
-            "recall": own["recall"] or "here" if self.recall == "auto" else self.recall}
+        fallback = {"system_prompt": "full", "prompt_layout": "scene-history", "recall": "here"}
+        changes: dict[str, Any] = {key: chosen.get(key) or own[key] or fallback[key] if getattr(self, key) == "auto"
+                                   else getattr(self, key) for key in fallback}
+        registry_reason = self.reason_max_length is None and "reason_max_length" in chosen
+        if registry_reason:
+            changes["reason_max_length"] = chosen["reason_max_length"]
         fmt = own["answer_format"]
         if fmt:
             if self.reason_max_length is None and fmt == "action":
                 changes["reason_max_length"] = 0
             have = answer_format(self.reason_first, changes.get("reason_max_length", self.reason_max_length))
-            if have != fmt:
+            if have != fmt and not registry_reason:
                 notes.append(f"{adapter.path.name} was trained with answers {fmt}; running it with {have} as set")
         return replace(self, **changes), notes
 
