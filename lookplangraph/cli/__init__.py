@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "lookplangraph grasif list --split office | head -1",
                               "lookplangraph validate --task-file examples/gift_basket/task.json"])
         + "\n\n" + exit_codes_text() + "\n\nYes/no flags are --NAME/--no-NAME. Renamed flags keep their old spelling "
-        "for one release, with a note on stderr (README, Command line).")
+        "for one release, with a note on stderr (docs/reference/conventions.md).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for commands in (graphs, episodes, trial, onboard, augmentation):  # this package's commands
