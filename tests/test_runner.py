@@ -57,7 +57,7 @@ def test_settings_file_and_flag_override(tmp_path):
     assert load_settings(str(cfg), {"correction": "feedback"}).planner_config().correction == "feedback"
     # the old boolean is refused with what it meant, never guessed
     cfg.write_text("correction = false\n")
-    with pytest.raises(SettingsError, match="used to mean feedback"):
+    with pytest.raises(SettingsError, match="for feedback without corrections write feedback"):
         load_settings(str(cfg), {})
     cfg.write_text('correction = "off"\n')
     with pytest.raises(SettingsError, match="rules, feedback, none"):

@@ -1,44 +1,22 @@
 """The agent's decision: the next action from one ``complete()`` call of any LM backend.
 
-:func:`decide` is the only place where a prompt becomes an action. Backends know nothing of
-actions: they state which constrained-decoding modes they enforce
-(:attr:`lookplangraph.lm.LMBackend.constraints`), and the decision asks for what they can do.
+:func:`decide` is the only place where a prompt becomes an action. It takes the ``static``
+system message (keep it byte-identical across an episode's steps, so a backend's prefix cache
+reuses it), the ``dynamic`` user message, the node ``names`` the LM may use (a list or a
+per-function :data:`~lookplangraph.agent.decoding.Vocabulary`) and the ``excluded`` actions
+(:data:`~lookplangraph.agent.decoding.ActionKey`), and returns an :class:`LMReply`: the parsed
+action or feedback on an unreadable reply, never an exception. Backends know nothing of actions:
+where one enforces a ``grammar`` the exclusions are removed from the schema
+(:func:`~lookplangraph.agent.decoding.constrained_schema`), elsewhere it gets
+:class:`~lookplangraph.lm.Relaxed` (the schema without them, sampled with a moved seed) and the
+loop refuses a reply that still repeats an excluded action.
 
-* ``static`` is the system message. Keep it byte-identical across the steps of an episode: the
-  backends (llama.cpp in process, ``llama_cpp.server``, vLLM with ``--enable-prefix-caching``,
-  OpenAI) then reuse its KV cache and only the ``dynamic`` user message is evaluated anew.
-* ``names`` are the node names the LM may use: a list, or a per-function
-  :data:`~lookplangraph.agent.decoding.Vocabulary` (``{"go_to": {"node": rooms}, "pick_up":
-  {"node": seen objects}, ...}``). The reply schema restricts ``node``/``destination`` to them
-  (JSON-schema ``enum``), ``function_name`` to :data:`sgs.actions.FUNCTIONS` (or the
-  vocabulary's functions) and ``relation`` to ``ontop``/``inside``/null.
-* ``excluded`` are actions (:data:`~lookplangraph.agent.decoding.ActionKey`) the decode must not
-  produce: replies already refused in the current memory state and actions that cannot be
-  accepted in it. Where the backend enforces a ``grammar`` they are removed from the schema
-  (:func:`~lookplangraph.agent.decoding.constrained_schema`); elsewhere (a strict ``json_schema``
-  cannot hold an ``anyOf`` of variants, or nothing is enforced) the backend gets
-  :class:`~lookplangraph.lm.Relaxed`: the schema without exclusions, sampled at its retry
-  temperature with a seed that moves with each exclusion. The loop refuses a reply that still
-  repeats an excluded action without trying it.
-
-Reply format (:func:`~lookplangraph.agent.decoding.action_schema`)::
-
-    {"function_name": "pick_up", "node": "apple-1", "relation": null, "destination": null,
-     "reason": "the apple is on the table"}
-
-The action comes first and ``reason`` last by default: with small models (0.5B-1.5B) a reason
-written first tends to grow long and drift away from the names, and a reply cut off by
-``max_tokens`` inside the reason still carries a complete action (:func:`parse_reply` repairs
-the cut). ``reason_first=True`` suits larger models that profit from reasoning before they act.
-``reason_max_length`` caps the reason; None takes the backend kind's default
-(:data:`DEFAULT_REASON_MAX_LENGTH`: 300 characters in process, where a grammar-bound small model
-otherwise writes on until ``max_tokens``; none at servers, whose strict modes may refuse the
-keyword).
-
-:func:`explain` asks for the reason of an action already decided, after the fact: the same prompt,
-a schema that fixes every key of the action to its value, so only the reason is decoded (in
-process the fixed text is one batch and the prompt is still in the KV cache). A planner that
-answers without reasons (``reason_max_length = 0``) gives them only where a person asks.
+The reply puts the action first and ``reason`` last unless ``reason_first``
+(:func:`~lookplangraph.agent.decoding.action_schema`); :func:`parse_reply` repairs a reply cut
+off inside the reason. ``reason_max_length`` caps the reason (None:
+:data:`DEFAULT_REASON_MAX_LENGTH` of the backend kind). :func:`explain` asks for the reason of an
+action already decided, with a schema that fixes every key of the action, so only the reason is
+decoded. Docs: ``docs/guides/lm-backends.md``, ``docs/concepts/loop.md#reasons-on-demand``.
 """
 
 from __future__ import annotations

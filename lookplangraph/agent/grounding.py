@@ -1,42 +1,21 @@
 """Whether an action names the node the instruction picks out by a property or a place (the
 planner's ``grounding_check``).
 
-An instruction may pick one node of a class out by what the map records about it: "the *red*
-stapler" when the map has a red and a blue one, "the *kitchen* fridge" beside the kitchenette's,
-"*Tom's* desk" among the office's desks. A small model reads "stapler" and takes the first
-stapler it sees. The check turns such an action into feedback before anything is executed:
-"stapler-1 is not the red stapler the instruction names (blue, in printing_room-1); the red
-stapler: stapler-2 (red, in storage_room-1)". It looks at every node the action names (what it
-moves, opens or toggles, and where it puts it), objects and assets alike; looking
-(``discover_objects``) is never refused.
+A node's *descriptors* (:func:`descriptors`) are its properties and, for an asset, its room's
+class words and properties ("kitchen") and, in a person's room, the owner ("Tom's"). A
+descriptor is *attached* to a class when the instruction says it right before the class's words
+("the red stapler") and some node of that class in the memory graph has it. An action is refused
+when a node it moves, opens, toggles or puts something on or in lacks an attached descriptor
+while another node of its class has them all; the feedback names the node the instruction
+means. An object may also be picked out by *where it stands* (:func:`placed`: "the mug on the
+table", "the gloves lying on the exam table"), checked in the memory graph of the step; an
+object the agent has held (``moved``) is no longer described by where it stood. A descriptor said
+only where something must leave or not be (:func:`said_away`) does not check destinations.
 
-A node's *descriptors* (:func:`descriptors`) are its properties and, for an asset, its place's
-class words and properties ("kitchen" for a fridge in ``kitchen-1``) and, in a person's room
-(``toms_office-1``), the owner ("Tom's"). A descriptor is *attached* to a class when the
-instruction says its words right before the class's words ("red stapler", "kitchen fridge",
-"Tom's desk"), matched as recall matches classes (:func:`lookplangraph.agent.recall.spoken`),
-and at least one node of that class in the memory graph has it. The check reads only the
-instruction and the memory graph (the map's properties and what was discovered), never the
-task's goal. A node is a mismatch when its class has attached descriptors and it lacks one of
-them while another node of its class has them all; a class none of whose nodes has them all is
-not checked (the instruction's words were not a descriptor after all). Properties do not change
-and assets do not move, so a mismatch holds in every state of the episode.
-
-An object may also be picked out by *where it stands* (:func:`placed`): "the mug on the table",
-"the bandages from the first-aid kit", "the gloves lying on the exam table". Such a phrase counts
-only where it cannot be the destination: after "from", "off" or "out of", after "lying",
-"sitting", "left" and the like, in a sentence with no verb that puts or asks for things, or
-followed by a destination of its own, an asset or object after "to", "into", "in", "on" ... ("take
-the mug on the table to the sink"), and never after "keep" or "leave" ("keep the cans out of that
-bucket" is a constraint). Then an action on another object of the class is a mismatch while one
-the memory graph remembers there exists (for what an action moves, opens or toggles, not for its
-destination). Objects change place, so this part is checked in the memory graph of the step, and
-an object the agent has held in the episode (``moved``) is no longer described by where it stood,
-nor taken for one there.
-
-A descriptor said only where something must leave or not be ("take the phone *off* Hugo's desk",
-"*no* pens should be left on Alice's desk": :func:`said_away`) does not check destinations: the
-one the instruction wants is another.
+Invariants: the check reads the instruction and the memory graph only, never the task's goal;
+looking (``discover_objects``) is never refused; properties do not change and assets do not
+move, so a property or place-of-asset mismatch holds for the whole episode. Docs:
+``docs/concepts/loop.md`` (*Two rules beyond the paper's*).
 """
 
 from __future__ import annotations

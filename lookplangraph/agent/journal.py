@@ -2,26 +2,15 @@
 previous one with what happened since appended, so a prefix cache (llama.cpp in process, a
 server's prefix caching) serves everything before and evaluates only the new lines.
 
-    Instruction: Put the apple on the bed.
-    Places: kitchen-1, bedroom-1.
-    In bedroom-1, holding nothing. Assets here: lamp-1 (off); bed-1. Remembered here, not seen yet: book-1 ontop bed-1.
-    - go_to(kitchen-1)
-    In kitchen-1. Assets here: fridge-1 (closed); table-1. Remembered here, not seen yet: apple-2 ontop table-1.
-    - discover_objects(table-1)
-    Changed: table-1 (inspected). Seen: apple-2 ontop table-1 (inspected).
-    Answer:
-
-After each answer :meth:`Journal.answered` appends it as ``- action`` (``- reason -> action``
-when the answer has a reason), with ``[done as: ...]`` when corrections added steps and, for a
-refused answer, a line ``Feedback on your last answer: ...``. :meth:`Journal.prompt` then
-appends what the view (:mod:`lookplangraph.agent.view`, text style) shows that it has not
-shown before: a room entered for the first time in full (assets, seen and remembered objects),
-a room entered again as ``Back in``; objects seen for the first time, nodes whose line changed
-(moved, opened, inspected), what the agent holds when that changed, objects not found where
-they were remembered (with ``search_hint``, the view's search line). Objects are listed
-under ``Seen`` when first seen, ``Remembered, not seen yet`` when a prior first shows, and
-``Changed`` when a node's line changed. Nothing written is rewritten.
-Concept: ``docs/concepts/loop.md#the-journal-layout``.
+:meth:`Journal.answered` appends an answer as ``- action`` (``- reason -> action`` when it has a
+reason), with ``[done as: ...]`` when corrections added steps and, for a refused answer, a line
+``Feedback on your last answer: ...``. :meth:`Journal.prompt` then appends what the view
+(:mod:`lookplangraph.agent.view`, text style) shows that it has not shown before: a room
+entered for the first time in full, a room entered again as ``Back in``, objects under ``Seen``
+when first seen and ``Remembered, not seen yet`` when a prior first shows, nodes whose line
+changed under ``Changed``, what the agent holds when that changed, and the search line.
+Invariant: nothing written is rewritten; each prompt starts with the previous one.
+Concept and an example: ``docs/concepts/loop.md#the-journal-layout``.
 """
 
 from __future__ import annotations

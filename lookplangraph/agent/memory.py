@@ -1,25 +1,17 @@
 """The memory graph (paper section IV-B): the planner's belief about the scene.
 
-It starts as a copy of the task's initial graph in which every object is an *unseen prior* (the
-map says it is there, but nobody has looked since), except what the agent holds. The SGS validates the LM's actions against
-this graph, never against the environment.
+:class:`MemoryGraph` starts as a copy of the task's initial graph in which every object is an
+*unseen prior*, except what the agent holds (``priors=False``, the "No Priors" ablation: no
+objects at all). :meth:`MemoryGraph.apply` mirrors a primitive action the environment executed
+(the nodes it names become *known*; a picked-up prior becomes seen); :meth:`MemoryGraph.discover`
+merges what ``discover_objects(node)`` observed: seen objects placed where they were seen,
+priors under ``node`` that were not seen removed and kept in :attr:`MemoryGraph.missing` until
+seen again. Acting on an unseen prior is refused (:meth:`unseen_feedback`).
 
-* :meth:`MemoryGraph.apply` mirrors a primitive action the environment executed; the nodes it
-  names become *known* (they stay in the prompt when the agent leaves their room); a picked-up
-  prior becomes seen.
-* :meth:`MemoryGraph.discover` merges what ``discover_objects(node)`` observed: seen objects are
-  placed where they were seen (added if new), marked seen, known and inspected (what is on and
-  inside them was observed too); priors under ``node`` that were not seen are removed, and
-  :attr:`MemoryGraph.missing` keeps where each was remembered until it is seen again.
-* Acting on an unseen prior (pick it up, move it) is refused by :meth:`unseen_feedback`: its
-  place must first be confirmed with ``discover_objects`` on its remembered holder.
-* ``priors=False`` (the "No Priors" ablation) starts with no objects at all.
-* The agent reaches the SGS through this graph, one way: :meth:`check` (validate and correct an
-  action), :meth:`hallucination` (only what no execution could make sense of) and
-  :meth:`expand_unchecked` (an action's steps as written), all on the belief, never on the
-  environment.
-
-:meth:`render` serializes what the LM sees each step (module :mod:`lookplangraph.agent.view`).
+Invariant: the agent reaches the SGS only through this graph (:meth:`check`,
+:meth:`hallucination`, :meth:`expand_unchecked`), so actions are validated against the belief,
+never against the environment. :meth:`render` serializes what the LM sees
+(:mod:`lookplangraph.agent.view`). Docs: ``docs/concepts/loop.md`` (*Memory graph*).
 """
 
 from __future__ import annotations

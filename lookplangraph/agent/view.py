@@ -1,25 +1,19 @@
 """What the LM sees of the memory graph each step, in three styles (paper Fig. 3, Table V).
 
-The *view* (:func:`view`) is the relevant part of the memory graph:
+:func:`view` gives the relevant part of the memory graph: every place (with its properties),
+the agent (its place, what it holds), the assets of the agent's place with their states, the
+objects there split into *seen* ones and *unseen priors*, what is known elsewhere (discovered
+objects, interacted nodes) and, with ``recall`` (:mod:`lookplangraph.agent.recall`), the unseen
+priors of the classes the instruction names in other places; the loop adds the ``search`` key
+(:func:`lookplangraph.agent.search.search_entries`). Every node is shown with its properties, so
+"the red stapler" is decidable from the view alone.
 
-* every place (with its properties: "main kitchen"); the agent (its place, what it holds);
-* the assets of the agent's place with their states (``inspected`` when already discovered);
-* the objects in that place, split into *seen* ones and *unseen priors* ("remembered here");
-* everything known elsewhere: discovered objects and interacted nodes in other places;
-* with ``recall`` (the classes the instruction names, :mod:`lookplangraph.agent.recall`), the
-  unseen priors of those classes in other places, with their remembered place and room;
-* with the loop's ``search_hint``, key ``search`` (:func:`lookplangraph.agent.search.search_entries`,
-  added by the loop): each object not found where it was remembered and the places likeliest to
-  hold it now.
-
-Every node is shown with its properties ("red", "Peter's", "addressed to Anna"), as the paper's
-graph carries them: an instruction that names "the red stapler" is decidable from the view alone
-when two staplers are remembered.
-
-Styles: ``text`` (default: short English lines, no format symbols), ``json`` (the same view as
-compact JSON: the "JSON graph" ablation) and ``full`` (every node of every place in the text
-style: the "Full Graph" ablation). :func:`visible_names` are the node names of the view, the
-vocabulary for constrained decoding.
+Styles: ``text`` (default: short English lines), ``json`` (the same view as compact JSON: the
+"JSON graph" ablation) and ``full`` (every node of every place: the "Full Graph" ablation).
+:func:`visible_names` are the view's node names, the vocabulary for constrained decoding;
+:func:`inapplicable` and :func:`vocabulary` say which actions on them can never be accepted and
+what each function may name. Invariant: the view reads the memory graph only, never the true
+scene. Docs: ``docs/concepts/loop.md`` (*Memory graph*, *Recall*).
 """
 
 from __future__ import annotations

@@ -9,37 +9,14 @@ module per group of commands, each with ``add_parsers(sub)`` and its handlers:
 * :mod:`~lookplangraph.cli.onboard`: ``expert-proof``, ``distill``;
 * :mod:`~lookplangraph.cli.augmentation`: ``gam-eval``;
 
-with what they share in :mod:`~lookplangraph.cli.conventions` (exit codes, errors, flags, help
-format, :func:`run_main`) and :mod:`~lookplangraph.cli.tasks` (tasks, graphs and goals as
-commands read them). The conventions every command follows (README, *Command line*; checked by
-``tests/test_cli_conventions.py``):
-
-* one vocabulary: ``--split S`` a GraSIF split (``--split S [S ...]`` where a command takes
-  several), ``--task ID`` a task id of the split (``--task ID [ID ...]`` for ``eval``),
-  ``--task-file FILE`` a task JSON file, ``--seed N`` the seed of random sampling (which tasks,
-  items or observations), ``--dynamic-seed N`` the seed of dynamic mode, ``--correction
-  rules|feedback|none``, ``--lm``/``--vlm``/``--parser-lm SPEC`` the planner's (or a command's
-  one), the describer's and the parser's backends, ``--data-dir DIR`` the GraSIF build,
-  ``--out`` where results go;
-* yes/no flags are ``--NAME/--no-NAME`` (:class:`argparse.BooleanOptionalAction`), their
-  default in the help; renamed flags keep their old spelling for one release as hidden aliases
-  that print a one-line deprecation note (:class:`DeprecatedAlias`);
-* a command is offered only the flags its handler reads; flags are not abbreviated;
-* the exit codes of :data:`EXIT_CODES`, the same for every command::
-
-    0    success
-    1    the task failed: a plan fails validation (validate), an episode or trial did not succeed
-         (run, trial), a question got no answer (ask), only weak isolation (sandbox)
-    2    bad usage or input: argparse errors, unreadable or invalid files, unknown task ids
-    3    unavailable: an LM that cannot be used (LMError, LMUnavailable), a VirtualHome or Unity
-         simulator, Neo4j or LadybugDB not reachable, a missing optional package
-    130  interrupted (Ctrl-C): one line on stderr, no traceback; finished work is kept
-    141  stdout closed early (``lookplangraph grasif list | head -1``): output stops quietly
-
-The commands that other modules define (``reproduce``, ``view``, ``sandbox``, ``ask``,
-``cypher-eval``, ``cypher-build``) use only the standard library's argparse (the layers below
-import nothing from here) and return these codes as numbers; :func:`build_parser` brings their
-parsers under the same help format and adds their deprecated aliases.
+with what they share in :mod:`~lookplangraph.cli.conventions` (exit codes :data:`EXIT_CODES`,
+errors, flags, help format, :func:`run_main`) and :mod:`~lookplangraph.cli.tasks` (tasks, graphs
+and goals as commands read them). The commands other modules define (``reproduce``, ``view``,
+``sandbox``, ``ask``, ``cypher-eval``, ``cypher-build``) use only argparse (the layers below
+import nothing from here); :func:`build_parser` brings them under the same help format and adds
+their deprecated aliases. Every command follows one flag vocabulary, ``--NAME/--no-NAME``
+yes/no flags, no abbreviations and the same exit codes (checked by
+``tests/test_cli_conventions.py``): ``docs/reference/conventions.md``.
 """
 
 from __future__ import annotations
@@ -72,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "lookplangraph grasif list --split office | head -1",
                               "lookplangraph validate --task-file examples/gift_basket/task.json"])
         + "\n\n" + exit_codes_text() + "\n\nYes/no flags are --NAME/--no-NAME. Renamed flags keep their old spelling "
-        "for one release, with a note on stderr (README, Command line).")
+        "for one release, with a note on stderr (docs/reference/conventions.md).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for commands in (graphs, episodes, trial, onboard, augmentation):  # this package's commands

@@ -108,7 +108,7 @@ class DeprecatedAlias(argparse.Action):
     """A hidden old spelling of a renamed flag, kept for one release: it prints one line to stderr
     (``lookplangraph: --OLD is deprecated; use NEW``) and then does what ``NEW`` does: stores its
     value (or ``const`` when it takes none) in ``dest``, or extends the list there
-    (``extend=True``). Documented in README's *Command line* section."""
+    (``extend=True``). Documented in ``docs/reference/conventions.md``."""
 
     def __init__(self, option_strings, dest, *, use: str, nargs=None, const=None, extend: bool = False,
                  default=argparse.SUPPRESS, type=None, choices=None, metavar=None, help=argparse.SUPPRESS,

@@ -1,29 +1,20 @@
 """The LM that answers with the scene graph in a database, and its two baselines (paper Table I).
 
-Variants (:data:`VARIANTS`):
+:class:`CypherAgent` takes an LM backend, a store (or memory view) and an :class:`AgentConfig`
+and answers a question or grounds an instruction, returning an :class:`AgentResult` (the
+transcript, every query with its outcome and latency, token counts). Variants
+(:data:`VARIANTS`): ``agentic`` (up to ``max_queries`` calls of ``run_cypher_query``, each result
+or error going back to the LM, then the answer), ``one-query`` (exactly one query, then the
+answer) and ``whole-graph`` (no tool; the whole graph in the prompt).
 
-* ``agentic`` — the LM may call ``run_cypher_query`` up to ``max_queries`` times (the paper: 5);
-  each result, or the error with its reason, goes back to the LM, which may fix its query or ask
-  another; then it answers. After the last allowed query only an answer is accepted (the reply
-  schema no longer offers the tool). A query that finds nothing (no rows, only empty values, an
-  error) comes back with a note of what the store has for the names and classes it looked for
-  (:mod:`.hints`: "class 'fridge' is held by 1 Asset node(s) (fridge-1) - not by Object ..."),
-  and an answer given right after it is sent back once (:data:`QUESTIONED`) while queries are
-  left: a small model otherwise takes the empty result for the answer.
-* ``one-query`` — exactly one query, then the answer (the paper's ablation: two prompts).
-* ``whole-graph`` — no tool: the whole graph is serialized into the prompt and the LM answers.
-
-Every LM call goes through :meth:`LMBackend.complete` with a JSON schema (the backends have no
-native tool calls; a grammar-constrained JSON reply plays that part)::
-
-    {"thought": "...", "tool": "run_cypher_query", "query": "MATCH ..."}
-    {"thought": "...", "tool": "answer", "answer": <typed answer or goal>}
-    {"thought": "...", "tool": "relabel_object", "node": "...", "new_class": "..."}   # only when enabled
-
-The write tool is offered only when :attr:`AgentConfig.allow_relabel` is set and the store was
-built with ``allow_writes=True``. An unreadable reply is answered with the reason and counts as a
-call; at most ``max_queries + 2`` LM calls are made. :class:`AgentResult` keeps the transcript,
-every query with its outcome and latency, and the token counts.
+Every LM call is one :meth:`LMBackend.complete` with a JSON schema (the backends have no native
+tool calls): ``{"thought", "tool": "run_cypher_query", "query"}``, ``{"thought", "tool":
+"answer", "answer"}`` or, only with :attr:`AgentConfig.allow_relabel` and a store built with
+``allow_writes=True``, ``relabel_object``. Invariants: at most ``max_queries + 2`` LM calls;
+after the last allowed query only an answer is accepted; an unreadable reply is answered with
+the reason and counts as a call; an answer right after a query that found nothing
+(:data:`QUESTIONED`), a room question answered with an asset, and an unusable goal are each
+sent back once. Docs: ``docs/guides/cypher.md`` (*The agent and its baselines*).
 """
 
 from __future__ import annotations

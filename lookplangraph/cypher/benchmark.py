@@ -7,23 +7,12 @@ Files (default directory :data:`DEFAULT_DIR`, ``lookplangraph/cypher/data``)::
                          "scenes": {split: {task id: sha256 of the task file}}, "items": [Question...]}
     grounding.v2.json   the same with "format": "lookplangraph-cypher-grounding" and GroundingItems
 
-**Development and held-out scenes.** The agent's prompts were written against this project's own
-scenes, so a benchmark built only from them flatters the agent. Scenes are split by *building*
-(:func:`building`: a VirtualHome apartment, a BEHAVIOR activity's scene, the office building;
-tasks of one building share nearly all of their graph, so a split by task would leak) into a
-development part and a held-out part (:func:`parts`): the office building is development (the
-prompts' examples, mugs on desk-3, come from it), and so are 3 of the VirtualHome apartments
-and 30% of the BEHAVIOR activities, drawn with the seed; the rest is held out. Prompt examples may
-come from development scenes, never from held-out ones (a test guards it). Each item says its
-``part``. All 308 VirtualHome tasks are in one apartment (``TrimmedTestScene1``) and the office
-is one building, so both are development and the held-out part is BEHAVIOR's: 320 questions on
-125 activities' scenes, 16 of the 17 templates (``state_set`` needs a class of which some nodes
-have a state and others not, which no BEHAVIOR scene has), and 20 instructions to ground.
-
-``scenes`` pins the GraSIF task files the items were built from (their sha256 in the build's
-``index.json``): :func:`load_benchmark` refuses a data directory whose files differ, since the
-answers would no longer fit the graphs. Command: ``lookplangraph cypher-build`` (see
-:mod:`.commands`).
+Scenes are split by *building* (:func:`building`), never by task, into a development part and a
+held-out part (:func:`parts`, seeded); each item says its ``part``. Invariants: prompt examples
+come from development scenes only (a test guards it); ``scenes`` pins the GraSIF task files the
+items were built from, and :func:`load_benchmark` refuses a data directory whose files differ.
+Command: ``lookplangraph cypher-build`` (:mod:`.commands`). Which buildings are in which part,
+and the items: ``docs/guides/cypher.md`` (*Benchmarks*).
 """
 
 from __future__ import annotations

@@ -368,7 +368,7 @@ def add_parser(sub) -> None:
                             f"one-query; default {WORKED_EXAMPLES}; 0: none)")
         p.add_argument("--worked-goals", type=int, default=0, metavar="K",
                        help="worked examples in an instruction's prompt: the K training instructions most like it, "
-                            "one per scene, with their first query and goal (default 0: they measured no better)")
+                            "one per scene, with their first query and goal (default 0: none)")
         p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
         p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
         p.add_argument("--max-chars", type=int, default=2000, metavar="N",

@@ -1,26 +1,18 @@
 """Batch evaluation of the agent and its baselines on the two Cypher benchmarks (resumable).
 
-``evaluate(...)`` runs one variant on one benchmark over the chosen splits: each item's scene is
-loaded into the store **as the planner's memory graph at the task's start** (through
-:class:`~.memory_view.MemoryView`), the agent answers, the answer is judged (typed equality for
-questions, semantic equivalence on the judged states for goals), and one JSON line per item is
-appended to ``OUT/results.jsonl``: a rerun skips the items already there. ``OUT/meta.json`` holds
-the settings; a rerun with other settings into the same directory is refused.
-``OUT/summary.json`` and the printed table give per split and overall: items, accuracy, mean
-input tokens (all calls' prompts, as an API bills them), of which served from the prompt cache,
-and output tokens per item, mean queries per item, the share of queries that failed, mean query
-latency and mean LM seconds.
+:func:`evaluate` runs one variant on one benchmark over the chosen splits: each item's scene is
+loaded into the store as the planner's memory graph at the task's start
+(:class:`~.memory_view.MemoryView`), the agent answers, the answer is judged (typed equality for
+questions, semantic equivalence for goals), and one JSON line per item is appended to
+``OUT/results.jsonl``. ``OUT/summary.json`` and the printed table give, per split and overall,
+accuracy, tokens (cached among them), queries, failed queries and latencies.
 
-Sampling (``limit``): per split, the first ``limit`` items of an order shuffled with the seed
-(:func:`select`), so the same seed gives the same sample for every variant, and a rerun with a
-larger ``limit`` into the same directory adds items (``limit`` is the one setting that may change
-between runs of one directory).
-
-Phrasing (``phrasing``, QA only): ``original`` asks the benchmark's questions as written;
-``reworded`` asks each in one of the two phrasings training never uses, with its nodes named in
-other surface forms (:func:`~.phrasings.rephrase` with ``random.Random(f"reworded:{id}")``, so
-every run asks the same words). The answers and the sample are the same; a row's ``id`` gains
-``-rw`` and its ``question`` is what was asked.
+Invariants: a rerun skips the items already in ``results.jsonl``; ``OUT/meta.json`` holds the
+settings and a rerun with other settings into the same directory is refused, except ``limit``,
+which may grow to add items. Sampling (:func:`select`): per split the first ``limit`` items of
+an order shuffled with the seed, the same for every variant. ``phrasing = "reworded"`` (QA only)
+asks each question in a phrasing training never uses, seeded by the item's id (rows get ``-rw``
+and the question asked); the answers and the sample are the same. Docs: ``docs/guides/cypher.md``.
 """
 
 from __future__ import annotations

@@ -3,24 +3,18 @@ one asked, each with the gold query that answered it in its own building (and, f
 instruction, the goal), written at the end of the agent's system prompt
 (``AgentConfig.worked_examples = k`` for questions, ``worked_goals = k`` for instructions).
 
-* A :class:`WorkedExample` is one question or instruction of the Cypher training data
-  (``lookplangraph cypher-data``: the query expert's gold turns on training scenes,
-  :mod:`.training`) as it was asked, with the first query of its gold turns and, for an
-  instruction (``kind == "grounding"``), the goal the expert gave; ``building`` is
-  :func:`~.benchmark.building` of its scene's task (``generated`` for a generated building).
+* :class:`WorkedExample`: one question or instruction of the Cypher training data as it was
+  asked, with the first query of its gold turns and, for an instruction, the goal; ``building``
+  is :func:`~.benchmark.building` of its scene's task (``generated`` for a generated building).
 * :func:`examples_from_training` reads them off ``sft.jsonl`` files of ``cypher-data``;
-  ``lookplangraph cypher-examples`` writes the file the package ships (:data:`DEFAULT_FILE`).
-* :class:`ExampleIndex` ranks the examples of one kind with BM25 (``rank-bm25``) over the words
-  of the question or instruction and gives the ``k`` best of distinct templates (two questions of
-  one template teach nothing the first does not) or, for instructions, of distinct scenes.
-  Nothing of the ranking is hand-written.
+  ``lookplangraph cypher-examples`` writes the shipped file (:data:`DEFAULT_FILE`).
+* :class:`ExampleIndex` ranks one kind with BM25 over the words asked and gives the ``k`` best of
+  distinct templates (questions) or distinct scenes (instructions).
 * :func:`example_block` writes them as prompt text.
 
-**Held out**: an example must come from a generated building or a building of the Cypher
-benchmark's development part on a planning train-pool scene; :class:`ExampleIndex` refuses any
-other (:class:`LeakError`), and ``tests/test_cypher_examples.py`` checks the shipped file against
-a fresh GraSIF build. The reworded evaluation phrasings (:data:`.phrasings.REWORDED`) are never in
-the training data, so never in an example either.
+Invariant (held out): an example comes from a generated building or a development building on a
+planning train-pool scene; :class:`ExampleIndex` refuses any other (:class:`LeakError`), and
+the reworded evaluation phrasings are never in an example. Docs: ``docs/guides/cypher.md``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """Goal grounding built from GraSIF tasks, judged by semantic equivalence on a set of states.
 
 The LM turns a task's instruction into a goal in the project's goal syntax
-(:class:`grasif.goals.GoalSpec`: node goals, count goals and/or a BDDL-style formula). String
-equality would be wrong (``(and a b)`` = ``(and b a)``, a node goal = the matching formula), and
-the paper's DNF comparison needs one goal language on both sides; instead two goals are judged
-equivalent when they agree on every state of a fixed set:
+(:class:`grasif.goals.GoalSpec`). String equality would be wrong (``(and a b)`` = ``(and b a)``,
+a node goal = the matching formula), so two goals are judged equivalent when they agree on every
+state of a fixed set: the task's ground-truth final state, its initial state and near misses of
+the final state (each change undone, moved to another asset or instance, state words flipped,
+untouched nodes moved or flipped). A state is stored as its differences from the task's initial
+graph (:class:`StateEdit`) with the reference verdict: the task goal's goal units on it
+(``success_changed_only``; the "everything else unchanged" frame is not part of an
+instruction's meaning).
 
-* the task's **ground-truth final state** (its ground-truth plan run through the SGS from the
-  initial graph) and the **initial state**;
-* **near misses** of the final state: each changed node's change undone (the parent and the states
-  separately when both changed); each moved object put on another asset instead, and on another
-  instance of its destination's class ("the other desk"); each changed state word flipped, and the
-  state change made to another instance of the node's class instead ("the other lamp"); two
-  objects the task does not touch moved, two untouched nodes' states flipped.
-
-A state is stored as its differences from the task's initial graph (:class:`StateEdit`), with the
-reference verdict: the task goal's **goal units** on that state (``success_changed_only``; the
-"everything else unchanged" frame of GraSIF's goals cannot be written in a formula and is not
-part of the meaning of the instruction). A grounding is correct when it parses, names only nodes
-of the scene and gives the reference verdict on every state.
+A grounding is correct when it parses, names only nodes of the scene and gives the reference
+verdict on every state. Docs: ``docs/guides/cypher.md`` (*Benchmarks*, Grounding).
 """
 
 from __future__ import annotations

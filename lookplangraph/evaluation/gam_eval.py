@@ -1,25 +1,19 @@
 """The graph augmentation (vlm/) scored on GraSIF (paper Table III): the GAM against true subgraphs.
 
-GraSIF has graphs, not images, so what can be measured here is the **parser stage**: each
-sampled observation's true subgraph is written as text by the deterministic
+GraSIF has graphs, not images, so on it only the **parser stage** is scored: each sampled
+observation's true subgraph is written as text by the deterministic
 :func:`vlm.descriptions.write_description` (with distractor mentions), the GAM in ``parser`` mode
-turns the text back into an observation, and :mod:`vlm.metrics` scores it. ``ground_truth``
-mode is the check of the pipeline itself (every score 1).
+turns the text back into an observation, and :mod:`vlm.metrics` scores it; ``ground_truth``
+mode checks the pipeline itself (every score 1). :func:`sample_cases` draws ``n`` observations
+(assets with objects on or inside them, identical ones kept once) with a seeded RNG, evenly over
+the splits; the parser gets the objects of the node's room as possible names.
+:func:`bank_cases` takes the observations of an OmniGibson image bank instead, each with its
+picture (``vlm`` mode: describer, then parser), recorded description and true subgraph.
 
-Observations (:func:`sample_cases`): in each split, every asset with objects on or inside it
-in each task's initial graph is a candidate; identical (node, subgraph) pairs are kept once
-(VirtualHome's tasks share one scene); ``n`` are drawn with a seeded RNG, split evenly between
-the splits. The parser gets as possible names the objects of the node's room, and the node's
-own states go into the description (the parser must not list them as objects).
-
-**Image bank** (:func:`bank_cases`): the observations of an OmniGibson image bank
-(:mod:`sim_adapters.omnigibson`), each with its picture (``vlm`` mode: describer, then parser, as
-in Table III), its recorded description if any (``parser`` mode) and its recorded true subgraph;
-the possible names are again the objects of the node's room in the task's graph.
-
-Results go to ``OUT/results.jsonl`` (one line per observation, appended as they finish, so a
-rerun resumes), ``OUT/summary.json`` and ``OUT/summary.csv`` (one row per split and ``all``:
-means over observations and micro totals).
+Results: ``OUT/results.jsonl`` (one line per observation, appended as they finish, so a rerun
+resumes), ``OUT/summary.json`` and ``OUT/summary.csv`` (per split and ``all``: means over
+observations and micro totals). Docs: ``docs/guides/augmentation.md`` (parser stage) and
+``docs/guides/environments.md`` (image banks).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 this project's task sets, unlike the normal approximation). :func:`compare` pairs two runs on the
 tasks both finished: which tasks only one of them solved, and the exact two-sided sign test of
 those discordant tasks (the tasks both solve or both fail say nothing about which is better).
-Totals alone hide this: 27 against 26 of 47 can be 5 gains and 4 losses. See
+Totals alone hide this: nearly equal totals can be several gains and as many losses. See
 ``docs/benchmark/heldout.md`` (which set decides, which reports).
 """
 

@@ -1,24 +1,20 @@
 """A **scripted** stand-in for an OpenAI-compatible LM server (it is not a language model), for
-measuring and testing the evaluation harness without a GPU: ``benchmarks/bench_eval_throughput.py``
-and the endpoint-pool tests.
+measuring and testing the evaluation harness without a GPU (``benchmarks/bench_eval_throughput.py``,
+the endpoint-pool tests).
 
-It answers ``POST /v1/chat/completions`` after a fixed ``delay`` with the next step of the
-task's script, so that LookPlanGraph episodes run to their end on real GraSIF tasks:
+:class:`ScriptedServer` answers ``POST /v1/chat/completions`` after a fixed ``delay`` with the
+next step of the task's script, so LookPlanGraph episodes run to their end on real GraSIF tasks:
+the task is found by the instruction in the planner's prompt, its script is
+:func:`lookplangraph.evaluation.injection.script_for` (ending in ``done``), and the step is the
+number of accepted actions under ``Previous steps:``. A prompt of no known task gets ``done()``.
+Replies are JSON in the planner's action format (``"reason": "scripted step"``); usage is
+characters / 4. ``GET /v1/models`` lists ``model``; ``GET /v1/stats`` gives ``requests``,
+``busy_s`` (request body read to reply sent, summed) and ``max_in_flight``.
 
-* the task is found by the instruction in the planner's prompt (``Instruction: ...``; the
-  dynamic message of :func:`lookplangraph.prompts.dynamic_prompt`), its script is
-  :func:`lookplangraph.evaluation.injection.script_for` (the ground-truth plan with the discovers a memory of
-  priors needs, ending in ``done``);
-* the step is the number of accepted actions listed under ``Previous steps:``, so the server keeps
-  no per-episode state and any number of episodes can run at once (and be restarted);
-* a prompt of no known task gets ``done()``.
-
-Replies are JSON in the planner's action format with ``"reason": "scripted step"``; usage is
-characters / 4. ``GET /v1/models`` lists ``model``; ``GET /v1/stats``
-gives ``requests``, ``busy_s`` (the time from a request's body read to its reply sent, summed;
-the delay included) and ``max_in_flight``. :meth:`ScriptedServer.kill` stops listening
-and drops open connections (a server that died); ``fail_after`` makes it die by itself after that
-many requests. Run one in its own process with ``python -m lookplangraph.evaluation.scripted_server``.
+Invariant: the server keeps no per-episode state, so any number of episodes can run at once and
+be restarted. :meth:`ScriptedServer.kill` stops listening and drops open connections;
+``fail_after`` makes it die by itself after that many requests. Run one in its own process with
+``python -m lookplangraph.evaluation.scripted_server``. Docs: ``docs/guides/evaluation.md``.
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], No
     run = {k: data.pop(k) for k in RUN_KEYS if k in data}
     if isinstance(data.get("correction"), bool):
         raise SettingsError(f"correction is one of rules, feedback, none (not {str(data['correction']).lower()}; "
-                            "correction = false used to mean feedback, the paper's ablation is none)")
+                            "for feedback without corrections write feedback, for the paper's ablation none)")
     where = path or "settings"
     try:
         config, legacy = PlannerConfig.read(data, where=where, others=RUN_KEYS)

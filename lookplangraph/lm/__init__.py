@@ -2,35 +2,21 @@
 scenes or actions (the agent's decision is :func:`lookplangraph.agent.decide.decide`, one use
 of ``complete``).
 
-* :meth:`LMBackend.complete` is the one call: chat ``messages`` (optionally with ``images``, a
+* :meth:`LMBackend.complete` is the one call: chat ``messages`` (optionally ``images``, a
   ``schema`` for a structured reply or a GBNF ``grammar``) give a :class:`Completion` (text, the
-  parsed and validated structure, token usage, seconds). Images go to servers as OpenAI content
-  parts (``image_url`` with a base64 data URL; :func:`image_part` checks the file first). A
-  structured reply is always validated here (:mod:`lookplangraph.lm.structured`), whatever the
-  server claims to enforce: a reply that does not conform has ``parsed=None`` and ``error`` set,
-  it never raises.
+  parsed and validated structure, token usage, seconds). A structured reply is always validated
+  here (:mod:`.structured`), whatever the server claims to enforce: one that does not conform has
+  ``parsed=None`` and ``error`` set; it never raises.
 * :attr:`LMBackend.constraints` says which constrained-decoding modes a backend enforces now
-  (:data:`CONSTRAINT_MODES`): ``grammar`` (llama.cpp in process; servers in the structured modes
-  ``json_object``, ``guided_json``, ``structured_outputs``), ``json_schema`` (a strict schema
-  with an object root: OpenAI, vLLM), or none. A caller that needs more than a backend enforces
-  passes :class:`Relaxed`: the looser schema to send there, sampled at the backend's retry
-  temperature with a moved seed.
+  (:data:`CONSTRAINT_MODES`); a caller that needs more passes :class:`Relaxed`.
 * Wrappers wrap ``complete()`` only: the reply cache (:mod:`.cache`), the endpoint pool
   (:mod:`.pool`).
 
-Backend specs for :func:`make_backend`: ``llamacpp:qwen2.5-coder-1.5b`` (a model of
-:mod:`lookplangraph.lm.embedded`), ``llamacpp:/path/model.gguf``, ``openai:MODEL`` (OpenAI, or
-``$OPENAI_BASE_URL``), ``openai:MODEL@http://host:port/v1`` (vLLM, Ollama, llama.cpp server),
-``scripted:REPLY1||REPLY2`` (fixed replies, for tests).
-
-The package, one module per concept: :mod:`.base` (errors, completions, the :class:`LMBackend`
-protocol), :mod:`.json_reply` (reading JSON from replies tolerantly), :mod:`.structured` (the
-client-side schema check), :mod:`.images`, :mod:`.openai_compat` (:class:`OpenAIBackend`),
-:mod:`.llamacpp` (:class:`LlamaCppBackend`), :mod:`.scripted` (:class:`ScriptedBackend`),
-:mod:`.specs` (:func:`parse_spec`, :func:`make_backend`), :mod:`.cache`, :mod:`.pool` and
-:mod:`.embedded` (the embedded GGUF models and the adapters shipped for them), :mod:`.lora` (a LoRA
-adapter's metadata and its fit to a base). The backends' public names are importable from the
-package.
+:func:`make_backend` reads specs (``llamacpp:MODEL[+ADAPTER]``, ``llamacpp:/path/model.gguf``,
+``openai:MODEL[@URL]``, ``scripted:REPLY1||REPLY2``). One module per concept (:mod:`.base`,
+:mod:`.json_reply`, :mod:`.structured`, :mod:`.images`, :mod:`.openai_compat`, :mod:`.llamacpp`,
+:mod:`.scripted`, :mod:`.specs`, :mod:`.cache`, :mod:`.pool`, :mod:`.embedded`, :mod:`.lora`);
+the backends' public names are importable from the package. Docs: ``docs/guides/lm-backends.md``.
 """
 
 from __future__ import annotations

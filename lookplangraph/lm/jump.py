@@ -1,35 +1,20 @@
 """Greedy decoding of a flat JSON reply schema in process, with the text the schema fixes evaluated
 in batches ("jump-forward" decoding).
 
-A grammar-constrained decode samples every token of the reply one forward pass at a time, the
-ones the schema leaves no choice about (``{"function_name":``, ``", "node":``, the rest of a name
-once its first tokens single it out) as much as the ones it does. On a CPU each such pass costs
-about as much as a pass over a short batch, so most of a short structured reply's time goes to
-text that was known in advance. :class:`JumpDecoder` decodes the same replies greedily, choosing
-only where the schema offers a choice and evaluating known text as one batch:
+:class:`JumpDecoder` decodes greedily, running the model only where the schema offers a choice
+and evaluating the text it fixes (``{"function_name":``, ``", "node":``, the rest of a name once
+its first tokens single it out) as one batch with the next choice. It takes the schemas of
+:func:`flat_schema`: objects with a fixed key order, all keys required, whose values are a
+finite set of strings and/or null or a free string (``maxLength`` caps it), or an ``anyOf`` of
+such objects with the same keys; anything else gives None and the caller uses its grammar.
 
-* The schemas it takes (:func:`flat_schema`) are objects with a fixed key order, all keys
-  required, whose values are a finite set of strings and/or null (``enum``, a nullable ``enum``,
-  ``null``) or a free string (``maxLength`` caps it), or an ``anyOf`` of such objects with the same
-  keys (the planner's replies minus excluded actions). Anything else returns None and the caller
-  uses its grammar.
-* The reply is written the way ``json.dumps`` writes it (``{"key": value, ...}``), the layout the
-  training data has. Between values the text ``, "key":`` is fixed. A value is chosen among its
-  candidates (`` "kitchen-1",``, `` null,``; the last one ends with ``}``) token by token: the
-  allowed tokens are those whose text is a prefix of some remaining candidate, and the one with
-  the highest logit is taken (greedy, as the grammar's sampler at temperature 0). Once a single
-  candidate is left, the rest of it is fixed. With several left that share the next bytes, those
-  bytes are fixed where every candidate's own tokens begin with their tokens; otherwise all but
-  their last token (the last one is left to the model, where it may merge with what follows).
-* A free string takes any token without a quote, backslash or control character, until the model
-  picks a token that closes it (``"`` followed by what the schema puts next) or the string reaches
-  its ``maxLength`` (then it is closed).
-* Fixed text is tokenized as the tokenizer would and evaluated in one batch, together with the
-  chosen token before it; text after the last choice is not evaluated at all.
-
-The result is the same JSON text a grammar decode would give, except where the model would have
-split fixed text into unusual tokens (this decoder always uses the tokenizer's own split). Whether
-a model decides the same with it is measured (``benchmarks/bench_decision.py``: same actions).
+The reply is written as ``json.dumps`` writes it. A value is chosen among its candidates token by
+token (allowed: tokens whose text is a prefix of a remaining candidate; taken: the highest logit);
+once one candidate is left, the rest of it is fixed. A free string ends when the model picks a
+token that closes it or at ``maxLength``. Fixed text is tokenized as the tokenizer would; text
+after the last choice is not evaluated. Invariant: the result is the JSON text a grammar decode
+would give, except where the model would have split fixed text into unusual tokens.
+Docs: ``docs/guides/lm-backends.md`` (*In process: jump-forward decoding*).
 """
 
 from __future__ import annotations

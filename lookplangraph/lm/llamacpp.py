@@ -97,9 +97,9 @@ def default_extra_buffers() -> bool:
     layouts, the AMX buffer among them). ``$LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS`` (``1``/``0``)
     decides when set; otherwise off on a CPU with AMX, on elsewhere. A llama.cpp built on an AMX
     machine (Sapphire Rapids and later Xeons) moves Q4_K weights into the AMX buffer and its
-    matrix product there segfaults on the first decode (reported upstream as ggml-org/llama.cpp#20824, open; seen here
-    with llama-cpp-python 0.3.36 and both embedded models). Without extra buffers the plain CPU
-    kernels run: 630 prompt + 9 completion tokens of the 1.5B model in 4.8 s on 2 threads."""
+    matrix product there segfaults on the first decode (reported upstream as ggml-org/llama.cpp#20824;
+    seen with llama-cpp-python 0.3.36 and both embedded models). Without extra buffers the plain
+    CPU kernels run (``docs/guides/lm-backends.md``)."""
     env = os.environ.get("LOOKPLANGRAPH_LLAMA_EXTRA_BUFFERS", "").strip()
     if env:
         if env not in ("0", "1"):
@@ -248,7 +248,7 @@ class LlamaCppBackend:
         try:
             import llama_cpp
         except ImportError:
-            raise LMError("the llamacpp backend needs llama-cpp-python (built from source, ~8 min on 2 cores): "
+            raise LMError("the llamacpp backend needs llama-cpp-python (built from source): "
                           "pip install 'llama-cpp-python>=0.3.16'") from None
         from lookplangraph.lm import embedded as models
 

@@ -1,36 +1,20 @@
 """Several OpenAI-compatible endpoints serving one model, shared by the workers of an evaluation.
 
-``lookplangraph eval --lm openai:MODEL --endpoints URL1,URL2 --concurrency K`` runs K workers;
-each worker has its own client (:class:`PooledBackend`) bound to one endpoint of the shared
-:class:`EndpointPool`:
+:class:`EndpointPool` holds the endpoints (:class:`Endpoint`: URL, ``concurrency``, ``rate``);
+each worker's :class:`PooledBackend` is bound to one live endpoint at its first request and stays
+there (the server's prefix cache keeps its static prompt); workers spread round-robin by the
+fewest bound workers per unit of ``concurrency``. ``concurrency`` caps the requests in flight at
+an endpoint and ``rate`` paces their starts, both over every HTTP attempt, retries included.
+``max_failures`` failed requests in a row (or one request that could not connect at all) take an
+endpoint out of rotation. The request that failed raises :class:`EndpointDown` in its episode,
+which the runner runs again from the start on another endpoint; when no endpoint is left,
+:class:`AllEndpointsDown` stops the evaluation.
 
-* **Assignment.** A worker is bound to an endpoint at its first request and stays there (the
-  server's prefix cache keeps the static prompt of its episodes). Workers spread round-robin:
-  each takes the live endpoint with the fewest bound workers per unit of its ``concurrency``
-  (ties go to the next one after the last pick).
-* **Limits.** ``concurrency`` caps the requests in flight at an endpoint, ``rate`` paces them to
-  at most that many starts per second (no bursts). Both apply to every HTTP attempt, retries
-  included. None means no limit.
-* **Retries.** :class:`~lookplangraph.lm.OpenAIBackend` retries timeouts, 429 and 5xx with
-  backoff. A request that still fails counts against its endpoint; ``max_failures`` failed
-  requests in a row (a success resets the count), or one request whose every attempt could not
-  connect, take the endpoint out of rotation with a log line; workers bound to it stop their
-  retries at once.
-* **Episodes.** The request that failed raises :class:`EndpointDown` in the episode that sent it
-  and the worker is unbound. The runner (:func:`lookplangraph.evaluation.runner.evaluate`) then runs that
-  episode again from the start on another endpoint; nothing of the failed attempt is kept.
-* **The end.** When no endpoint is left, :class:`AllEndpointsDown` stops the evaluation.
-
-All endpoints must serve the same model with the same settings: a worker may move to another one
-between episodes. The backend's ``name`` is ``openai:MODEL@pool`` whatever the URLs, so a reply
-cache recorded with one set of endpoints replays with another.
-
-**Across processes.** The pool's state (which endpoints are alive, bound workers, failures in a
-row, request slots, the next start time of a rate) lives in shared memory made with the
-``spawn`` context of :mod:`multiprocessing` (locks, semaphores, ``Value``/``Array``), so workers in
-other processes (``lookplangraph eval --processes P``) share one pool: limits hold across them
-and an endpoint taken out in one process is out for all. The pool travels to those processes with
-the factory (:class:`PoolClients`) when they start; it cannot be sent later.
+Invariants: all endpoints serve the same model with the same settings; the backend's ``name`` is
+``openai:MODEL@pool`` whatever the URLs, so a reply cache replays with other endpoints. The
+pool's state lives in shared memory (``spawn`` context), so worker processes share one pool when
+it travels to them with the factory (:class:`PoolClients`) at their start; it cannot be sent
+later. Docs: ``docs/guides/evaluation.md`` (*Evaluation at scale*).
 """
 
 from __future__ import annotations

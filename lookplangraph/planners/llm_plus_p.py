@@ -1,28 +1,20 @@
 """LLM+P (paper VI-A, appendix D and F2): the LM writes a PDDL problem, Fast Downward plans.
 
-The prompt (``prompts/llm_plus_p.txt``) gives the appendix-D domain (``pddl/domain.pddl``), an
-example problem in that domain's own vocabulary (the paper's example uses another domain's
-predicates, which would teach the LM to write problems that cannot parse), the task's map as
-compact JSON and then the instruction (map first, as in LLM-as-P, so tasks of one scene share a
-prefix). The problem is cut from the reply (from ``(define`` to its closing parenthesis; code
-fences ignored); Fast Downward (``lama-first``, the config's time and memory limits) solves it
-as a separate program; the plan's lower-case names map back to the scene's names and the actions
-run as written (:func:`lookplangraph.planners.static.execute`).
-With ``config.llm_plus_p.grammar`` (the default) the reply is decoded under the grammar of
-:func:`~lookplangraph.planners.pddl.grammar.problem_grammar` where the backend enforces one
-(llama.cpp in process and llama.cpp servers): the problem's syntax, predicates and names are then
-the domain's and the scene's, its facts and goal still the LM's. ``[llm_plus_p] grammar = false`` is the
-paper's free text. With ``config.llm_plus_p.declare`` (the default) the problem's ``(:objects ...)`` is
-rewritten from the scene names it uses (``pddl.problem.complete_declarations``), since a
-grammar cannot make a small model declare each name once; the record's ``feedback`` lists what
-was declared for it or declared twice.
+The prompt (``prompts/llm_plus_p.txt``) gives the appendix-D domain, an example problem in that
+domain's own vocabulary, the task's map as compact JSON and then the instruction. The problem is
+cut from the reply (from ``(define`` to its closing parenthesis); Fast Downward (``lama-first``,
+the config's time and memory limits) solves it as a separate program; the plan's names map back
+to the scene's and the actions run as written (:func:`lookplangraph.planners.static.execute`).
+``llm_plus_p.grammar`` (default on) decodes the reply under
+:func:`~lookplangraph.planners.pddl.grammar.problem_grammar` where the backend enforces one;
+``llm_plus_p.declare`` (default on) rewrites the problem's ``(:objects ...)`` from the scene
+names it uses, and the record's ``feedback`` says what was changed.
 
-Failure kinds, each its own value of ``EpisodeResult.failure`` (SR 0, precision from the
-graph as it ends): ``context_overflow``, ``no_problem`` (no ``(define ...)`` in the reply),
-Fast Downward's ``parse_error`` / ``undefined`` (a predicate, object or type the domain or
-problem does not declare) / ``unsolvable`` / ``timeout`` / ``out_of_memory`` / ``planner_error``,
-``plan_unmappable`` (a plan names something not in the scene), then ``infeasible_step``.
-The trace's ``text`` is the LM's reply; the record's ``feedback`` says what Fast Downward said.
+Failure kinds, each its own value of ``EpisodeResult.failure``: ``context_overflow``,
+``no_problem``, Fast Downward's ``parse_error`` / ``undefined`` / ``unsolvable`` / ``timeout`` /
+``out_of_memory`` / ``planner_error``, ``plan_unmappable``, then ``infeasible_step``. The trace's
+``text`` is the LM's reply; the record's ``feedback`` quotes Fast Downward.
+Docs: ``docs/guides/baselines.md`` (*LLM+P*).
 """
 
 from __future__ import annotations

@@ -1,85 +1,21 @@
 """The LookPlanGraph planner: the loop of paper Algorithm 1 over one task, one LM and one environment.
 
-Per step: the LM proposes one action from the instruction, the memory-graph view, the previous
-reasons and actions and the last feedback. The action is *unresolved* (feedback goes back to the
-LM) when the reply cannot be read, when it moves an object that is only a prior, when the SGS
-rejects it on the memory graph, when it changes nothing (``go_to`` the room the agent is in,
-or a repeat of the last action), when it would bring the memory back to an earlier state
-(``refuse_cycles``), when it repeats an action already refused in the same memory state, or
-when the environment refuses a step (the memory was stale). Otherwise the SGS's primitive steps
-(corrections included) run in the environment one by one and the memory graph mirrors each;
-``discover_objects`` merges the observation into memory.
+:func:`run_episode` takes a task, an environment, an LM backend and a
+:class:`~lookplangraph.planners.config.PlannerConfig` and returns an
+:class:`~lookplangraph.planners.episode.EpisodeResult` judged on the environment's true final
+graph (strict success, success on the changed nodes only, precision M^C/M). Per step the LM
+proposes one action over the memory-graph view; an action the SGS refuses on the memory graph,
+one that changes nothing, closes a cycle, repeats a refused action or that the environment
+refuses is *unresolved* and its feedback goes back to the LM; otherwise its primitive steps run
+in the environment and the memory graph mirrors each. Invariants: the LM never sees the true
+scene, only the memory graph; an action refused in a memory state is not decoded again in it.
 
-**Correction modes** (``correction``; paper section IV-C, Table V):
-
-* ``rules`` (default): hallucinations and execution errors found on the memory graph are
-  re-prompted with feedback, and feasible-but-incomplete actions are corrected by the SGS's rules
-  (inserted ``go_to``/``open``, resolved names, ``put_on(o, d)`` read as ``rearrange``);
-* ``feedback``: the same feedback, nothing corrected (``memory.check(..., correct=False)``);
-* ``none`` (the paper's "No Correction" ablation): only *hallucinations* are re-prompted — an
-  unreadable reply, an unknown function, a missing argument, a name that is no node
-  (:func:`sgs.simulator.hallucination`). An action with an execution error is not caught: its
-  steps (:func:`sgs.simulator.expand_unchecked`) go to the environment, which refuses the first
-  infeasible one; the action stays in the plan, recorded in ``EpisodeResult.infeasible``, the
-  LM is told nothing, and the episode cannot succeed. Feasible actions are handled as in
-  ``feedback`` (an action that changes nothing or closes a cycle is still refused).
-
-**Rules beyond the paper's** (on by default, measured in the results log):
-``grounding_check`` refuses, with feedback, an action on an object or asset of a class the
-instruction picks out by a property, room or owner it lacks ("the red stapler" when it takes the
-blue one, "the kitchen fridge", "Tom's desk"; :mod:`lookplangraph.agent.grounding`; not in
-``none`` mode), and keeps that action excluded for the rest of the episode (properties do not
-change, assets do not move); with ``place_descriptors`` also an object the instruction names by
-where it stands ("the mug on the table") taken from elsewhere; ``refusal_situation`` ends the
-feedback on a refusal with the agent's situation and ``held_slot`` reads a put with shuffled
-slots as putting the held object (:mod:`lookplangraph.agent.situation`); ``search_hint`` shows,
-after ``discover_objects`` did not find a remembered object, the places likeliest to hold it now
-(:mod:`lookplangraph.agent.search`), and ``discover_holders`` keeps ``discover_objects`` to what
-things can be put on or in; ``close_opened`` (``rules`` mode) makes ``done()``
-first close the containers that a correction opened and nothing closed since
-(:func:`opened_by_rules`), walking back to them: the LM did not ask for them to be opened, and
-GraSIF counts a container left open as a change to the scene. What the LM opened itself stays as
-it left it.
-
-**Exclusions** (constrained decoding, :mod:`lookplangraph.agent.decoding`): with ``exclude_refused``
-every action refused in the current memory state (and, in ``none`` mode, every action the
-environment refused in it) is excluded from the next decodes until the memory state changes:
-greedy decoding of the same prompt would otherwise only repeat it. With
-``exclude_inapplicable`` the actions on visible names that cannot be accepted in any case
-(:func:`lookplangraph.agent.view.inapplicable`: ``go_to`` the current room, ``discover_objects``
-of a room...) are excluded too. A backend that cannot enforce an exclusion samples instead, and
-a reply that still repeats a refused action is refused again without being tried.
-
-**Low-level failures** (an environment wrapped in :class:`sim_adapters.failures.LowLevelFailures`):
-a step the robot failed to carry out comes back as feedback with the controller's report
-(``StepRecord.failure`` names the kind); it is not an unresolved answer and is not excluded from
-the next decode (trying again is how a robot recovers). A failure that did something else (an
-object that slipped) moves the memory graph as it happened.
-
-The episode ends on ``done``, after ``max_unresolved`` unresolved answers (or, in ``none``
-mode, infeasible actions) in a row, after :data:`MAX_FAILURES_IN_ROW` low-level failures in a
-row, or after ``max_actions`` accepted actions. It is then judged
-on the environment's true final graph: success when every goal unit holds, nothing else changed
-(for goals with ``unchanged_elsewhere``) and no action of the plan was infeasible;
-``success_changed_only`` leaves out the side effects; precision M^C/M.
-
-**Reasons on demand** (``explain``): with answers without a reason (``reason_max_length = 0``),
-each step's reason is asked of the same LM after the decision (:func:`~lookplangraph.agent.decide.explain`)
-and kept in the step's record only: the prompts are the same with and without it.
-
-**Demonstrations** (``demonstrations = k``, off by default): the k train-pool expert episodes most
-like the task (:func:`task_demonstrations`, :mod:`lookplangraph.agent.demonstrations`) are
-appended to the static prompt, which then stays the same for the whole episode.
-
-Ablations (paper Table V) are :class:`PlannerConfig` fields: ``graph_style`` (text/json/full),
-``priors`` (False: no priors), ``correction`` (above). ``vocabulary``
-says what constrained decoding may name: ``flat`` (default; every name in the view) or ``typed``
-(each function only the names it can take, :func:`lookplangraph.agent.view.vocabulary`).
-``refuse_cycles`` (default on) makes an action unresolved, with feedback, when it would bring the
-memory graph back to a state it has already been in twice during the episode: one return is
-allowed (turn a coffee machine on, then off), a second is an oscillation (on, off, on, off; go_to
-back and forth without doing anything), which a small model otherwise keeps up until the action
-limit.
+The episode ends on ``done``, after ``max_unresolved`` unresolved answers (in ``none`` mode,
+infeasible actions) in a row, :data:`MAX_FAILURES_IN_ROW` low-level failures in a row, or
+``max_actions`` accepted actions. Correction modes, the rules beyond the paper's (grounding
+check, close_opened, search hint), exclusions, cycles, reasons on demand and the ablations:
+``docs/concepts/loop.md``; low-level failures: ``docs/guides/failures.md``; retrieved
+demonstrations: ``docs/guides/expert.md``.
 """
 
 from __future__ import annotations

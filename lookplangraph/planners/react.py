@@ -1,45 +1,20 @@
 """ReAct (paper VI-A, appendix D and F5): the LM acts in an ALFWorld-style text environment laid
 over the planner's environment, keeping the whole transcript.
 
-**The text environment** (:class:`TextWorld`). The agent is told the places, the room it starts
-in and the task; it knows nothing else until the environment tells it. Its belief is a
-:class:`~lookplangraph.agent.memory.MemoryGraph` of the task's map *without priors*: rooms and assets
-(they do not move), no objects; objects enter it only through ``discover_objects`` observations,
-which go through :class:`lookplangraph.agent.perception.Perception` exactly as in LookPlanGraph (so
-``--augmentation`` works: ground truth is the paper's ReActGT, the GAM its ReAct; no priors are
-given to the augmentation, as ReAct keeps no memory of objects). Commands, one per reply line:
+:class:`TextWorld` tells the agent the places, its room and the task; its belief is a
+:class:`~lookplangraph.agent.memory.MemoryGraph` of the map without priors (rooms and assets, no
+objects), and objects enter it only through ``discover_objects`` observations, which go through
+:class:`lookplangraph.agent.perception.Perception` as in LookPlanGraph. It reads one command per
+reply line (``go to``, ``open``, ``take X from Y``, ``put X in/on Y``, ``turn on``, ``think:``,
+``look``, ``inventory``, ``done``) and answers in text; a command that cannot be read, names
+something not seen, or that the SGS or the environment refuses is answered "Nothing happens."
+and changes nothing.
 
-=================================  ===============================================================
-``think: ...``                     "OK."
-``go to <room>``                   ``go_to``; "You arrive at R. Looking quickly around you, you see
-                                   <the room's assets>."
-``go to <asset or seen object>``   ``go_to`` its room if needed, then ``discover_objects`` the first
-                                   time: "On the table-1, you see cup-1, tray-1." / "The fridge-1 is
-                                   closed." (what is inside a closed node is not told)
-``open X`` / ``close X``           ``open`` (then ``discover_objects`` if X was never looked at):
-                                   "You open the X. The X is open. In it, you see ..."
-``take X from Y`` (``pick up X``)  ``pick_up``; X must be a seen object, Y (if given) its holder
-``put X in/on Y``                  ``put_inside`` / ``put_on``; the literal ``in/on`` (ALFWorld's
-                                   form) chooses by Y's affordances like SayPlan's ``release``
-``turn on X`` / ``turn off X``     ``turn_on`` / ``turn_off``
-``look`` / ``inventory``           the room again / what the hand holds (no step)
-``done``                           ends the episode
-=================================  ===============================================================
-
-Being "at" a node means being in its room, as in the SGS. A command that cannot be read, names
-something the agent has not seen, or that the SGS refuses on the belief or the environment
-refuses, is answered "Nothing happens." (nothing changes). Each LM call gets the whole
-transcript as a chat, ``stop=["\\n"]``: the worked example of ``prompts/react.txt`` is split into
-turns (``> command`` lines become assistant turns; a small model given the example as one block
-answered "OK." instead of a command), then the task, one assistant turn per command and one user
-turn per answer.
-
-The episode ends on ``done``, after ``react_max_steps`` LM calls (``step_limit``), after
-``max_actions`` commands that acted (``max_actions``), or when the transcript no longer fits the
-model's context (``context_overflow``); ``failure`` is that kind unless it ended on ``done``. It
-is judged on the environment's final graph like every planner. ``actions`` are the commands that
-acted (``done`` included, thoughts and refused commands not), ``executed`` their primitive steps;
-tokens are every call's, refused commands and thoughts included.
+The episode ends on ``done``, after ``react_max_steps`` LM calls (``step_limit``),
+``max_actions`` commands that acted (``max_actions``), or ``context_overflow``; it is judged on
+the environment's final graph. ``actions`` are the commands that acted, ``executed`` their
+primitive steps; tokens count every call. The command table and the transcript's turns:
+``docs/guides/baselines.md`` (*ReAct*).
 """
 
 from __future__ import annotations

@@ -2,53 +2,20 @@
 scene graph, then a whole plan checked by the scene-graph simulator and replanned on its
 executability feedback. SayPlan has no public code; this is our implementation of its description.
 
-**Searched graph.** Both start from the task's map (``task.graph``, as static planners do; in
-dynamic mode the environment has changed since and a stale plan fails honestly when executed)
-*collapsed*: the rooms and the agent (and what it holds). ``expand_node(room)`` reveals the
-room's assets and the objects on and inside them; ``contract_node(room)`` hides them again. Only
-rooms can be expanded. Search feedback (unknown room, already expanded...) never names hidden nodes.
+Both search the task's map (``task.graph``) collapsed to its rooms and the agent:
+``expand_node(room)`` reveals a room's assets and objects, ``contract_node(room)`` hides them;
+search feedback never names a hidden node. A submitted plan is checked step by step on the
+searched graph (:func:`verify_sayplan`, :func:`verify_lite`: :func:`sgs.simulator.apply`, no
+correction); the feedback is the first step that cannot be carried out, never whether the goal
+is met. A plan that passes runs in the environment as written
+(:func:`lookplangraph.planners.static.execute`).
 
-**Plan check** (:func:`verify_sayplan`, :func:`verify_lite`): the plan runs step by step on the
-searched graph through :func:`sgs.simulator.apply`, with no correction; the first step that cannot
-be carried out comes back as feedback (its reason from the SGS), never whether the goal is met. A
-node of a contracted room is unknown there, as in SayPlan. A plan that passes is then executed in
-the environment as written (:func:`lookplangraph.planners.static.execute`): the first refused
-step ends it (``infeasible_step``).
-
-* ``sayplan`` — one chat history; each reply is JSON with ``command`` ``expand_node``,
-  ``contract_node`` or ``verify_plan`` (with ``plan``), so both APIs are available at every turn.
-  The environment's answer (the command's result, or the check's feedback) and the current graph
-  go back as the next user message; older copies of the graph in the history are replaced by a
-  short note (the graph only grows by expansion, so the latest copy says everything). SayPlan's
-  plan functions, mapped onto our primitives:
-
-  ======================  ===============================================================
-  ``goto(room)``          ``go_to(room)``; ends the current access
-  ``access(node)``        no primitive (our SGS acts on anything in the agent's room); the
-                          node must be in the agent's room, and it becomes *accessed*
-  ``pickup(o)``           ``pick_up(o)``; ``o`` must be the accessed node or on/inside it
-  ``release(n)``          ``put_inside(d)`` or ``put_on(d)`` at the accessed node ``d`` (``n``
-                          names ``d``, something on/inside it, or the held object): inside when
-                          ``d`` affords ``put_inside`` and is not closed, else on when it affords
-                          ``put_on``, else inside (the check then says ``d`` is closed)
-  ``open`` ``close``      the same primitive; the node must be the accessed node or on/inside it
-  ``turn_on`` ``turn_off``
-  ======================  ===============================================================
-
-  The plan's actions (``EpisodeResult.actions``) are SayPlan's as written, ``access`` included;
-  ``executed`` are the primitives.
-* ``sayplan-lite`` — two phases with separate prompts. Search: each prompt shows only the current
-  graph and the previous search command with its result (no history); ``verify_plan`` ends the
-  search (the graph is ready), and so does the search limit. Planning: only the planning API, our
-  primitives (``put_on``/``put_inside`` instead of access/release), the searched graph; a
-  rejected plan is shown with the check's feedback in the next planning prompt.
-
-Limits (:class:`~lookplangraph.planners.config.PlannerConfig`; the paper names none):
-``sayplan_search_steps`` search commands (unreadable replies in the search count too) and
-``1 + sayplan_replans`` plan submissions. Failure kinds: ``context_overflow`` (a prompt did not
-fit the model's context: raise ``n_ctx``), ``search_limit`` (SayPlan searched past its limit
-without an accepted plan; SayPlan Lite plans instead), ``replan_limit`` (no submitted plan passed
-the check; nothing is executed), then the executor's ``infeasible_step``.
+``sayplan`` keeps one chat history with both APIs at every turn and SayPlan's plan functions
+(``goto``, ``access``, ``pickup``, ``release``, ...) mapped onto our primitives; ``sayplan-lite``
+searches, then plans, with separate prompts and our primitives. Limits:
+``sayplan_search_steps`` and ``1 + sayplan_replans``. Failure kinds: ``context_overflow``,
+``search_limit`` (SayPlan only), ``replan_limit``, ``infeasible_step``. The function mapping and
+the two phases: ``docs/guides/baselines.md`` (*SayPlan*, *SayPlan Lite*).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def system_prompt(name: str) -> str:
 
 
 #: Orders of the user message (the ``prompt_layout`` setting). ``scene-history``: instruction,
-#: scene, previous steps, feedback (what the first adapter was trained with). ``history-scene``:
+#: scene, previous steps, feedback (``auto``'s choice when no adapter records one). ``history-scene``:
 #: instruction, the list of places, previous steps, then the rest of the scene and feedback: what
 #: stays the same within an episode comes first and the history only grows at its end, so a
 #: backend's prefix cache (llama.cpp in process, a server's prefix caching) serves all of it and

@@ -1,25 +1,18 @@
 """The trusted bootstrap of one sandbox process (run as a script: ``python -I -B child.py CONFIG``).
 
-Standard library only, imports nothing of the project. In order it:
+Standard library only, imports nothing of the project. In order it applies resource limits;
+reads the payload ``{"code", "data", "prelude"}`` as JSON from stdin; imports the allowed
+modules and runs the TRUSTED prelude with ``DATA`` bound to the data; locks itself down
+(``no_new_privs``, network namespace, Landlock or ``chroot``, dropped privileges, no processes,
+seccomp, and last the descriptor freeze); writes one status line ``ISOLATION {json}`` to fd 2;
+runs the UNTRUSTED snippet in the prelude's namespace; writes ``RESULT {json}`` to fd 2 and
+leaves with ``os._exit``.
 
-1. applies resource limits (CPU seconds, address space, file size 0, no core, open files);
-2. reads the payload ``{"code", "data", "prelude"}`` as JSON from stdin;
-3. imports the allowed modules and runs the TRUSTED prelude with ``DATA`` bound to the data;
-4. locks itself down: ``no_new_privs``; a new network namespace (as root) or user+network
-   namespace; Landlock (read-only access to the interpreter's import paths, nothing else; TCP
-   bind/connect denied from ABI 4; signals and abstract sockets scoped from ABI 6); where
-   Landlock is missing, ``chroot`` into an empty, deleted directory; when root, drop to
-   uid/gid 65534 with no supplementary groups (in a user namespace: drop every capability);
-   ``RLIMIT_NPROC`` 0 (no process, no thread); and finally ``RLIMIT_NOFILE`` 0, the descriptor
-   freeze: no new file, socket or pipe can be opened at all;
-5. writes one status line ``ISOLATION {json}`` to fd 2 (before any untrusted code runs, so the
-   host can trust it), then runs the UNTRUSTED snippet in the prelude's namespace;
-6. writes ``RESULT {json}`` to fd 2 and leaves with ``os._exit`` (no exit handlers, no garbage
-   collection of the snippet's objects).
-
-CONFIG (argv[1], JSON): ``limits`` (the fields of ``SandboxLimits``), ``allowed_imports``,
-``disable`` (test-only: features to skip, to exercise fallbacks), ``require_strong`` (refuse to
-run the snippet when isolation is weak), ``probe`` (no snippet: test the lockdown and report).
+Invariants: the ``ISOLATION`` line is written before any untrusted code runs, so the host can
+trust it; after the freeze no file, socket or pipe can be opened. CONFIG (argv[1], JSON):
+``limits`` (the fields of ``SandboxLimits``), ``allowed_imports``, ``disable`` (test-only:
+features to skip), ``require_strong`` (refuse to run the snippet when isolation is weak),
+``probe`` (no snippet: test the lockdown and report). Docs: ``docs/guides/sandbox.md``.
 """
 
 import ctypes

@@ -1,25 +1,17 @@
 """Host-side AST policy for LM-written Python: readable errors before anything runs.
 
-:func:`check_code` parses a snippet on the host and lists what it may not do, each problem with
-its line number, so a self-debugging LM gets a message it can act on. It is an extra layer, not
-the security boundary: the sandbox process (:mod:`lookplangraph.sandbox.runner`) must contain a
-snippet that slips past it, and the attack tests run with the policy switched off to prove that.
+:func:`check_code` parses a snippet on the host and returns what it may not do, one
+``line N: ...`` message per problem, so a self-debugging LM gets a message it can act on (an
+empty list: nothing found). It refuses imports outside ``allowed_imports`` and relative imports;
+names, attributes and definitions starting with ``_`` (except ``_`` itself and a few harmless
+methods); frame, traceback, generator and coroutine internals; the builtins that reach code or
+attributes (``eval``, ``exec``, ``open``, ``getattr``, ``globals``, ... named at all, not only
+called); ``.format`` / ``.format_map``; and attributes named like a module outside the allowlist
+(``nx.lazy_imports.os``).
 
-Rules:
-
-- imports only of modules whose top-level name is in ``allowed_imports``; no relative imports;
-- no name, attribute, keyword-pattern or definition starting with ``_`` (dunders included), except
-  the throwaway name ``_`` and a few harmless method definitions (``__init__``, ``__repr__``, ...);
-- no frame, traceback, generator or coroutine internals (``gi_frame``, ``f_globals``,
-  ``tb_frame``, ``cr_frame``, ``f_back``, ...);
-- no use of ``eval``, ``exec``, ``compile``, ``open``, ``getattr``, ``setattr``, ``delattr``,
-  ``vars``, ``globals``, ``locals``, ``__import__``, ``input``, ``breakpoint``, ``memoryview``,
-  ``exit``, ``quit``, ``help`` (named at all, not only called: ``f = eval`` is refused too);
-- no ``.format`` / ``.format_map`` (a template reaches attributes: ``"{0.__class__}"``);
-  f-strings are fine;
-- no attribute named like a module outside the allowlist (``nx.lazy_imports.os``,
-  ``nx.algorithms.chordal.sys``: allowed modules hold references to ``os``, ``sys``,
-  ``importlib``, ...).
+It is an extra layer, not the security boundary: the sandbox process
+(:mod:`lookplangraph.sandbox.runner`) must contain a snippet that slips past it, and the attack
+tests run with the policy switched off to prove that. Docs: ``docs/guides/sandbox.md``.
 """
 
 from __future__ import annotations

@@ -1,30 +1,18 @@
 """Reading run directories for the episode viewer.
 
-Three kinds of directory hold episodes (what each writes is documented where it is written):
+:func:`load_runs` (and the functions under it) take evaluation directories (``lookplangraph
+eval``: ``results.jsonl``, ``traces/``, ``config.json``), single-episode directories
+(``lookplangraph run``: ``trace.jsonl``, ``result.json``, ``steps.jsonl``, ``images/``) and
+trial directories (``lookplangraph trial``), or a directory holding them, and return
+:class:`Run` objects of :class:`Episode` objects; a trace without a results row is an
+*unfinished* episode. Tasks come from a trial's own ``task.json``, else from the GraSIF data
+directory (``--data-dir``, default ``$LOOKPLANGRAPH_DATA``); without its task an episode is
+still shown, without the memory graph.
 
-* an **evaluation** (``lookplangraph eval``, :func:`lookplangraph.evaluation.runner.evaluate`):
-  ``results.jsonl`` (one :class:`~lookplangraph.planners.episode.EpisodeResult` per finished episode),
-  ``traces/<split>__<task>.jsonl`` (one :class:`~lookplangraph.planners.episode.StepRecord` per line),
-  ``config.json`` (the run settings) and ``summary.json``. A trace without a results row is an
-  episode that was interrupted: it is shown as *unfinished*;
-* a **single episode** (``lookplangraph run``, :func:`lookplangraph.evaluation.runner.run_episode_to_dir`):
-  ``trace.jsonl``, ``result.json`` (missing while it runs or after a crash), ``steps.jsonl``
-  (the environment's steps, with the path of each image under ``images/``);
-* a **trial** (``lookplangraph trial``, :mod:`lookplangraph.apps.trial`): ``trial.json``,
-  ``task.json``, ``trace.jsonl``, ``augmentations.jsonl`` (the photo, description and objects of
-  each ``discover_objects``), ``photos/``, ``episode.json`` (the planner's verdict) and, once the
-  operator has filled in the checklist, ``result.json`` and ``checklist.json``.
-
-A directory holding none of these but subdirectories that do (``runs/``) stands for those
-subdirectories. JSON-lines files are read leniently: a line that is not JSON (a last line torn by
-an interruption) is skipped and named in :attr:`Episode.warnings` / :attr:`Run.warnings`, never
-fatal. A directory that is none of the above, or a JSON file that is broken where a whole file is
-needed (``trial.json``), is a :class:`ViewerError` naming the file.
-
-Tasks: a trial holds its own ``task.json``; a run or an evaluation names split and task id,
-found as ``DATA/<split>/<task>.json`` in the GraSIF data directory (``--data-dir``, default
-``$LOOKPLANGRAPH_DATA``), or as ``task.json`` in a single-episode directory. Without its task an
-episode is still shown, without the memory graph and with only the unmet goal units.
+Invariants: JSON-lines files are read leniently (a torn line is skipped and named in
+:attr:`Episode.warnings` / :attr:`Run.warnings`, never fatal); a directory that is none of the
+above, or a broken file that must be whole (``trial.json``), raises :class:`ViewerError` naming
+the file. Docs: ``docs/guides/viewer.md`` (*Reading run directories*).
 """
 
 from __future__ import annotations

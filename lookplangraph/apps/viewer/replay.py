@@ -1,36 +1,20 @@
 """The planner's belief graph at every step of an episode, rebuilt from its trace.
 
-A trace records what each LM call did (:class:`~lookplangraph.planners.episode.StepRecord`), not the
-memory graph itself; :func:`replay` rebuilds it from the task's map the way the planner built
-it, so the viewer can draw the graph after any step:
+A trace records what each LM call did (:class:`~lookplangraph.planners.episode.StepRecord`), not
+the memory graph itself. :func:`replay` takes the task, the results row (planner and settings)
+and the records and returns a :class:`Timeline`: the graph after each step, rebuilt from the
+task's map the way the planner built it (a memory graph with priors for ``lookplangraph``,
+trials and ``sg-rwr`` in step mode; without priors for ``react``; the map itself, with the
+executed plan applied, for the static planners and SayPlan).
 
-* ``lookplangraph`` (and trials): a :class:`~lookplangraph.agent.memory.MemoryGraph` of the map (with
-  the run's ``priors`` setting); each record's ``executed`` primitive steps are applied in order
-  and each ``discover_objects`` among them merges what was observed: the augmentation's objects
-  (``perceived``; a trial's ``augmentations.jsonl`` adds their states) or, with ground-truth
-  augmentation, the record's ``observed`` lines;
-* ``react``: the same with no priors (ReAct's text world believes only what it was told);
-* static planners and SayPlan (``llm-as-p``, ``llm+p``, ``sayplan``, ``sayplan-lite``, ``sg-rwr``
-  in its static mode): the map itself, trusted as it is; the executed plan changes it at the
-  record that carries it (``sg-rwr`` in step mode keeps a memory graph like ``lookplangraph``).
-
-**What the trace does not hold**, and how the replay stands in for it: ``observed`` lines are
-``name relation parent``, without states; an observed object keeps the states memory (else the
-map) gave it, and an object the map does not know starts with none. Correction mode ``none``
-records no ``observed`` for a ``discover_objects`` inside an unchecked action, and a record with
-several ``discover_objects`` keeps only the last one's ``observed``; such an observation is
-merged as empty (nothing placed, no priors removed there) and the timeline says so in
-:attr:`Timeline.notes` (``exact`` false). Should a step fail to replay (memory disagrees), the
-graph stays as it was from there on, with a note. So the graph is exact for ground-truth or
-perceived observations of objects whose states did not change behind the planner's back.
-
-**Encoding** (compact, for the page's JSON): a node is ``[name, layer, parent, relation,
-states, flags]``: ``layer`` ``p`` place, ``a`` asset, ``o`` object, ``g`` the agent (its parent
-is its room); ``relation`` ``r`` in the room, ``on``, ``in``, ``h`` held (the parent is the
-agent); ``states`` space-separated; ``flags`` bits :data:`PRIOR`, :data:`SEEN`, :data:`CHANGED`,
-:data:`NEW`, :data:`INSPECTED`. A step's delta is ``{"set": [node...], "del": [name...],
-"touch": [name...]}``: nodes added or changed, nodes removed (priors found absent), and the nodes
-the step acted on or the LM named.
+Invariant: the graph is exact for ground-truth or perceived observations of objects whose states
+did not change behind the planner's back (observed lines carry no states). Where the trace lacks
+what a ``discover_objects`` saw (inside an unchecked action of correction mode ``none``, or one
+of several in a record) it is merged as nothing seen; where a step fails to replay the graph
+stays as it was from there on; both are said in :attr:`Timeline.notes` with ``exact`` false, and
+nothing raises. Nodes and step deltas are encoded compactly for the page's JSON (node flags
+:data:`PRIOR`, :data:`SEEN`, :data:`CHANGED`, :data:`NEW`, :data:`INSPECTED`).
+Docs: ``docs/guides/viewer.md`` (*The replay*).
 """
 
 from __future__ import annotations

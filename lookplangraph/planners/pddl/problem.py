@@ -3,26 +3,18 @@
 * :func:`domain` — the paper's appendix-D domain (``domain.pddl``, as published).
 * :class:`PddlNames` — scene-graph names ↔ PDDL names (lower case, only ``a-z 0-9 _ -``,
   starting with a letter), both ways, so a plan Fast Downward writes in lower case maps back.
-* :func:`graph_problem` — a problem from a scene graph: rooms are ``room``; assets and objects
-  are ``object``; ``(robot-in r)``, ``(object-room o r)``, ``(ontop o p)``/``(inside o p)``,
-  ``(closed o)``, ``(on-state o)``, ``(hand-empty)`` or ``(agent-hold o)``. ``keep`` limits the
-  objects (every room is kept): the whole office graph grounds to millions of operators.
-* :func:`oracle_goal` — goal facts written from the true outcome of a task: the ground-truth
-  plan's final graph compared with the initial one (where each changed object ends, the
-  closed/on states that changed). With :func:`graph_problem` this is the "oracle problem" that
-  checks the LLM+P pipeline itself.
-* :func:`frame_goal` — facts keeping the closed/off nodes of a problem closed/off at the end
-  (strict success counts a container left open as a side effect).
+* :func:`graph_problem` — a problem from a scene graph (rooms are ``room``, assets and objects
+  ``object``); ``keep`` limits the objects (every room is kept).
+* :func:`oracle_goal` — goal facts from the ground-truth plan's final graph compared with the
+  initial one; with :func:`graph_problem`, the "oracle problem" that checks the pipeline itself.
+* :func:`frame_goal` — facts keeping the closed/off nodes of a problem closed/off at the end.
 * :func:`complete_declarations` — an LM-written problem's ``(:objects ...)`` rewritten from the
-  scene names it uses anywhere (each once, typed by the scene), so a missing or repeated
-  declaration does not fail an otherwise readable problem (LLM+P's ``llm_plus_p.declare``).
+  scene names it uses (each once, typed by the scene; ``llm_plus_p.declare``).
 * :func:`plan_actions` — Fast Downward's plan lines → :class:`~sgs.actions.Action` primitives
   (``go_to ?from ?to`` → ``go_to(to)``, ``put_on ?obj ?s ?r`` → ``put_on(s)`` ...).
 
-What the domain cannot say (documented in README, not patched here): closed containers around a
-container are ignored (``pick_up`` checks only the direct holder), ``object-room`` of things inside
-a moved container goes stale, there are no affordances (a plan may put an object on itself or open
-a table), and only the states closed/on exist.
+The domain is kept as published; what it cannot say (closed containers around a container,
+stale ``object-room`` facts, no affordances, only closed/on): ``docs/guides/baselines.md``.
 """
 
 from __future__ import annotations

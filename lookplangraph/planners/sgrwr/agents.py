@@ -2,28 +2,18 @@
 
 * :class:`Reasoner`: its history is the system prompt (:func:`.prompts.reasoner_system`), the
   task, then its own replies and what came back to it: the Retriever's *summaries* (never the
-  Retriever's code or its intermediate outputs), its own code's output or error, and messages
-  about malformed replies; in step mode, the result of each action.
-* :class:`Retriever`: for each query a **fresh** history: its system prompt, the query, then its
-  own attempts (code, output or error) until it replies with a summary and :data:`RETRIEVED`.
-  Only the query goes in and only the summary comes out (the paper's context filtering).
+  Retriever's code or its outputs), its own code's output or error, messages about malformed
+  replies and, in step mode, the result of each action.
+* :class:`Retriever`: a **fresh** history per query: its system prompt, the query, then its own
+  attempts until it replies with a summary and :data:`RETRIEVED` (the paper's context filtering).
 
-**Self-debugging.** A code run that fails (an exception, a time, memory or output limit, a
-policy refusal) or code the assume-guard (:mod:`.guard`) sends back is answered with the error
-and the agent writes new code. ``sg_rwr.debug_attempts`` is the number of such re-prompts in a
-row: once ``sg_rwr.debug_attempts + 1`` attempts in a row have failed, the Retriever gives up on
-the query (the Reasoner is told it could not be answered, and why) and the Reasoner is told that
-its code is given up; code it sends before another form of message is then not run. A successful
-run, or any other form of message, starts a new count.
-
-**Retriever replies per query** are at most ``sg_rwr.retriever_turns``; a summary before any
-successful run is refused (the Retriever has read nothing yet). If the turns run out after a
-successful run, the last output goes to the Reasoner in place of the summary.
-
-Every LM call is one :class:`~lookplangraph.planners.sgrwr.records.SGRwRStep` (``agent``, ``form``, ``code``,
-``sandbox``: ok, kind, isolation, seconds, error); a Reasoner record is emitted to the episode's callbacks
-once the answer to it is known, so a query's Retriever calls come before it in the trace
-(``call`` numbers the calls in the order they were made).
+Self-debugging: a failed run or code the assume-guard (:mod:`.guard`) sends back is answered
+with the error; after ``sg_rwr.debug_attempts + 1`` failed attempts in a row the query (or the
+Reasoner's code) is given up. A Retriever gets at most ``sg_rwr.retriever_turns`` replies per
+query; a summary before any successful run is refused. Every LM call is one
+:class:`~lookplangraph.planners.sgrwr.records.SGRwRStep`; a Reasoner record is emitted once the
+answer to it is known, so a query's Retriever calls come before it (``call`` numbers the calls in
+the order made). Docs: ``docs/guides/sg-rwr.md``.
 """
 
 from __future__ import annotations
@@ -47,8 +37,8 @@ from lookplangraph.sandbox import Sandbox, SandboxLimits, SandboxResult
 #: Where a reply is cut: the openings of the messages the host sends back (a small model that
 #: goes on to write "Answer from the retriever: ..." or "Output: ..." imagines what it should ask
 #: for, and spends tokens on it), and, for the Reasoner, the start of a second message (its
-#: replies hold one message of one form; the 1.5B model repeated the whole message until the
-#: reply budget ran out in 209 of 555 replies of the GPU run, over half of its tokens).
+#: replies hold one message of one form; a small model otherwise repeats the whole message until
+#: the reply budget runs out: ``docs/guides/sg-rwr.md``, *Reply cut*).
 STOPS = {"reasoner": ("Answer from the retriever", "Output of your code", "\nNo answer:", "\n[Explanation]"),
          "retriever": ("\nOutput:", "Your code failed")}
 

@@ -1,26 +1,19 @@
 """The assume-guard: LM code that states scene facts instead of reading them is sent back.
 
-The paper re-prompts code that contains the word "assume"; a keyword alone misses a program that
-simply writes down a node it never looked up, so the rule here has three parts. Code is sent back
-(with the returned sentence as the message) when
+The paper re-prompts code that contains the word "assume"; a keyword alone misses a program
+that simply writes down a node it never looked up. :func:`assumption` returns a sentence for the
+LM (None: the code passes) when
 
-1. **it says it assumes**: the code, comments included, contains a word starting with ``assum``
-   (assume, assumed, assuming, assumption; any case);
-2. **it names a node nobody gave it**: a string literal in the code has the form of a node name
-   (:data:`NODE_NAME`: letters, digits, ``_``, a ``-`` and a number, like ``fridge-1``) and that
-   name does not occur in ``known``, the text the agent was given so far (for the Retriever: the
-   query and its own earlier outputs; for the Reasoner: the task and every answer and output in
-   its history);
+1. **it says it assumes**: the code, comments included, has a word starting with ``assum``;
+2. **it names a node nobody gave it**: a string literal shaped like a node name
+   (:data:`NODE_NAME`, like ``fridge-1``) does not occur in ``known``, the text the agent was
+   given so far;
 3. **the Retriever's code does not read the graph** (``reads_graph=True``): the name ``G`` does
-   not occur in it, so whatever it prints was written by the LM, not found in the scene.
+   not occur in it.
 
-Code that does not parse as Python is not judged here (parts 2 and 3 need its syntax tree): it
-goes to the sandbox, whose syntax error the LM debugs.
-
-:func:`invented_plan` applies part 2 to the Reasoner's actions (our extension; the paper guards
-code only, config ``sg_rwr.plan_guard``): a plan or step that names a node no answer or output
-contained is sent back, since the Reasoner never sees the scene's data and such a name can only
-be a guess.
+Code that does not parse is not judged here: it goes to the sandbox, whose syntax error the LM
+debugs. :func:`invented_plan` applies part 2 to the Reasoner's plan or action (ours, config
+``sg_rwr.plan_guard``). Docs: ``docs/guides/sg-rwr.md``.
 """
 
 from __future__ import annotations

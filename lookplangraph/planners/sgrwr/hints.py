@@ -1,20 +1,13 @@
 """Hints for SG-RwR's self-debugging (ours, not the paper's; config ``sg_rwr.debug_hints``, off by
-default: measured, they made the 1.5B model's debugging worse, see README *SG-RwR*).
+default).
 
-The paper's self-debugging sends a failed program back with its error. A small model makes the
-same few mistakes over the graph again and again and reads the bare error poorly: measured with
-Qwen2.5-Coder-1.5B on 37 tasks (README, *SG-RwR*), 168 of 270 failed Retriever runs were
-``'dict_keyiterator' object is not subscriptable`` (``G.successors(n)[0]``) and 102 were
-``KeyError: 'holding'`` (the holder read as an attribute instead of an edge); self-debugging never
-fixed the first (0 of 164 next attempts ran) and always the second (109 of 109). :func:`debug_hint`
-names what the error means for *this* graph, one sentence per known mistake, so the re-prompt says
-how to read the schema; it never writes the fix. Measured on 6 BEHAVIOR tasks, the hint made the
-model resend the identical code instead (the next attempt ran 0 of 96 times after the 'holding'
-hint): hence off by default.
-
-And a Retriever that answers a query with a summary before running any code gets
-:data:`NO_CODE_YET`, with a worked example from another scene (the paper's Retriever reads the
-graph with code before it may answer).
+:func:`debug_hint` takes a failed run's error and returns a sentence or two on what a known mistake
+means for *this* graph (an indexed ``G.successors(n)``, the holder read as an attribute instead
+of an edge, a guessed node name or attribute), or None for an error it does not know; it names
+how to read the schema and never writes the fix. A Retriever that answers a query with a summary
+before running any code gets :data:`NO_CODE_YET`, with a worked example from another scene (the
+paper's Retriever reads the graph with code before it may answer). Why the hints are off by
+default: ``docs/guides/sg-rwr.md`` (*Debug hints*) and the results log.
 """
 
 from __future__ import annotations

@@ -1,32 +1,20 @@
 """The message forms of SG-RwR's two agents and how a reply is read.
 
-**Reasoner** (one form per reply; the form is the one whose marker comes *first* in the reply):
+A Reasoner reply is one form, the one whose marker comes *first*: ``query`` (``[Query]``: the
+question up to the next section), ``code`` (``[Code]`` or a fenced block), ``action``
+(``[Action]``, step mode only: one call, :func:`sgs.actions.parse_action`) or ``summary``
+(``[Summary]``, ``[Actions]`` or ``TASK TERMINATE``: the action list; :data:`TERMINATE` must be
+present). A marker is ``[Name]`` anywhere, or ``Name:`` or a ``Name`` heading at the start of a
+line, any case. A reply with no marker, an empty query, a code section without code or a summary
+without :data:`TERMINATE` or a readable action list is ``malformed``, and :attr:`Reply.error`
+says why in words meant for the LM. In static mode an ``[Action]`` is malformed; in step mode a
+summary with ``TASK TERMINATE`` ends the episode like ``done()``.
 
-=============  =========================================  ================================================
-form           marker                                     what is read
-=============  =========================================  ================================================
-``query``      ``[Query]``                                the question up to the next ``[Section]`` marker
-``code``       ``[Code]`` or a fenced code block          the first fenced block (or the section's text)
-``action``     ``[Action]`` (step mode only)              one action call (:func:`sgs.actions.parse_action`)
-``summary``    ``[Summary]``, ``[Actions]`` or            the action list of ``[Actions]``; the marker
-               ``TASK TERMINATE``                         :data:`TERMINATE` must be present
-=============  =========================================  ================================================
-
-A marker is ``[Name]`` anywhere, or ``Name:`` or a ``Name`` heading at the start of a line (in
-bold or after ``#``: ``**Query:**``, ``### Query``), any case. A reply with none of these markers is ``malformed``; so is a ``[Query]`` with an empty question, a
-``[Code]`` section without code, and a summary without :data:`TERMINATE` or without a readable
-action list (:attr:`Reply.error` says what was wrong, in words meant for the LM). In static mode an
-``[Action]`` section is read as nothing (malformed); in step mode a summary with ``TASK TERMINATE``
-ends the episode like ``done()`` (its action list, if any, is not executed).
-
-**Retriever**: a reply with a fenced code block is ``code`` (a marker in the same reply is ignored:
-the code has not run yet; a line of the block holding only the marker is dropped); otherwise a
-reply with :data:`RETRIEVED` is a ``summary`` (the text of ``[Summary]``, or the whole reply,
-without the marker); a reply that is, as a whole, Python reading ``G`` (no fence) is ``code`` too;
-anything else is ``malformed``.
-
-Action lists are read leniently: ``[go_to(kitchen-1), open(fridge-1)]``, a JSON list of strings,
-or one call per line (``1. go_to(kitchen-1)``); every call must parse as an action.
+A Retriever reply with a fenced block is ``code`` (a line holding only the marker is dropped);
+otherwise one with :data:`RETRIEVED` is a ``summary``; a reply that is, as a whole, Python
+reading ``G`` is ``code``; anything else is ``malformed``. Action lists are read leniently
+(``[go_to(kitchen-1), open(fridge-1)]``, a JSON list of strings, or one call per line), but every
+call must parse as an action. Docs: ``docs/guides/sg-rwr.md``.
 """
 
 from __future__ import annotations
@@ -185,9 +173,9 @@ def _is_graph_code(text: str) -> bool:
 
 
 def _without_marker_lines(code: str) -> str:
-    """``code`` without lines that hold only :data:`RETRIEVED` (the 1.5B model, held to a code
-    block by ``sg_rwr.code_grammar``, wrote its marker as the block's last line in 15 of 22
-    snippets, a SyntaxError that self-debugging resent unchanged)."""
+    """``code`` without lines that hold only :data:`RETRIEVED` (a small model held to a code
+    block by ``sg_rwr.code_grammar`` writes its marker as the block's last line, a SyntaxError
+    that self-debugging would resend unchanged)."""
     lines = code.splitlines()
     kept = [line for line in lines if line.strip(" \t*#") != RETRIEVED]
     return "\n".join(kept) if len(kept) < len(lines) else code

@@ -7,37 +7,16 @@ that calls its reasoning tools (:mod:`.graphdata`). Each reply is read as one me
 (:mod:`.messages`); code that assumes facts is sent back (:mod:`.guard`), and so, with
 ``sg_rwr.plan_guard``, is a plan or an action naming a node no answer contained.
 
-**Static mode** (``sg_rwr.mode = "static"``; the paper's setting): the Retriever reads the task's
-map (``task.graph``; stale in dynamic runs, as for every static planner). The episode ends when
-the Reasoner sends a summary with its action list and ``TASK TERMINATE``; the plan then runs as
-written and is judged like LLM-as-P's (:func:`lookplangraph.planners.static.execute`:
-``infeasible_step`` when the environment refuses a step, ``success_with_correction`` beside).
-No plan: failure ``round_limit`` (``sg_rwr.max_rounds`` Reasoner replies without a readable
-summary) or ``context_overflow``.
-
-**Step mode** (``sg_rwr.mode = "step"``; the paper's appendix E): the Reasoner sends one action at
-a time. Each runs as in LookPlanGraph's loop with correction ``feedback`` (no rule-based
-corrections: the SGS checks it on the memory graph, the environment executes it, what
-``discover_objects`` observes goes through :class:`lookplangraph.agent.perception.Perception` into the
-:class:`~lookplangraph.agent.memory.MemoryGraph`), and the Reasoner is told whether it worked, where the
-robot is and what it holds. The Retriever's data is the updated memory graph (objects still only
-remembered from the map have ``seen`` False). The episode ends on ``done()`` or a summary with
-``TASK TERMINATE`` (``done``), after ``max_actions`` executed actions (``max_actions``), after
-``sg_rwr.max_rounds`` Reasoner replies (``round_limit``) or on ``context_overflow``; it is judged
-on the environment's final graph like every planner.
-
-The sandbox is built before the first LM call: when ``sg_rwr.require_strong`` is set and only weak
-isolation is available, :class:`WeakIsolation` (a :class:`~lookplangraph.sandbox.SandboxUnavailable`
-and a ``ValueError``) is raised: nothing is planned, no LM call is made. Counts: ``lm_calls`` and tokens over both agents and every debug
-loop, ``agent_calls`` per agent, ``sandbox_runs``/``sandbox_failures``/``sandbox_seconds``,
-``sandbox_isolation``, ``guard_refusals``, ``repeated_queries``.
-
-**Repeated queries** (``sg_rwr.repeat_answers``, ours, off by default): a query the Reasoner asked
-before (case and spacing aside), while the scene data was what it is now, is not sent to the
-Retriever again; the Reasoner gets the earlier answer back with a sentence saying so. In static
-mode the data never changes; in step mode every executed action replaces it. With greedy decoding
-the Retriever (which sees only the query and its own attempts) would give the same answer; what
-changes is that the Reasoner is told it is repeating itself.
+``sg_rwr.mode = "static"`` (the paper's setting): the Retriever reads the task's map and the
+Reasoner's summary plan runs as written (:func:`lookplangraph.planners.static.execute`).
+``"step"`` (appendix E): one action at a time, checked on a memory graph with correction
+``feedback`` and executed, the Retriever reading the updated memory graph. Failure kinds:
+``round_limit``, ``context_overflow``, ``infeasible_step`` (static), ``max_actions`` (step).
+The sandbox is built before the first LM call: with ``sg_rwr.require_strong`` and only weak
+isolation, :class:`WeakIsolation` (a :class:`~lookplangraph.sandbox.SandboxUnavailable` and a
+``ValueError``) is raised and no LM call is made. With ``sg_rwr.repeat_answers`` a query asked
+before on unchanged scene data gets its earlier answer back. Counts (LM calls, sandbox runs,
+guard refusals, repeated queries) are kept in the result. Docs: ``docs/guides/sg-rwr.md``.
 """
 
 from __future__ import annotations
