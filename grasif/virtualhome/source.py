@@ -54,9 +54,8 @@ PAPER_EXTRA_TITLES = ("Write an email",)
 
 SELECTIONS = {
     "strict": "appendix H1 as written: every action of the program is in ALLOWED_ACTIONS and the "
-    "title is not in EXCLUDED_TITLES (111 tasks, 14 of them with an empty goal)",
-    "paper": "the title is not in EXCLUDED_TITLES, or is 'Write an email'; any actions (308 tasks, "
-    "the paper's count; 79 with an empty goal)",
+    "title is not in EXCLUDED_TITLES",
+    "paper": "the title is not in EXCLUDED_TITLES, or is 'Write an email'; any actions (the paper's task set)",
 }
 
 
