@@ -1,47 +1,21 @@
 """Quantified logical goals over a :class:`~sgs.graph.SceneGraph`, read and judged like BEHAVIOR's BDDL.
 
-A goal is an S-expression in BDDL syntax::
+A goal is an S-expression in BDDL syntax (:func:`parse`, :meth:`Formula.parse`)::
 
     (and (forpairs (?b - wicker_basket) (?c - candle) (inside ?c ?b))
          (not (open fridge-1))
          (forn (2) (?x - apple) (ontop ?x table-1)))
 
-The truth of every operator follows ``bddl/condition_evaluation.py`` of bddl 3.6.0 exactly (this
-module does not import bddl):
-
-* ``and``/``or``: all/any of the children (an empty ``and`` is true, an empty ``or`` false);
-  ``not``; ``imply a b`` is ``(not a) or b``.
-* ``forall``/``exists`` range over the nodes whose :func:`~sgs.graph.node_class` equals the
-  category, in graph order; over an empty category ``forall`` is true and ``exists`` false.
-* ``forn (N)``: **exactly** N instances make the body true.
-* ``forpairs``: a matrix with a row per instance of the first category and a column per
-  instance of the second (pairs where both are the same node are left out of the row, so when
-  both categories are the same, columns are *positions* in the row, as in bddl). With
-  ``L = min(#rows, #row length)`` it is true iff at least L rows and at least L columns hold a
-  true entry. That is weaker than a one-to-one pairing: baskets × bows
-  ``[[1,0,0,0],[1,0,0,0],[1,0,0,0],[0,1,1,1]]`` passes. With 2 bottles and 3 shelves, L is 2.
-* ``fornpairs (N)``: the same with N in place of L ("at least N").
-* Empty first category: bddl raises (``IndexError`` for ``forpairs``, numpy ``AxisError`` for
-  ``fornpairs``); here ``forpairs`` is true (L is 0) and ``fornpairs`` is true iff N is 0.
-
-Atoms: ``(ontop a b)`` / ``(inside a b)`` hold iff ``graph.parent[a]`` is ``(b, ONTOP)`` /
-``(b, INSIDE)`` (direct parent only: ``inside`` is not transitive); ``(inroom a r)`` iff
-``graph.place_of(a) == r``. Any other predicate takes one argument and tests a state word:
-``(toggled_on a)`` tests ``on``, every other ``(p a)`` (``open``, ``closed``, ``on``, ``dirty``...)
-tests ``p``. A predicate with two or more arguments other than the three above is an error.
-
-Terms, as in bddl: a term with its ``?`` stripped names the innermost quantifier variable of
-that name if there is one, else a node of the graph. So BDDL's ``?apple.n.01_1`` constant style
-and variables named after their category (``(?wicker_basket.n.01 - wicker_basket.n.01)``) both
-work. Categories may be BDDL synsets: ``wicker_basket.n.01`` means class ``wicker_basket``.
-
-Operators and predicate names are case-insensitive; node names and categories are not.
-``;`` starts a comment that runs to the end of the line.
-
-Speed: the class → names index is cached per ``graph.nodes`` dict (graphs are immutable, and
-:meth:`SceneGraph.evolve` shares unchanged dicts), and a pair quantifier whose body is just
-``(ontop|inside ?x ?y)`` over two different classes is read off the parent edges instead of
-filling the whole matrix. Typical goals on a 200-node graph take a few to tens of microseconds.
+:meth:`Formula.evaluate` judges it on a graph as ``bddl/condition_evaluation.py`` of bddl 3.6.0
+does (this module does not import bddl): ``and or not imply``; ``forall``/``exists`` over the
+nodes of the category's class; ``forn (N)`` is exactly N; ``forpairs``/``fornpairs`` bddl's
+relaxed row/column check. Atoms: ``ontop``/``inside`` test the direct parent edge, ``inroom`` the
+node's place, a one-argument predicate a state word (``toggled_on`` tests ``on``). A term with
+its ``?`` stripped names the innermost quantifier variable of that name, else a node; a category
+may be a synset (``wicker_basket.n.01``). Operators and predicates are case-insensitive; ``;``
+starts a comment. Errors: a malformed formula, a wrong arity or (with a graph) an unknown node
+raises :class:`FormulaError`. The full semantics, with bddl's edge cases:
+``docs/concepts/goals-metrics.md``.
 """
 
 from __future__ import annotations

@@ -2,28 +2,19 @@
 
 **Evaluation tasks** never appear in training data, demonstrations or prompt examples: the
 47-task sample of ``benchmarks/lm_eval.sh`` (:data:`EVAL_VIRTUALHOME`, :data:`EVAL_BEHAVIOR`) and
-every office task. The office scene is therefore out of domain for anything trained on the pool:
-report it apart.
+every office task. **Development tasks** (:data:`DEV_SPLITS`, the buildings of :mod:`grasif.dev`)
+are where every choice is made; they never enter training material either
+(:func:`kept_out_tasks`). **The train pool** is the rest of VirtualHome and BEHAVIOR minus the
+*siblings* of evaluation tasks (:func:`family_keys`): the same RobotHow program family
+(``file647_*``) or program title, the same BEHAVIOR activity.
 
-**Development tasks** (:data:`DEV_SPLITS`: the hand-written buildings of :mod:`grasif.dev`) are
-where every choice is made; they too never enter training material (:func:`kept_out_tasks`), and
-the evaluation tasks report a release without picking anything.
-
-**The train pool** is the rest of VirtualHome and BEHAVIOR minus the *siblings* of evaluation
-tasks, since near-duplicates leak as surely as the task itself (:func:`family_keys`):
-
-* VirtualHome: the same RobotHow program family (``file647_*`` for ``file647_2``) or the same
-  program title (``Change TV channel``);
-* BEHAVIOR: the same activity (``provenance.activity``).
-
-The split is pinned by a manifest (:data:`MANIFEST`, ``grasif/data/heldout_v1.json``): the task ids
-of both sides with the SHA-256 of each task file as ``grasif build`` writes it, the excluded
-siblings with the key they share, and the seeds of each side (dynamic-mode seeds; ``null`` is
-the static episode). :func:`check` rebuilds the split from a GraSIF build and says where it
-differs from the manifest, and where an evaluation task or a sibling reaches the pool.
-
-Command line: ``python -m grasif.heldout [--data-dir DIR] [--write]`` checks a build against the
-manifest (``--write``: writes the manifest anew, for a new version of the protocol).
+The split is pinned by a manifest (:data:`MANIFEST`): the task ids of both sides with the SHA-256
+of each task file as ``grasif build`` writes it, the excluded siblings with the key they share,
+and the seeds of each side (dynamic-mode seeds; ``null`` is the static episode). :func:`check`
+rebuilds the split from a GraSIF build and says where it differs from the manifest, and where an
+evaluation task or a sibling reaches the pool. Command line: ``python -m grasif.heldout
+[--data-dir DIR] [--write]`` (``--write`` writes the manifest anew).
+Concepts: ``docs/benchmark/heldout.md``.
 """
 
 from __future__ import annotations

@@ -1,33 +1,21 @@
 """GraSIF office split: an office building and its tasks, authored for this project.
 
 SayPlan's office scene graph is not public (paper appendix H3), so the split is authored here in
-the same spirit and kept as readable source data in ``grasif/data/office/``:
+the same spirit, as readable source data in ``grasif/data/office/``: ``building.json`` (one scene
+graph in the paper's JSON format, :mod:`sgs.io`) and ``tasks.json`` (``{"about": ..., "tasks":
+[...]}``; a task has ``id``, ``kind`` (:data:`KINDS`), ``instruction``, ``edits``, ``goal`` (a
+:class:`grasif.goals.GoalSpec`) and ``plan``). A task's initial graph is the building with its
+``edits`` applied in this order: ``add`` (object entries in the paper's format), ``move`` (an
+object to a new parent), ``set_states`` (state words, each replacing its opposite), ``agent``
+(start room and/or a held object).
 
-* ``building.json`` — one scene graph in the paper's JSON format (:mod:`sgs.io`): 37 rooms
-  (private offices named after their occupant, meeting rooms, kitchens, labs, ...), their assets
-  and objects, and the agent;
-* ``tasks.json`` — ``{"about": ..., "tasks": [...]}``, one entry per task::
-
-      {"id": "office-11", "kind": "mixed",
-       "instruction": "You are holding a dirty plate ...",
-       "edits": {"agent": {"location": "cafeteria-1", "holding": "plate-3"}},
-       "goal": {"node_goals": [...], "count_goals": [...], "formula": "..."},   # grasif.goals.GoalSpec
-       "plan": ["rearrange(plate-3, inside, dishwasher-1)", "close(dishwasher-1)", ...]}
-
-  A task's initial graph is the building with its ``edits`` applied, in this order: ``add``
-  (object entries in the paper's format), ``move`` (an object to a new parent), ``set_states``
-  (state words, each replacing its opposite: ``on`` removes ``off``), ``agent`` (start room
-  and/or a held object). ``kind`` is one of :data:`KINDS`.
-
-:func:`build_tasks` checks everything it reads and raises :class:`grasif.dataset.SourceError`
-naming the file and the task or node: unreadable JSON, a bad building graph, edits or goals that
-name unknown nodes, a goal part that already holds in the initial graph, or a ground-truth plan
-that does not succeed through the SGS (with its corrections). Every task's goal gets
-``unchanged_elsewhere`` (the paper's success: nothing outside the goal may change), so a plan
-succeeds only if it also leaves every other node as it found it. The ground-truth plans are the
-short LM-level plans: ``rearrange`` for moves, leaving the inserted ``go_to``/``open`` steps to the
-SGS, and a ``close`` for every container the SGS opens on the way (after the container's last use:
-14 tasks have such closing steps, 23 in all).
+Every goal gets ``unchanged_elsewhere``. The ground-truth plans are short LM-level plans:
+``rearrange`` for moves, the ``go_to``/``open`` steps left to the SGS, and a ``close`` for every
+container the SGS opens on the way, after its last use. :func:`build_tasks` raises
+:class:`grasif.dataset.SourceError` naming the file and the task or node for unreadable JSON, a
+bad building graph, edits or goals that name unknown nodes, a goal part that already holds in
+the initial graph, or a plan that does not succeed through the SGS (with its corrections).
+Concepts: ``docs/benchmark/splits.md`` (Office split).
 """
 
 from __future__ import annotations

@@ -5,25 +5,17 @@ is what dynamic mode draws moved objects from (:mod:`sim_adapters.dynamic`) and 
 search ranks unseen holders by (:mod:`lookplangraph.evaluation.expert`).
 
 **Counted on the train pool only** (:mod:`grasif.heldout`): the initial graphs of the pinned
-manifest's train tasks (VirtualHome and BEHAVIOR). Evaluation tasks, their siblings and the
-office split never contribute; the data file lists every source task with the SHA-256 of its task
-file, and ``tests/test_priors.py`` checks both that list and a rebuild. One placement is counted
-once per scene (a VirtualHome scene's placements recur in each of its tasks; the key is the
-scene, the object's name, the relation and the holder's name).
+manifest's train tasks, one placement once per scene; the data file lists every source task with
+the SHA-256 of its task file (``tests/test_priors.py`` checks that list and a rebuild). **Class
+names are normalised** (:func:`normalise`: lower case, no instance number, no synset suffix,
+singular, no source prefix, :data:`SYNONYMS` merged); a class never counted backs off to its head
+noun (``water_bottle`` -> ``bottle``), then to the holders' marginal. **Smoothing**
+(:meth:`Priors.probability`): an additive prior of strength :data:`ALPHA` toward the add-one
+smoothed marginal, so every holder has some probability.
 
-**Class names are normalised** (:func:`normalise`): lower case, the instance number dropped
-(``coffee_cup-3`` -> ``coffee_cup``), a WordNet synset's suffix dropped (``apple.n.01`` ->
-``apple``), a plural made singular (``dishes`` -> ``dish``), a source's prefix dropped
-(``clothes_shirt`` -> ``shirt``) and a few synonyms merged (:data:`SYNONYMS`). A class never
-counted backs off to its *head noun*, the last word
-(``water_bottle`` -> ``bottle``), and failing that to the holders' marginal distribution.
-
-**Smoothing** (:meth:`Priors.probability`): an additive (Dirichlet) prior of strength
-:data:`ALPHA` toward the marginal over all (holder class, relation) pairs, which is itself
-add-one smoothed, so every holder has some probability and a well-counted class keeps its own.
-
-The shipped file is :data:`PRIORS_FILE`; ``lookplangraph grasif priors --rebuild`` writes it anew
-from a GraSIF build, ``lookplangraph grasif priors --object apple`` prints the top holders.
+The shipped file is :data:`PRIORS_FILE` (:func:`shipped`); ``lookplangraph grasif priors --rebuild``
+writes it anew from a GraSIF build, ``--object apple`` prints the top holders. An unknown class or
+an unreadable file raises :class:`PriorsError`. Concepts: ``docs/benchmark/dynamic.md``.
 """
 
 from __future__ import annotations

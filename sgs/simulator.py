@@ -11,24 +11,13 @@
   :class:`Outcome`: either the list of primitive actions that carry it out, with the rule-based
   corrections inserted, and the graph after them; or feedback for the LM and the graph unchanged.
 
-Correction rules (``correct=True``):
-
-1. ``rearrange(o, r, d)`` → ``[go_to] [open…] pick_up(o) [go_to] [open…] put_r(d)``; the pick-up
-   part is skipped when the agent already holds ``o``;
-2. ``go_to(place)`` is inserted when the agent must change places to act on a node;
-3. ``open(c)`` is inserted for each closed container that hides the node (outermost first), and
-   for the destination of ``put_inside`` when it is closed;
-4. a name that is a unique match for the node meant (other case or spaces, or a bare class name
-   with a single instance: ``fridge`` → ``fridge-1``) is resolved to it;
-5. ``put_on(o, d)`` / ``put_inside(o, d)`` naming an object ``o`` that is not in the (empty) hand
-   is read as ``rearrange(o, ontop|inside, d)``.
-
-With ``correct=False`` none of these are applied (``rearrange`` still expands into its own
-go_to/pick_up/go_to/put steps, which is what the action means) and the first unmet precondition is
-reported as feedback. Everything that cannot be inferred is feedback: unknown function or node
-(with the closest names), discovering a room or an inspected node, a relation the destination
-does not afford, a state change that is already in effect, picking up while holding something
-else.
+Corrections (``correct=True``): ``rearrange`` expands into ``[go_to] [open…] pick_up [go_to]
+[open…] put``; ``go_to`` is inserted when the agent must change places, ``open`` for each closed
+container that hides the node or is the destination of ``put_inside``; a unique near-match of a
+name (case, spaces, a bare class with one instance) is resolved; a put naming an object not in
+the (empty) hand is read as ``rearrange``. With ``correct=False`` none of these are applied
+(``rearrange`` still expands into its own steps) and the first unmet precondition is the feedback.
+Everything that cannot be inferred is feedback. The rules in full: ``docs/concepts/sgs.md``.
 """
 
 from __future__ import annotations

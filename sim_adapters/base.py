@@ -12,8 +12,7 @@ The rules (checked by :func:`sim_adapters.env_checker.check_env`):
   mode's moves, :class:`sim_adapters.wrappers.DynamicPerturbation`) it draws with this seed, and
   ``reset()`` without one keeps the last seed; the same seed gives the same initial state.
   Environments without randomness (all the simulators here) accept a seed and ignore it.
-  ``options``: a dict of environment-specific settings for this reset (none of the environments
-  here reads any; they accept ``None`` or a dict).
+  ``options``: a dict of environment-specific settings for this reset (``None`` or a dict).
 * ``step(action)`` returns a :class:`StepResult`. A refused step (``ok`` false) changes nothing
   and its ``feedback`` says why. A step limit reached is ``truncated`` (not an ordinary failure).
 * ``true_graph()`` returns a copy (:func:`graph_copy`): a caller that changes its containers
@@ -21,11 +20,11 @@ The rules (checked by :func:`sim_adapters.env_checker.check_env`):
 * optional members, which wrappers pass on explicitly: ``describe(node) -> str`` (the node as
   text, for a parser; ``ValueError`` when it cannot), ``note_seen(name, parent)`` (names an
   augmentation made up), ``typed_descriptions`` (an observation without an image is described by
-  ``describe``), ``set_initial(graph)`` (:class:`EditableEnvironment`) and ``close()``.
+  ``describe``), ``set_initial(graph)`` (:class:`EditableEnvironment`: needed by dynamic mode) and
+  ``close()``.
 
-Behaviour that is not the simulator's own (dynamic perturbation, recording, a step limit) is a
-wrapper around any environment (:mod:`sim_adapters.wrappers`). An environment that can start from
-an edited graph (:class:`EditableEnvironment`) supports dynamic mode.
+Dynamic mode, recording and a step limit are wrappers (:mod:`sim_adapters.wrappers`).
+Concepts: ``docs/guides/environments.md``.
 """
 
 from __future__ import annotations

@@ -2,32 +2,21 @@
 objects are moved in the true graph; the planner's memory graph still has them where the map
 put them, so it has to search.
 
-Two named modes (:data:`DYNAMIC_MODES`), chosen with ``--dynamic-mode`` / ``dynamic_mode``:
+:func:`perturb` takes a graph, a goal, a seed, a mode (:data:`DYNAMIC_MODES`) and the task's key
+(``split/id``) and returns the moved graph and one note per move. Two modes:
 
-* ``paper`` (the default; the paper's Table II protocol, section VI: "we modified the positions
-  of objects in the initial scene graph for half of the tasks"):
+* ``paper`` (the default; the paper's Table II protocol): a seeded half of the tasks (a hash of
+  the seed and the key below :attr:`DynamicMode.fraction`, so every planner and every subset of a
+  split gets the same draw) has one relevant object (:func:`relevant_objects`, not a held one)
+  moved to an asset drawn in proportion to the object prior (:mod:`grasif.priors`), in the
+  object's own room with probability :attr:`DynamicMode.same_room`, else in another room;
+* ``anywhere``: every task, every relevant object, to a holder drawn uniformly from the building
+  (``inside`` when it takes things inside).
 
-  - **which tasks**: a seeded half. A task is perturbed when a hash of the seed and the task's key
-    (``split/id``) falls below :attr:`DynamicMode.fraction` (0.5), so every planner gets the same
-    tasks perturbed, and a subset of a split (a sample, ``--limit``) keeps each task's draw;
-  - **what moves**: one of the task's relevant objects (:func:`relevant_objects`, not one the
-    agent holds), chosen with the seed among those that can move (:attr:`DynamicMode.moved`; the
-    paper says which tasks were changed, not how many objects);
-  - **where to**: the moved object goes to an asset (not
-    into another object) drawn with probability proportional to the object prior
-    ``P(holder class, relation | object class)`` (:mod:`grasif.priors`, counted over the train
-    pool's scenes): a mug goes to a table or into a cabinet, rarely into a bathtub;
-  - **how far**: with probability :attr:`DynamicMode.same_room` (0.5) the holder is drawn from the
-    object's own room (when that room has another holder), else from the other rooms.
-
-* ``anywhere`` (``perturb``'s original draw, unchanged; the results log says which results used it): every
-  task is perturbed, and every relevant object goes to a holder drawn uniformly from the whole
-  building; ``inside`` when the holder takes things inside (a coin when it takes both).
-
-In both modes a holder affords ``put_on``/``put_inside`` and is not the object's current parent,
-a goal destination, or inside the object itself; a held object stays held; a move that would
-already satisfy a goal part is drawn again. Deterministic for a seed and a key. The environment wrapper that applies it is
-:class:`sim_adapters.wrappers.DynamicPerturbation`.
+In both a holder affords ``put_on``/``put_inside`` and is not the object's current parent, a goal
+destination or inside the object; a held object stays held; a move that would already satisfy a
+goal part is drawn again. Deterministic for a seed and a key. The wrapper that applies it is
+:class:`sim_adapters.wrappers.DynamicPerturbation`. Concepts: ``docs/benchmark/dynamic.md``.
 """
 
 from __future__ import annotations

@@ -1,38 +1,21 @@
 """Low-level execution failures: the robot's hands and wheels failing, as a wrapper.
 
-Every environment here executes every accepted primitive action perfectly; a real robot does
-not. :class:`LowLevelFailures` wraps any environment and makes accepted primitive actions fail
-the way a low-level controller reports it, each kind with its own rate, drawn with a seed:
+:class:`LowLevelFailures` wraps any environment and makes accepted primitive actions fail the way
+a low-level controller reports it, each kind with its own rate, drawn with a seed: ``grasp``
+(``pick_up`` closes on nothing), ``navigation`` (``go_to`` blocked this time), ``device``
+(``turn_on``/``turn_off`` does not respond), ``slip`` (a put lands the object on another surface
+of the room) and ``placement`` (``put_inside(c)`` ends on top of ``c``).
 
-==============  ===========================  ====================================================
-kind            action                       what happens
-==============  ===========================  ====================================================
-``grasp``       ``pick_up(o)``               the gripper closes on nothing; nothing changes
-``navigation``  ``go_to(p)``                 the way is blocked this time (a door that will not
-                                             open); the robot stays where it is
-``device``      ``turn_on(d)``/``turn_off``  the device does not respond; nothing changes
-``slip``        ``put_on``/``put_inside(d)`` the held object slips and lands on another surface
-                                             of the room (the state changes)
-``placement``   ``put_inside(c)``            the object ends on top of ``c``, not inside it
-                                             (the state changes)
-==============  ===========================  ====================================================
-
-A failure that changes nothing is a refused step (``ok`` false, the protocol's rule), with the
-controller's report as ``feedback`` and ``info["failure"]`` naming its kind. A failure that
-changes the scene runs another primitive action in the environment inside (``put_on`` of the
-other surface, ``put_on(c)`` instead of ``put_inside(c)``): the result is ``ok`` (something
-happened), its ``outcome`` is the action that happened instead, ``feedback`` reports it and
-``info["failure"]`` names the kind. The true graph changes exactly as the report says; the SGS
-and the validator judge the final state as always. Where the other action is not possible (no
-other surface in the room, a container without a top), that failure is not drawn.
-
-Failures are transient: each attempt is drawn anew, so trying again (or another way) recovers.
-A failure counts as *repaired* when the same action (for a placement: with the same object
-held) later goes through as asked in the same episode; :attr:`LowLevelFailures.repaired` marks
-which. It measures whether a planner answered the report, whatever became of the episode.
-The draws come from ``random.Random(seed)`` made again at every ``reset``: the same seed and the
-same actions give the same failures. :data:`FEEDBACK` is the vocabulary, also what a person in a
-human-in-the-loop trial answers with (``f grasp``; :mod:`sim_adapters.human`).
+A failure that changes nothing is a refused step (``ok`` false), the controller's report as
+``feedback`` and ``info["failure"]`` naming its kind. A failure that changes the scene runs
+another primitive action in the environment inside: the step is ``ok``, its ``outcome`` is the
+action that happened instead, ``feedback`` reports it, and the true graph changes exactly as the
+report says; where that action is not possible the failure is not drawn. Failures are transient:
+each attempt is drawn anew from ``random.Random(seed)``, made again at every ``reset``, so the
+same seed and actions give the same failures. :attr:`LowLevelFailures.repaired` marks a failure
+whose action later goes through as asked in the same episode. :data:`FEEDBACK` is the vocabulary,
+also what a person in a human-in-the-loop trial answers with (:mod:`sim_adapters.human`).
+Concepts: ``docs/guides/failures.md``.
 """
 
 from __future__ import annotations

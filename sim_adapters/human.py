@@ -2,35 +2,21 @@
 
 A human operator carries out every primitive step the planner sends and, for
 ``discover_objects(node)``, looks at the node and answers with a photo and/or a typed description.
-The environment talks to the operator through a small protocol, :class:`Operator`:
-
-* ``perform(request) -> Answer`` — carry out ``request.step`` (a primitive action); answer
-  :func:`done` or :func:`failed` with the operator's reason;
-* ``observe(request) -> Answer`` — look at ``request.step.node``; answer :func:`seen` with a
-  photo path and/or a typed description (or :func:`failed`: the node cannot be reached).
-
-Implementations: :class:`TerminalOperator` (a laptop without a browser), :class:`Desk` (answered
-from another thread: the web console, :mod:`lookplangraph.apps.console`). A scripted operator for
-tests lives in the tests, not here: it is a test double.
+The environment talks to the operator through :class:`Operator`: ``perform(request) -> Answer``
+(:func:`done` or :func:`failed` with a reason) and ``observe(request) -> Answer`` (:func:`seen` with
+a photo path and/or a description, or :func:`failed`). Implementations: :class:`TerminalOperator`
+and :class:`Desk` (answered from another thread: the web console, :mod:`lookplangraph.apps.console`).
 
 :class:`HumanEnvironment` implements the environment protocol (:mod:`sim_adapters.base`) over an
-operator:
-
-* a failed step is ``StepResult(ok=False)`` whose feedback carries the operator's reason, so the
-  planner tells the LM; a reason that starts with ``grasp``, ``navigation`` or ``device`` is a
-  low-level failure, reported in the words of :mod:`sim_adapters.failures` (the same feedback an
-  evaluation with ``--failures`` gives);
-* ``discover_objects`` returns an :class:`~sim_adapters.base.Observation` with no objects and the
-  photo as its image; the planner's graph augmentation (:mod:`lookplangraph.agent.perception`) turns
-  it into objects: the VLM describer and parser for a photo, the parser alone for a typed
-  description (``typed_descriptions = True``; :meth:`HumanEnvironment.describe` gives the text);
-* there is no ground truth. :meth:`HumanEnvironment.true_graph` is **what the operator
-  reported**: the environment's :class:`Belief` of the task's graph with every confirmed step
-  applied and every augmentation merged (:meth:`HumanEnvironment.merge`). The belief is made by the
-  caller (``belief=``): a trial passes the planner's own memory graph
-  (:class:`lookplangraph.agent.memory.MemoryGraph`, with the planner's ``priors``), so this is
-  exactly the planner's memory. A trial's success comes from the operator's checklist
-  (:mod:`lookplangraph.apps.trial`), not from this graph.
+operator: a failed step is ``StepResult(ok=False)`` with the operator's reason (a reason starting
+with ``grasp``, ``navigation`` or ``device`` is reported in the words of
+:mod:`sim_adapters.failures`); ``discover_objects`` returns an observation with no objects and the
+photo as its image, for the planner's graph augmentation to read (a typed description through
+:meth:`HumanEnvironment.describe`, ``typed_descriptions = True``). There is no ground truth:
+:meth:`HumanEnvironment.true_graph` is what the operator reported, the caller's :class:`Belief` of
+the task's graph (a trial passes the planner's memory graph) with every confirmed step applied and
+every augmentation merged (:meth:`HumanEnvironment.merge`). A trial's success comes from the
+operator's checklist (:mod:`lookplangraph.apps.trial`). Concepts: ``docs/guides/trials.md``.
 """
 
 from __future__ import annotations

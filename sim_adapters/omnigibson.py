@@ -1,44 +1,22 @@
 """OmniGibson (BEHAVIOR-1K) as an environment, the way the paper runs it: high-level actions
 emulated by the scene graph simulator, ``discover_objects`` answered with pictures captured in
-OmniGibson beforehand (paper VI-B). OmniGibson itself (Isaac Sim, an RTX GPU) is needed only to
-capture the pictures (``scripts/capture_omnigibson_bank.py``); running needs the bank alone.
+OmniGibson beforehand (paper VI-B). Running needs the image bank alone; OmniGibson is needed only
+to capture it (``scripts/capture_omnigibson_bank.py``).
 
-**Image bank.** A directory with ``manifest.jsonl``, one JSON object per line (blank lines are
-skipped)::
+**Image bank** (:class:`ImageBank`): a directory with ``manifest.jsonl``, one JSON object per
+picture: ``task`` (a GraSIF task id), ``node`` (the node pictured), ``image`` (a path relative to
+the manifest), ``objects`` (the true subgraph at capture time: ``name``, ``relation`` ``ontop`` or
+``inside``, ``parent`` the node or an object listed before, ``states``), optional ``description``
+(a text of the picture) and ``source`` (free provenance). :meth:`ImageBank.load` checks every line
+and raises one :class:`BankError` listing every problem as ``file:line: what is wrong``.
 
-    {"task": "assembling_gift_baskets",        # a GraSIF task id
-     "node": "table-1",                        # the GraSIF node pictured
-     "image": "assembling_gift_baskets/table-1.png",   # relative to the manifest's directory
-     "objects": [                              # the true subgraph at capture time, GraSIF names,
-       {"name": "candle-1", "relation": "ontop", "parent": "table-1", "states": []},
-       ...],                                   # parents before children
-     "description": "...",                     # optional: a text of the picture (parser mode)
-     "source": {"scene": "Rs_int", "camera": {...}, "omnigibson": "1.1.1", "synthetic": false}}
-                                               # optional, free provenance
-
-``relation`` is ``ontop`` or ``inside``; ``parent`` is the node or an object listed before.
-:meth:`ImageBank.load` checks every line up front (JSON, keys and types, the image file exists
-and is not empty, no second entry for one (task, node), relations, parents first) and raises one
-:class:`BankError` listing every problem as ``file:line: what is wrong``.
-
-**Environment.** :class:`ImageBankEnvironment` is a :class:`~sim_adapters.graph_env.GraphEnvironment`
-on the task's true graph (the SGS executes every action, as in the paper), except that
-``discover_objects(node)``:
-
-* with a bank entry for (task, node): succeeds as in the graph environment, and its observation
-  (every true object on and inside the node in the *current* true graph) carries the entry's
-  picture in ``image`` — what a VLM describer is given (``--augmentation vlm``);
-* without one: is refused (``ok`` false, nothing changes), the feedback naming the node and the
-  task and saying the bank has no picture of it. (An action the SGS refuses anyway gets the
-  SGS's reason.)
-
-:meth:`ImageBankEnvironment.describe` gives the entry's recorded description, if it has one
-(else the graph environment's text, written by the ``describer`` it was given). **Dynamic mode**
-(:class:`sim_adapters.wrappers.DynamicPerturbation`) moves objects in the SGS graph through the
-inherited ``set_initial``; the pictures still show the scene as captured (the initial,
-undisturbed one), as in the paper, so a VLM may then see an object that the true graph has moved.
-:meth:`ImageBankEnvironment.mismatches` lists the entries whose recorded subgraph differs from the
-task's initial graph.
+**Environment** (:class:`ImageBankEnvironment`): a :class:`~sim_adapters.graph_env.GraphEnvironment`
+on the task's true graph, except that ``discover_objects(node)`` with a bank entry for (task,
+node) carries the entry's picture in the observation's ``image``, and without one is refused
+(nothing changes; the feedback names the node and the task). :meth:`ImageBankEnvironment.describe`
+gives the entry's description if it has one. In dynamic mode the pictures still show the scene as
+captured; :meth:`ImageBankEnvironment.mismatches` lists the entries whose subgraph differs from
+the task's initial graph. Concepts: ``docs/guides/environments.md``.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ step's lines with ``render_script`` (``<char0> [Walk] <cup> (2009)``; ids select
 animation). Unlike the evolving graph, a step is not atomic: when its second line fails, the
 character has already walked. ``image`` is the view of one of the character's cameras.
 
-Tested against a local test double of the protocol (``tests/unity_double.py``), not against the
-executable, which is not available here.
+Tested against a local test double of the protocol (``tests/unity_double.py``).
+Concepts: ``docs/guides/environments.md``.
 """
 
 from __future__ import annotations

@@ -1,54 +1,22 @@
-"""VirtualHome as an environment for the GraSIF ``virtualhome`` split.
+"""VirtualHome as an environment for the GraSIF ``virtualhome`` split (:class:`VirtualHomeEnvironment`).
 
-The adapter (:class:`VirtualHomeEnvironment`) turns each primitive action into VirtualHome script
-lines, runs them in a **backend** and reads VirtualHome's graph back with the GraSIF converter
-(:mod:`grasif.virtualhome`), so its true graph is in the task's names.
+Each primitive action becomes VirtualHome script lines with VirtualHome's class names and node ids:
+the character walks to the node first (``[Walk]``), then ``pick_up`` → ``[Grab]``, ``put_on``/
+``put_inside`` → ``[PutBack]``/``[PutIn]``, ``open``/``close``/``turn_on``/``turn_off`` →
+``[Open]``/``[Close]``/``[SwitchOn]``/``[SwitchOff]``, ``discover_objects`` → ``[TurnTo]``;
+``go_to(room)`` is ``[Walk]`` alone. The lines run in a backend (:class:`VirtualHomeBackend`):
+:class:`EvolvingGraphBackend` (VirtualHome's own ``ScriptExecutor``, a step atomic, no images) or
+:class:`sim_adapters.unity.UnityBackend` (the Unity simulator, with camera images). The adapter
+refuses only what VirtualHome cannot check (a name that does not bind, ``go_to`` of a non-room, a
+node in another room, a second object in the hand, a put with an empty hand); VirtualHome's own
+refusals are the feedback, its ids replaced by our names.
 
-Backends (:class:`VirtualHomeBackend`: ``reset(graph)``, ``execute(lines)``, ``graph()``,
-``image(node_id)``):
-
-* :class:`EvolvingGraphBackend` (default) — VirtualHome's own ``ScriptExecutor`` from
-  ``virtualhome-eval``, one line at a time with the state kept between steps. A step is atomic:
-  when a line fails, the state from before the step's first line is kept. No images.
-* :class:`sim_adapters.unity.UnityBackend` — the VirtualHome Unity simulator over its HTTP
-  protocol, with images from the character's camera.
-
-Primitive → lines (``<class> (id)`` are VirtualHome's class name and node id)::
-
-    go_to(room)           [Walk] <room> (r)
-    pick_up(o)            [Walk] <o> (i)  [Grab] <o> (i)
-    put_on(d)             [Walk] <d> (j)  [PutBack] <held> (h) <d> (j)
-    put_inside(d)         [Walk] <d> (j)  [PutIn] <held> (h) <d> (j)
-    open/close(n)         [Walk] <n> (k)  [Open] / [Close] <n> (k)
-    turn_on/turn_off(n)   [Walk] <n> (k)  [SwitchOn] / [SwitchOff] <n> (k)
-    discover_objects(n)   [Walk] <n> (k)  [TurnTo] <n> (k)
-
-The character walks first because VirtualHome needs it close to what it acts on. Before any line
-the adapter checks what VirtualHome cannot: every name binds to a node (:class:`sim_adapters.binding.NameBinding`),
-``go_to`` takes a room and the others do not, the node is in the agent's room (VirtualHome's Walk
-would cross rooms silently; our action set has ``go_to`` for that), ``pick_up`` takes an object
-and the hand is empty (one hand, as in the SGS), a put has something in the hand. Whatever
-VirtualHome itself refuses (not close, inside something closed, not open, no switch, unplugged,
-still on ...) is the step's feedback, in VirtualHome's words with its ids replaced by our names.
-
-``discover_objects`` returns what VirtualHome's graph has on and inside the node (ground truth,
-nested objects included) as an :class:`~sim_adapters.base.Observation`, with the backend's camera
-image when it has one; :meth:`VirtualHomeEnvironment.describe` gives the same content as a
-deterministic sentence (for a parser that reads text).
-
-The true graph converts VirtualHome's state with :func:`grasif.virtualhome.convert_state`: GRAB
-deletes the ON/INSIDE edges of what lay on or in the grabbed object, so such an object is put where
-it last was (its initial parent, or where the adapter last put it), as the GraSIF builder does.
-
-The initial VirtualHome graph is first made consistent with the task's graph
-(:func:`consistent_vh_graph`): an object whose own room edge names another room than its holder's
-(71 objects in 44 of the 308 tasks), or that is ON a surface and INSIDE an unrelated container (8
-objects in 6 tasks), gets the edges of its place in the task graph (:func:`_rewire`); VirtualHome
-would otherwise walk to the other room, or refuse to grab it from the closed container.
-
-Dynamic mode (:class:`sim_adapters.wrappers.DynamicPerturbation`): :meth:`set_initial` edits the
-initial VirtualHome graph the same way so that it converts to the perturbed graph (each moved
-object, and everything on or in it, rewired), and later episodes start VirtualHome from it.
+``discover_objects`` observes what VirtualHome's graph has on and inside the node (ground truth,
+nested objects too); :meth:`VirtualHomeEnvironment.describe` says the same as text. The true graph
+is VirtualHome's state converted by :func:`grasif.virtualhome.convert_state`. The initial graph is
+first made consistent with the task's graph (:func:`consistent_vh_graph`); ``set_initial``
+(dynamic mode) edits it so that it converts to the perturbed graph. A missing package or an
+unusable simulator raises :class:`VirtualHomeError`. Concepts: ``docs/guides/environments.md``.
 """
 
 from __future__ import annotations

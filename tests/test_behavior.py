@@ -15,12 +15,14 @@ import zlib
 import pytest
 
 from grasif import behavior as bh
+from grasif.behavior.search import _Search
 from grasif.dataset import SourceError, split_stats
 from grasif.formula import Formula
 from grasif.goals import evaluate_goal
 from grasif.validate import validate_plan
 from sgs.actions import parse_action
 from sgs.graph import OPPOSITE_STATE, Layer, Relation, SceneGraph, affords
+from sgs.io import graph_from_dict
 from sgs.simulator import check
 
 needs_bddl = pytest.mark.skipif(
@@ -114,10 +116,10 @@ def _option_defects(option, conv, graph):
 def test_unsatisfiable_activities_need_two_parents_or_move_assets(name, defect):
     act = bh.activity(name)
     conv = bh.convert(act)
-    graph = bh.graph_from_dict(conv.graph)
+    graph = graph_from_dict(conv.graph)
     options = bh.ground_options(act)
     assert options and all(defect in _option_defects(o, conv, graph) for o in options)
-    search = bh._Search(graph, limit=10**5)
+    search = _Search(graph, limit=10**5)
     assert search.solve(Formula.parse(bh.goal_formula(act, conv))) is None and search.calls < 10**5
     with pytest.raises(SourceError, match="no plan reaches the goal"):
         bh.make_task(name)
@@ -127,7 +129,7 @@ def test_unsatisfiable_activities_need_two_parents_or_move_assets(name, defect):
 def test_stacking_wood_is_unsatisfiable_with_one_parent_per_log():
     act = bh.activity("stacking_wood")
     conv = bh.convert(act)
-    graph = bh.graph_from_dict(conv.graph)
+    graph = graph_from_dict(conv.graph)
     formula = Formula.parse(bh.goal_formula(act, conv))
     logs = [n for n in graph.nodes if n.startswith("log-")]
     assert len(logs) == 6

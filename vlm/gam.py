@@ -14,13 +14,13 @@ it cannot see the picture (appendix G):
 
 :class:`GraphAugmentation` puts them together in one of three modes:
 
-* ``ground_truth`` — the environment's own observation passes through unchanged (what the graph
-  environment does today, and the paper's GraSIF setting);
+* ``ground_truth`` — the environment's own observation passes through unchanged (the graph
+  environment's, and the paper's GraSIF setting);
 * ``vlm`` — describer then parser, from an image;
 * ``parser`` — the environment (or a person) gives a text description; the parser alone.
 
 Token usage of augmentation calls is returned apart (:attr:`Augmentation.usage`), so the
-planner's tokens per action can leave it out as the paper does.
+planner's tokens per action can leave it out as the paper does. Concepts: ``docs/guides/augmentation.md``.
 """
 
 from __future__ import annotations

@@ -6,18 +6,17 @@ people's offices, meeting rooms, kitchens, printing and storage rooms, lounges; 
 room, corridors and people's offices) and tasks on them (:mod:`grasif.generate.tasks`: every goal
 kind the validator knows, several phrasings each, or with ``wording="grammar"`` instructions
 composed by :mod:`grasif.generate.wording`) until ``n`` tasks passed their checks. Deterministic
-for a kind, ``n``, a seed and a wording; a home or an office of a seed with the template wording is
-what it always was.
+for a kind, ``n``, a seed and a wording.
 
 Generated tasks are **training** material, never evaluation: :mod:`grasif.generate.leaks` refuses
 a generated scene or instruction equal to, or a renaming of, a held-out task (the 47-task sample,
 the whole office split), and :func:`write` runs that check before anything is written.
 
 Command line: ``lookplangraph grasif generate --kind home|office|house|lab --n N --seed S
-[--wording grammar] --out DIR``. It
-writes ``DIR/<building>/building.json`` and, beside it, one task file per task
-(``lookplangraph run --task-file DIR/<building>/<task>.json`` runs one), and ``DIR/index.json``
-(kind, seed, tasks with the SHA-256 of each file, counts by task kind), whole or not at all.
+[--wording grammar] --out DIR`` writes ``DIR/<building>/building.json`` and, beside it, one task
+file per task (``lookplangraph run --task-file DIR/<building>/<task>.json`` runs one), and
+``DIR/index.json`` (kind, seed, tasks with the SHA-256 of each file, counts by task kind), whole
+or not at all. Concepts: ``docs/benchmark/generated.md``.
 """
 
 from __future__ import annotations
@@ -40,10 +39,8 @@ from sgs.io import graph_from_dict
 __all__ = ["BUILDING_KINDS", "GENERATOR", "KINDS", "OPT_IN_KINDS", "SPLIT_PREFIX", "WORDINGS", "generate",
            "is_generated", "load", "write"]
 
-#: the generator's version, in every task's provenance (v2: properties that tell objects of a class
-#: apart, and the ``attribute`` kind; v3: the ``decoy`` kind, objects on or in other objects). A seed
-#: draws other buildings and tasks under each version: data built with an older one names it and
-#: the commit that built it
+#: the generator's version, in every task's provenance: a seed draws other buildings and tasks
+#: under each version (what each version changed: ``docs/results/log.md``)
 GENERATOR = "grasif.generate v3"
 #: the split of a generated task is this and its kind (``generated-office``)
 SPLIT_PREFIX = "generated-"

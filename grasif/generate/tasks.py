@@ -1,50 +1,17 @@
 """Generated tasks on a generated building (:mod:`grasif.generate.worlds`): every goal kind the
 validator knows, each instruction in one of several phrasings, each task checked before it is kept.
 
-Kinds (:data:`KINDS`):
-
-* ``rearrange`` — one object onto or into another asset ("Put the apple in the fridge");
-* ``attribute`` — the same, the object named by a property no other of its class has ("Put the
-  red mug on Chen's desk", "Bring Dana's laptop to the meeting table"), where its class is there
-  more than once: the planner must tell it apart from the others by what the view shows;
-* ``decoy`` — an ``attribute`` task whose instruction also says where the object usually is, and
-  another of its class (not told apart by that property) sits on an asset the instruction could
-  mean: half the time the hint names the decoy's asset (the object was moved: "It is usually on
-  the shelf in the printing room, but it may have been moved"), half the time the object's own. The
-  planner must pick the object by its property, not by the hint;
-* ``multi`` — two or three objects to one asset;
-* ``count`` — N objects of a class to one asset (a count goal);
-* ``state`` — open, close, switch on or off an asset (a state goal);
-* ``sequence`` — food into a microwave, the door closed, the microwave on.
-
-Two more kinds are drawn only when asked for (:data:`OPT_IN_KINDS`; the default draw, and so what
-a seed gives, is unchanged): goals BEHAVIOR writes as formulas, which a model grounding an
-instruction has to write too:
-
-* ``remove`` — one object off or out of the asset it is on or in ("Take the mug out of the
-  fridge"): ``(not (inside mug-1 fridge-1))``; the plan puts it on another asset;
-* ``clear`` — every object of one class off or out of an asset that holds two or more ("Take all
-  the cups off the table"): ``(forall (?c - cup) (not (ontop ?c table-1)))``.
-
-Four more opt-in kinds (:data:`WIDER_KINDS`), made for the wider buildings (``house``, ``lab``) and
-drawn on any:
-
-* ``pack`` — two or three objects into a container object (a backpack, a toolbox), one of them
-  from a closed drawer or cabinet where there is one;
-* ``switch_one`` — one device of several of its class ("the lamp in the study, and only that one");
-* ``nested_out`` — an object out of the container object it is in, onto or into an asset;
-* ``chain`` — two objects over three rooms: the first to the second object's room, the second on.
-
-Objects are named by class and where they are ("the mug on the shelf in the kitchen"), assets by
-class and room; a person's office by its occupant ("Chen's desk", "Chen's office"); in the wider
-buildings an owned piece of furniture by its owner ("Rosa's locker"), a room of a house that has
-two by its storey ("the upstairs bathroom"), an object in a container object through it ("the
-screwdriver in the toolbox on the workbench"). An object is only chosen where its class and
-holder name it alone. The ground-truth plan is written at the
-level of the office split's (``rearrange``, state actions), and each container the plan's
-corrections open and the goal does not want open is closed again after. A task is kept only when
-no goal part holds already and the plan reaches the goal through the SGS with nothing else
-changed (``unchanged_elsewhere``).
+Kinds: :data:`KINDS` (``rearrange``, ``attribute``, ``decoy``, ``multi``, ``count``, ``state``,
+``sequence``) are the default draw; :data:`OPT_IN_KINDS` are drawn only when asked for, so what a
+seed gives by default does not depend on them: :data:`REMOVAL_KINDS` (``remove``, ``clear``: goals
+written as formulas) and :data:`WIDER_KINDS` (``pack``, ``switch_one``, ``nested_out``, ``chain``,
+made for the ``house`` and ``lab`` buildings). Objects are named by class and where they are,
+assets by class and room, an owned thing by its owner; an object is chosen only where its class
+and holder name it alone. The ground-truth plan is at the level of the office split's
+(``rearrange``, state actions) and closes again each container its corrections open that the
+goal does not want open. A task is kept only when no goal part holds already and the plan
+reaches the goal through the SGS with nothing else changed (``unchanged_elsewhere``).
+What each kind asks, with examples: ``docs/benchmark/generated.md``.
 """
 
 from __future__ import annotations

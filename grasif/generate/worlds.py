@@ -6,7 +6,7 @@ A building is a scene graph in the paper's JSON format (:mod:`sgs.io`). Rooms ar
 occupant, :data:`PEOPLE`, which no held-out task uses), each room's assets from its template, and
 objects from :data:`OBJECTS`; an object starts on or inside an asset drawn with the object prior
 (:mod:`grasif.priors`, counted over the train pool), so a mug starts on a table or in a cabinet.
-Since v3 some objects start on or inside another object (:data:`NESTS`: keys in a bowl, a stapler in
+Some objects start on or inside another object (:data:`NESTS`: keys in a bowl, a stapler in
 a box, bread on a plate; chance :data:`P_NESTED` each where the building has a container that
 takes its class), so a scene has objects that rest on an asset only through another object.
 Containers start closed, devices off. Objects of a class the building holds more than once may
@@ -57,8 +57,8 @@ ASSETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "washing_machine": (("put_inside", "open", "close", "turn_on", "turn_off"), ("closed", "off")),
 }
 
-#: assets only the wider building kinds (``house``, ``lab``) have: their draws leave a seed's
-#: home or office as it was
+#: assets only the wider building kinds (``house``, ``lab``) have: drawing them does not change the
+#: home or office a seed gives
 WIDER_ASSETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "workbench": (("put_on",), ()),
     "tool_cabinet": (("put_inside", "open", "close"), ("closed",)),
