@@ -79,6 +79,24 @@ def add_parsers(sub) -> None:
     deprecated(p, "--splits", "per_split", "--per-split", nargs=0, const=True)
     p.set_defaults(func=cmd_report)
 
+    p = add_command(sub, "explain", help="the LM's reasons for the steps of a recorded LookPlanGraph episode",
+                    description="Rebuild each decision's prompt of a recorded LookPlanGraph episode (the run replayed "
+                                "with its recorded replies; no model runs for that) and ask an LM, by default the "
+                                "run's own, for the reason of each chosen step: the action is fixed, only the reason "
+                                "is decoded. For runs without reasons in their answers (reason_max_length 0). Exit "
+                                "code 2 when the run cannot be replayed or its replay proposes other actions.",
+                    examples=["lookplangraph explain runs/20261129-094338_office_office-01",
+                              "lookplangraph explain runs/dev_v5 --task dev/clinic-07 --call 3 4",
+                              "lookplangraph explain runs/office --task office-02 --lm openai:gpt-4o"])
+    p.add_argument("run_dir", metavar="DIR", help="a run directory (lookplangraph run) or an eval directory")
+    p.add_argument("--task", metavar="SPLIT/ID", help="in an eval directory: the episode (SPLIT/ID or ID)")
+    p.add_argument("--task-file", metavar="FILE", help="the task JSON file (default: the run's task.json, or the "
+                                                       "task of the data build)")
+    p.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+    p.add_argument("--call", nargs="+", type=int, metavar="N", help="only these decisions (default: all)")
+    p.add_argument("--lm", metavar="SPEC", help="the LM that gives the reasons (default: the run's)")
+    p.set_defaults(func=cmd_explain)
+
     p = add_command(sub, "inject", help="error-injection curve: SR against injected error rate in each correction mode",
                     description="The error-injection curve (Table V's study): a scripted policy (no LM) follows each "
                                 "task's ground-truth plan with errors injected at each rate, in each correction mode "
@@ -279,7 +297,7 @@ def cmd_run(args) -> int:
         result = run_episode_to_dir(task, lm, s.planner_config(), out, dynamic_seed=s.seed if s.dynamic else None,
                                     failures=s.failures, failure_seed=s.failure_seed,
                                     echo=lambda text: print(text, flush=True), env=s.env, augmentation=augmentation,
-                                    planner=s.planner, dynamic_mode=s.dynamic_mode)
+                                    planner=s.planner, dynamic_mode=s.dynamic_mode, meta=s.as_dict())
     except _unavailable_kinds() as exc:
         raise lm_failure(exc) from None
     except ValueError as exc:
@@ -350,6 +368,28 @@ def cmd_report(args) -> int:
         planners = sorted({r.get("planner", "lookplangraph") for r in results})
         if kinds:
             print(f"{Path(d).name} ({', '.join(planners)}): " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
+    return EXIT_OK
+
+
+def cmd_explain(args) -> int:
+    """The reasons of a recorded episode's decisions (:mod:`lookplangraph.evaluation.explain`)."""
+    from lookplangraph.evaluation.explain import ReplayError, chosen_prompts, explain_steps, load_episode, replay_prompts
+    from lookplangraph.lm import make_backend
+
+    try:
+        task, s, trace = load_episode(Path(args.run_dir), args.task, Path(args.data_dir) if args.data_dir else None,
+                                      Path(args.task_file) if args.task_file else None)
+        prompts = chosen_prompts(replay_prompts(task, s, trace), args.call)
+    except ReplayError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"Task {task.split}/{task.id}: {task.instruction}")
+    print(f"replayed {len(trace)} decisions of {args.run_dir}; reasons from {args.lm or s.lm}")
+    lm = _made(lambda: make_backend(args.lm or s.lm, **(s.lm_options if not args.lm else {})))
+    try:
+        for p, said in explain_steps(lm, prompts):
+            print(f"[{p.call}] {trace[p.call - 1].get('proposed')}: {said.reason or said.error}", flush=True)
+    except _unavailable_kinds() as exc:
+        raise lm_failure(exc) from None
     return EXIT_OK
 
 

@@ -206,12 +206,15 @@ def traced_episode(task: Task, lm, cfg: PlannerConfig, trace_path: Path, *, dyna
 def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic_seed: int | None = None,
                        echo: Callable[[str], None] | None = None, env: str = "graph",
                        augmentation=None, planner: str = "lookplangraph", failures=None,
-                       failure_seed: int = 0, dynamic_mode: str = DEFAULT_MODE) -> EpisodeResult:
+                       failure_seed: int = 0, dynamic_mode: str = DEFAULT_MODE, meta: dict | None = None) -> EpisodeResult:
     """Run one episode, writing ``task.json`` (the task, so the run can be viewed without the
-    data directory), ``trace.jsonl`` as it goes, ``result.json`` at the end and the environment's
-    steps in ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
+    data directory), ``config.json`` (``meta``: what was run, as :func:`evaluate` writes it),
+    ``trace.jsonl`` as it goes, ``result.json`` at the end and the environment's steps in
+    ``steps.jsonl`` (images, when the environment renders them, in ``images/``)."""
     out.mkdir(parents=True, exist_ok=True)
     save_task(task, out / "task.json")
+    if meta is not None:
+        (out / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
                             record_dir=out, augmentation=augmentation, planner=planner, failures=failures,
                             failure_seed=failure_seed, dynamic_mode=dynamic_mode)
