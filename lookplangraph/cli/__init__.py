@@ -37,7 +37,8 @@ commands read them). The conventions every command follows (README, *Command lin
     141  stdout closed early (``lookplangraph grasif list | head -1``): output stops quietly
 
 The commands that other modules define (``reproduce``, ``view``, ``sandbox``, ``ask``,
-``cypher-eval``, ``cypher-build``) use only the standard library's argparse (the layers below
+``cypher-eval``, ``cypher-build``, ``cypher-examples``; ``cypher-data`` and ``cypher-mistakes`` of
+:mod:`lookplangraph.distill.cypher.commands`) use only the standard library's argparse (the layers below
 import nothing from here) and return these codes as numbers; :func:`build_parser` brings their
 parsers under the same help format and adds their deprecated aliases.
 """
@@ -80,10 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     # the commands that other modules define (module doc)
     from lookplangraph.apps.viewer import add_parser as add_view
     from lookplangraph.cypher import commands as cypher_commands
+    from lookplangraph.distill.cypher import commands as cypher_data_commands
     from lookplangraph.evaluation.reproduce.command import add_parser as add_reproduce
     from lookplangraph.sandbox import cli as sandbox_cli
 
-    for add in (add_reproduce, add_view, sandbox_cli.add_parser, cypher_commands.add_parser):
+    for add in (add_reproduce, add_view, sandbox_cli.add_parser, cypher_commands.add_parser,
+                cypher_data_commands.add_parser):
         add(sub)
     _old_spellings_of_other_modules(sub.choices)
     return conform(parser)

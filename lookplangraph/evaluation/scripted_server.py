@@ -6,7 +6,7 @@ It answers ``POST /v1/chat/completions`` after a fixed ``delay`` with the next s
 task's script, so that LookPlanGraph episodes run to their end on real GraSIF tasks:
 
 * the task is found by the instruction in the planner's prompt (``Instruction: ...``; the
-  dynamic message of :func:`lookplangraph.prompts.dynamic_prompt`), its script is
+  dynamic message of :func:`lookplangraph.agent.prompts.dynamic_prompt`), its script is
   :func:`lookplangraph.evaluation.injection.script_for` (the ground-truth plan with the discovers a memory of
   priors needs, ending in ``done``);
 * the step is the number of accepted actions listed under ``Previous steps:``, so the server keeps
