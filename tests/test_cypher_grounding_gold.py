@@ -10,7 +10,7 @@ from grasif.goals import GoalSpec, evaluate_goal
 from sgs.graph import node_class
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.cypher import QueryLimits, open_store
-from lookplangraph.cypher import grounding_gold as gg
+from lookplangraph.distill.cypher import grounding_gold as gg
 from lookplangraph.cypher.benchmark import load_benchmark
 from lookplangraph.cypher.grounding import apply_edits, judge, parse_goal, referenced
 from lookplangraph.distill.cypher.grounding_gold import GroundingGoldError, answer_of, grounding_gold

@@ -130,9 +130,10 @@ def test_the_layer_test_can_fail(tmp_path):
     assert "lookplangraph.apps.trial" in imports(bad)
     reach = tmp_path / "reach.py"
     reach.write_text("def f():\n    from lookplangraph.distill.teacher.expert import Expert\n")
-    assert distill_importers({"lookplangraph.evaluation.runner": reach, "lookplangraph.distill.planning.dagger": reach,
-                              "lookplangraph.cli.onboard": reach}) == [
-        "lookplangraph.evaluation.runner imports lookplangraph.distill.teacher.expert"]
+    found = distill_importers({"lookplangraph.evaluation.runner": reach, "lookplangraph.distill.planning.dagger": reach,
+                               "lookplangraph.cli.onboard": reach})
+    assert "lookplangraph.evaluation.runner imports lookplangraph.distill.teacher.expert" in found
+    assert {line.split(" imports ")[0] for line in found} == {"lookplangraph.evaluation.runner"}
     assert layer_of("lookplangraph.cypher.agent") < layer_of("lookplangraph.distill.teacher.expert") < \
         layer_of("lookplangraph.apps.trial")
     assert layer_of("lookplangraph.apps.trial") > layer_of("lookplangraph.agent.memory")
