@@ -18,7 +18,7 @@ from grasif.task import load_task
 from lookplangraph.agent.decide import decide
 from lookplangraph.lm import LlamaCppBackend, default_threads
 from lookplangraph.agent.memory import MemoryGraph
-from lookplangraph.prompts import dynamic_prompt, static_prompt
+from lookplangraph.agent.prompts import dynamic_prompt, static_prompt
 from lookplangraph.agent.view import render, visible_names
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_decision import TASKS, load_tasks  # noqa: E402
-from lookplangraph.evaluation.trajectories import expert_episode  # noqa: E402
+from lookplangraph.distill.planning.trajectories import expert_episode  # noqa: E402
 from lookplangraph.lm import LlamaCppBackend  # noqa: E402
 from lookplangraph.planners.config import PlannerConfig  # noqa: E402
 

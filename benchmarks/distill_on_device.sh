@@ -35,7 +35,7 @@ for name in ("torch", "transformers", "peft", "accelerate", "gguf", "pydantic", 
         print(f"{name} MISSING ({type(exc).__name__}: {exc})")
 import torch
 print("cuda", torch.cuda.is_available(), torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
-for mod in ("lookplangraph.lm.training.sft", "lookplangraph.cli"):
+for mod in ("lookplangraph.distill.training.sft", "lookplangraph.cli"):
     try:
         importlib.import_module(mod)
         print("import ok:", mod)

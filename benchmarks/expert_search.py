@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grasif import dataset, heldout  # noqa: E402
-from lookplangraph.evaluation.expert import SEARCHES, Expert  # noqa: E402
+from lookplangraph.distill.teacher.expert import Expert  # noqa: E402
+from lookplangraph.distill.teacher.search import SEARCHES  # noqa: E402
 from lookplangraph.evaluation.runner import evaluate  # noqa: E402
 from lookplangraph.planners.config import PlannerConfig  # noqa: E402
 

@@ -54,7 +54,7 @@ def sample(data_dir: Path) -> dict[str, list]:
 def lm_factory(spec: str, cache: Path | None):
     """The planners' LM: the expert, or a model whose replies go through the reply cache ``cache``."""
     if spec == "expert":
-        from lookplangraph.evaluation.expert import Expert
+        from lookplangraph.distill.teacher.expert import Expert
 
         return Expert
     from lookplangraph.lm.pool import lm_factory as make

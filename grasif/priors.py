@@ -2,7 +2,7 @@
 
 ``P(holder class, relation | object class)`` — *a mug is usually on a table or inside a cabinet* —
 is what dynamic mode draws moved objects from (:mod:`sim_adapters.dynamic`) and what the expert's
-search ranks unseen holders by (:mod:`lookplangraph.evaluation.expert`).
+search ranks unseen holders by (:mod:`lookplangraph.distill.teacher.expert`).
 
 **Counted on the train pool only** (:mod:`grasif.heldout`): the initial graphs of the pinned
 manifest's train tasks, one placement once per scene; the data file lists every source task with

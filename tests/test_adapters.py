@@ -21,7 +21,7 @@ from lookplangraph.lm.lora import (
     GGUFFormatError, META_KEYS, check_adapter, read_adapter, read_header, stamp_adapter, training_metadata,
 )
 from lookplangraph.planners.config import PlannerConfig, answer_format
-from lookplangraph.prompts import dynamic_prompt, system_prompt
+from lookplangraph.agent.prompts import dynamic_prompt, system_prompt
 
 gguf = pytest.importorskip("gguf")
 ROOT = Path(__file__).resolve().parent.parent
@@ -339,7 +339,7 @@ def test_merging_adds_the_adapter_to_the_real_base_and_keeps_its_record(tmp_path
 
     from lookplangraph.lm.lora import merged_record
     from lookplangraph.lm.specs import spec_adapter
-    from lookplangraph.lm.training.merge import merge_lora
+    from lookplangraph.distill.training.merge import merge_lora
 
     base = embedded.ensure_model("qwen2.5-coder-0.5b")
     target = "blk.0.ffn_up.weight"
@@ -379,5 +379,6 @@ def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_ot
     assert load_settings(None, {"planner": "react", "lm": DEFAULT_LM}).lm == DEFAULT_LM
     # the Cypher agent asks and is evaluated with the same adapter; its mistakes are recorded on the base
     from lookplangraph.cypher import commands as cypher_commands
+    from lookplangraph.distill.cypher import commands as cypher_data_commands
 
-    assert (cypher_commands.DEFAULT_LM, cypher_commands.MISTAKES_LM) == (DEFAULT_LM, BASE_LM)
+    assert (cypher_commands.DEFAULT_LM, cypher_data_commands.MISTAKES_LM) == (DEFAULT_LM, BASE_LM)

@@ -1,4 +1,4 @@
-"""The grounding expert (lookplangraph.cypher.grounding_gold): for the shipped grounding benchmark's
+"""The grounding expert (lookplangraph.distill.cypher.grounding_gold): for the shipped grounding benchmark's
 items, queries whose rows show the nodes the goal uses and a goal the benchmark's own judge scores
 correct; goals the reply schema cannot carry, or that the judge scores wrong, are rejected."""
 
@@ -10,10 +10,10 @@ from grasif.goals import GoalSpec, evaluate_goal
 from sgs.graph import node_class
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.cypher import QueryLimits, open_store
-from lookplangraph.cypher import grounding_gold as gg
+from lookplangraph.distill.cypher import grounding_gold as gg
 from lookplangraph.cypher.benchmark import load_benchmark
 from lookplangraph.cypher.grounding import apply_edits, judge, parse_goal, referenced
-from lookplangraph.cypher.grounding_gold import GroundingGoldError, answer_of, grounding_gold
+from lookplangraph.distill.cypher.grounding_gold import GroundingGoldError, answer_of, grounding_gold
 from lookplangraph.cypher.memory_view import MemoryView
 
 pytest.importorskip("ladybug")

@@ -1,4 +1,4 @@
-"""Recovery turns (lookplangraph.cypher.recovery): a model's first-query mistakes recorded through the
+"""Recovery turns (lookplangraph.distill.cypher.recovery): a model's first-query mistakes recorded through the
 real agent and store, then replayed with the gold turns after them; only the turns after the
 mistake become examples; held-out scenes and outcomes the store no longer gives are refused.
 
@@ -16,9 +16,9 @@ from grasif import dataset
 from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.gold import gold
 from lookplangraph.cypher.qa import Question
-from lookplangraph.cypher.recovery import (MISTAKES, FirstQuery, RecoveryRejected, classify, collect, plan_items,
+from lookplangraph.distill.cypher.recovery import (MISTAKES, FirstQuery, RecoveryRejected, classify, collect, plan_items,
                                            read_records, recovery_turns, recovery_writer, write_recovery)
-from lookplangraph.cypher.training import allowed_scenes, build_data, training_questions
+from lookplangraph.distill.cypher.data import allowed_scenes, build_data, training_questions
 from lookplangraph.lm.base import Usage, checked_completion
 
 pytest.importorskip("ladybug")

@@ -64,7 +64,7 @@ def test_held_out_scenes_are_other_buildings_and_no_prompt_example_comes_from_th
     """The held-out part: other buildings than the development part, at least 300 questions over
     16 templates, grounding items too; and no node a prompt names as an example is one that only
     held-out scenes have (an example taken from a held-out scene would leak it)."""
-    from lookplangraph.prompts import template
+    from lookplangraph.agent.prompts import template
 
     doc = json.loads(benchmark.path_of("qa").read_text())
     dev, held = set(doc["parts"]["dev"]), set(doc["parts"]["heldout"])

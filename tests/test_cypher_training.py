@@ -1,4 +1,4 @@
-"""Cypher training data (lookplangraph.cypher.training): the real agent's turns with the gold
+"""Cypher training data (lookplangraph.distill.cypher.data): the real agent's turns with the gold
 policy (a data tool, not an LM), questions reworded, instructions grounded with goals the judge
 scores correct, held-out scenes and held-out grounding items refused."""
 
@@ -18,7 +18,7 @@ from lookplangraph.cypher.gold import PATTERNS
 from lookplangraph.cypher.grounding import judge, referenced
 from lookplangraph.cypher.phrasings import PHRASINGS, REWORDED, rephrase
 from lookplangraph.cypher.qa import TEMPLATES, build_questions
-from lookplangraph.cypher.training import allowed_scenes, build_data, grounding_items
+from lookplangraph.distill.cypher.data import allowed_scenes, build_data, grounding_items
 
 pytest.importorskip("ladybug")
 
@@ -92,7 +92,7 @@ def test_the_data_is_the_agents_own_turns_with_the_gold_query_and_answer(tasks, 
 
 
 def test_templates_restrict_the_questions_and_some_are_asked_in_the_benchmarks_own_words(tasks, store, tmp_path):
-    from lookplangraph.cypher.training import training_questions
+    from lookplangraph.distill.cypher.data import training_questions
 
     deep = ("contain_deep_set", "contain_base_asset", "contain_count_deep")
     chosen = allowed_scenes(tasks)[:40] + generate("office", 30, seed=5)

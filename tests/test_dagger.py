@@ -1,4 +1,4 @@
-"""DAgger (lookplangraph.evaluation.dagger): the student's answer is executed, the expert labels the
+"""DAgger (lookplangraph.distill.planning.dagger): the student's answer is executed, the expert labels the
 state the student is in, the round resumes, and a real model can be the student."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from grasif import dataset, heldout
 from lookplangraph.cli import main
-from lookplangraph.evaluation.dagger import run_round
-from lookplangraph.evaluation.expert import Expert, ungrounded
-from lookplangraph.evaluation.trajectories import data_config
+from lookplangraph.distill.planning.dagger import run_round
+from lookplangraph.distill.teacher.expert import Expert, ungrounded
+from lookplangraph.distill.planning.trajectories import data_config
 from lookplangraph.lm.scripted import ScriptedBackend
 
 
@@ -66,8 +66,8 @@ def test_a_round_resumes_and_counts_the_whole_directory(pool, tmp_path):
 
 
 def test_a_round_adds_to_data_of_its_own_format_only(pool, tmp_path):
-    from lookplangraph.evaluation.dagger import DaggerError
-    from lookplangraph.evaluation.trajectories import build_data, validate_data
+    from lookplangraph.distill.planning.dagger import DaggerError
+    from lookplangraph.distill.planning.trajectories import build_data, validate_data
 
     built = build_data(pool[:1], tmp_path, seeds=[None], augmentations=(), prompt_layout="history-scene",
                        answer_format="action")

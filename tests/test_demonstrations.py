@@ -10,9 +10,9 @@ import pytest
 from grasif import heldout, office
 from lookplangraph.agent.demonstrations import (Demonstration, DemonstrationIndex, LeakError, demonstration_block,
                                                 read_demonstrations, write_demonstrations)
-from lookplangraph.evaluation.expert import Expert
+from lookplangraph.distill.teacher.expert import Expert
 from lookplangraph.evaluation.runner import make_env
-from lookplangraph.evaluation.trajectories import RecordingLM
+from lookplangraph.distill.planning.trajectories import RecordingLM
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
 

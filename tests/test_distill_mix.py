@@ -1,5 +1,5 @@
 """``distill mix``: one training set from planning data, DAgger rounds and Cypher data
-(lookplangraph.lm.training.mix). The sources here are small hand-written data directories."""
+(lookplangraph.distill.training.mix). The sources here are small hand-written data directories."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from lookplangraph.cli import main
-from lookplangraph.lm.training.mix import MixError, Take, mix
+from lookplangraph.distill.training.mix import MixError, Take, mix
 
 
 def example(system: str, user: str, answer: str, meta: dict) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from lookplangraph.cli import main
 from lookplangraph.lm import LMError
 from lookplangraph.lm.llamacpp import resolve_adapter
-from lookplangraph.lm.training import chunks
+from lookplangraph.distill.training import chunks
 
 
 @pytest.fixture
@@ -63,13 +63,13 @@ def test_an_adapter_is_a_file_or_a_shipped_name(tmp_path):
 
 def test_the_compact_system_prompt_is_what_the_planner_sends_and_what_training_puts_in():
     from grasif import office
-    from lookplangraph.evaluation.expert import Expert
+    from lookplangraph.distill.teacher.expert import Expert
     from lookplangraph.evaluation.runner import make_env
-    from lookplangraph.evaluation.trajectories import RecordingLM
-    from lookplangraph.lm.training.sft import with_system
+    from lookplangraph.distill.planning.trajectories import RecordingLM
+    from lookplangraph.distill.training.sft import with_system
     from lookplangraph.planners.config import PlannerConfig
     from lookplangraph.planners.lookplangraph import run_episode
-    from lookplangraph.prompts import compact_prompt, static_prompt
+    from lookplangraph.agent.prompts import compact_prompt, static_prompt
 
     task = office.build_tasks()[0]
     sent = {}

@@ -23,10 +23,10 @@ gguf = pytest.importorskip("gguf", reason="the distill extra is not installed: p
 
 from grasif import dataset, heldout  # noqa: E402
 from lookplangraph.agent.decoding import action_schema  # noqa: E402
-from lookplangraph.evaluation.trajectories import build_data  # noqa: E402
+from lookplangraph.distill.planning.trajectories import build_data  # noqa: E402
 from lookplangraph.lm import LMError, make_backend  # noqa: E402
 from lookplangraph.lm.llamacpp import load_llama  # noqa: E402
-from lookplangraph.lm.training import gguf_lora, sft  # noqa: E402
+from lookplangraph.distill.training import gguf_lora, sft  # noqa: E402
 
 LAYERS, HIDDEN = 2, 64
 
@@ -322,7 +322,7 @@ def test_a_mix_trains_with_its_own_system_messages_and_records_the_planning_one(
     planning examples' one in the adapter whatever example comes first, and refuses to replace
     them with another."""
     from lookplangraph.lm.lora import read_adapter
-    from lookplangraph.lm.training import mix
+    from lookplangraph.distill.training import mix
 
     planning = tmp_path / "planning"
     planning.mkdir()

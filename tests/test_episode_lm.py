@@ -14,7 +14,7 @@ import pytest
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.prompts import static_prompt
+from lookplangraph.agent.prompts import static_prompt
 from lookplangraph.evaluation.runner import run_episode_to_dir
 from sgs.actions import FUNCTIONS
 

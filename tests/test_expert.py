@@ -13,8 +13,9 @@ import pytest
 from grasif import dataset
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.cli import main
-from lookplangraph.evaluation.expert import NAME, Expert, ExpertError
-from lookplangraph.evaluation.expert_proof import run_proof
+from lookplangraph.distill.teacher.expert import Expert
+from lookplangraph.distill.teacher.policy import NAME, ExpertError
+from lookplangraph.distill.teacher.proof import run_proof
 from lookplangraph.evaluation.runner import make_env
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode

@@ -12,8 +12,9 @@ import pytest
 from grasif import dataset, heldout
 from lookplangraph.cli import main
 from lookplangraph.agent.search import instruction_hints as _hints
-from lookplangraph.evaluation.expert import Expert, ExpertError, grounded, ungrounded
-from lookplangraph.evaluation.trajectories import build_data, expert_episode, validate_data
+from lookplangraph.distill.teacher.expert import Expert, grounded, ungrounded
+from lookplangraph.distill.teacher.policy import ExpertError
+from lookplangraph.distill.planning.trajectories import build_data, expert_episode, validate_data
 from lookplangraph.planners.config import PlannerConfig
 from sim_adapters.dynamic import relevant_objects
 

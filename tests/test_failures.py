@@ -1,6 +1,6 @@
 """Low-level execution failures (sim_adapters/failures.py) and how each planner meets them.
 
-The planners' LM here is the privileged EXPERT (lookplangraph/evaluation/expert.py): a harness
+The planners' LM here is the privileged EXPERT (lookplangraph/distill/teacher/): a harness
 tool that reads the true graph, not a language model."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import pytest
 
 from grasif import office
-from lookplangraph.evaluation.expert import Expert
+from lookplangraph.distill.teacher.expert import Expert
 from lookplangraph.evaluation.runner import make_env, read_results
 from lookplangraph.planners import get_planner
 from lookplangraph.planners.config import PlannerConfig

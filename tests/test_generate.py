@@ -19,8 +19,8 @@ from grasif.goals import evaluate_goal
 from grasif.task import load_task
 from grasif.validate import validate_plan
 from lookplangraph.cli import main
-from lookplangraph.evaluation.expert import Expert
-from lookplangraph.evaluation.trajectories import expert_episode
+from lookplangraph.distill.teacher.expert import Expert
+from lookplangraph.distill.planning.trajectories import expert_episode
 from lookplangraph.planners.config import PlannerConfig
 
 
@@ -210,7 +210,7 @@ def test_the_command_writes_tasks_a_run_reads(grasif_build, tmp_path, capsys):
 
 
 def test_distill_data_takes_generated_tasks_after_the_leak_check(made, held, tmp_path):
-    from lookplangraph.evaluation.trajectories import build_data, validate_data
+    from lookplangraph.distill.planning.trajectories import build_data, validate_data
 
     chosen = made["home"][:6] + made["office"][:6]
     counts = build_data([], tmp_path / "d", seeds=[None, 0], augmentations=(), generated=chosen, heldout=held,

@@ -20,9 +20,9 @@ from grasif.generate.tasks import WIDER_KINDS
 from grasif.generate.wording import CORES, FRAMES, say
 from grasif.goals import evaluate_goal
 from grasif.validate import validate_plan
-from lookplangraph.evaluation.expert import Expert
+from lookplangraph.distill.teacher.expert import Expert
 from lookplangraph.evaluation.grounding_audit import false_refusals
-from lookplangraph.evaluation.trajectories import expert_episode
+from lookplangraph.distill.planning.trajectories import expert_episode
 from lookplangraph.planners.config import PlannerConfig
 
 ALL = KINDS + OPT_IN_KINDS
@@ -116,8 +116,8 @@ def test_the_grounding_check_refuses_no_step_of_a_wider_task(wide):
 
 def test_lab_buildings_are_dev_material_that_no_training_data_takes(wide, grasif_build, tmp_path):
     from grasif.generate.leaks import GeneratedLeak
-    from lookplangraph.cypher.training import allowed_scenes
-    from lookplangraph.evaluation.trajectories import build_data
+    from lookplangraph.distill.cypher.data import allowed_scenes
+    from lookplangraph.distill.planning.trajectories import build_data
 
     assert heldout.DEV_BUILDING_KINDS == ("lab",)
     assert all(heldout.is_dev_generated(t) for t in wide["lab"]) and not any(map(heldout.is_dev_generated, wide["house"]))

@@ -14,7 +14,7 @@ from grasif.task import Task
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
-from lookplangraph.prompts import dynamic_prompt
+from lookplangraph.agent.prompts import dynamic_prompt
 from sgs.io import graph_from_dict
 from sim_adapters.graph_env import GraphEnvironment
 
@@ -74,7 +74,7 @@ def test_the_expert_writes_journal_examples_in_dynamic_mode():
     """Training data in the journal layout: the expert (the privileged harness tool) plays a dev
     task in dynamic mode, its search going by the journal's search lines."""
     from grasif.dev import build_tasks
-    from lookplangraph.evaluation.trajectories import expert_episode
+    from lookplangraph.distill.planning.trajectories import expert_episode
 
     task = next(t for t in build_tasks() if t.id == "clinic-01")
     cfg = PlannerConfig(max_actions=30, system_prompt="compact", prompt_layout="journal", reason_max_length=0,

@@ -12,19 +12,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: lookplangraph/ layers, lowest first: a module of a layer may import its own layer and those
 #: listed before it (the episode contract and settings of planners/ sit above agent/, whose reply
-#: formats they name, and below the planners that use them).
+#: formats they name, and below the planners that use them). Nothing below the command line may
+#: import distill/ (:data:`DISTILL_USERS`): it is for making models, never for running one.
 LAYERS = [
     ("lm", ["lookplangraph.lm"]),
-    ("prompts", ["lookplangraph.prompts"]),
     ("sandbox", ["lookplangraph.sandbox"]),
     ("agent", ["lookplangraph.agent"]),
     ("contract", ["lookplangraph.planners.config", "lookplangraph.planners.episode"]),
     ("planners", ["lookplangraph.planners"]),
     ("evaluation", ["lookplangraph.evaluation"]),
     ("cypher", ["lookplangraph.cypher"]),
+    ("distill", ["lookplangraph.distill"]),
     ("apps", ["lookplangraph.apps"]),
     ("cli", ["lookplangraph.cli", "lookplangraph.__main__"]),
 ]
+
+
+#: the only packages whose modules may import lookplangraph.distill
+DISTILL_USERS = ("lookplangraph.distill", "lookplangraph.cli", "lookplangraph.__main__")
 
 
 def module_name(path: Path) -> str:
@@ -79,6 +84,21 @@ def test_lookplangraph_layers_import_only_their_own_and_lower_layers():
     assert upward == []
 
 
+def distill_importers(modules: dict[str, Path]) -> list[str]:
+    """``module imports lookplangraph.distill...`` for each module (name: its file) outside
+    :data:`DISTILL_USERS` that imports the distillation floor."""
+    def within(module: str, prefix: str) -> bool:
+        return module == prefix or module.startswith(prefix + ".")
+
+    return sorted(f"{name} imports {m}" for name, path in modules.items() for m in imports(path)
+                  if within(m, "lookplangraph.distill") and not any(within(name, u) for u in DISTILL_USERS))
+
+
+def test_only_distill_and_the_command_line_import_distill():
+    packages = ("sgs", "grasif", "sim_adapters", "vlm", "lookplangraph")
+    assert distill_importers({module_name(p): p for package in packages for p in package_modules(package)}) == []
+
+
 @pytest.mark.parametrize("package, allowed", [
     ("sgs", set()),
     ("grasif", {"sgs"}),
@@ -103,10 +123,19 @@ def test_lookplangraph_has_at_most_ten_top_level_entries():
 
 
 def test_the_layer_test_can_fail(tmp_path):
-    """The checks above see an upward import, also one inside a function."""
+    """The checks above see an upward import, also one inside a function, and an import of the
+    distillation floor from a module that runs episodes."""
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from lookplangraph.apps.trial import Trial\n")
     assert "lookplangraph.apps.trial" in imports(bad)
+    reach = tmp_path / "reach.py"
+    reach.write_text("def f():\n    from lookplangraph.distill.teacher.expert import Expert\n")
+    found = distill_importers({"lookplangraph.evaluation.runner": reach, "lookplangraph.distill.planning.dagger": reach,
+                               "lookplangraph.cli.onboard": reach})
+    assert "lookplangraph.evaluation.runner imports lookplangraph.distill.teacher.expert" in found
+    assert {line.split(" imports ")[0] for line in found} == {"lookplangraph.evaluation.runner"}
+    assert layer_of("lookplangraph.cypher.agent") < layer_of("lookplangraph.distill.teacher.expert") < \
+        layer_of("lookplangraph.apps.trial")
     assert layer_of("lookplangraph.apps.trial") > layer_of("lookplangraph.agent.memory")
     assert layer_of("lookplangraph.agent.memory") < layer_of("lookplangraph.planners.episode") < \
         layer_of("lookplangraph.planners.react")

@@ -14,8 +14,8 @@ import pytest
 
 from grasif import dataset, heldout
 from grasif.generate import SPLIT_PREFIX
-from lookplangraph.cypher.training import allowed_scenes
-from lookplangraph.lm.training.sft import read_examples
+from lookplangraph.distill.cypher.data import allowed_scenes
+from lookplangraph.distill.training.sft import read_examples
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = sorted(p.parent for p in (ROOT / "data" / "training").glob("*/sft.jsonl.gz"))

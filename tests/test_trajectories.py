@@ -8,8 +8,8 @@ import json
 import pytest
 
 from grasif import dataset, heldout
-from lookplangraph.evaluation.trajectories import build_data, validate_data
-from lookplangraph.prompts import static_prompt
+from lookplangraph.distill.planning.trajectories import build_data, validate_data
+from lookplangraph.agent.prompts import static_prompt
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_an_evaluation_task_is_refused_before_anything_is_written(pool, tmp_path
 
 
 def test_data_in_the_short_format_has_no_reasons_puts_the_steps_first_and_says_so(pool, tmp_path):
-    from lookplangraph.lm.training.sft import TrainConfig, prompt_metadata
+    from lookplangraph.distill.training.sft import TrainConfig, prompt_metadata
 
     out = tmp_path / "v2"
     counts = build_data(pool[0][:2], out, seeds=[None], augmentations=(), prompt_layout="history-scene",

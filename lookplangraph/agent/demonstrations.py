@@ -2,7 +2,7 @@
 compactly before it in the prompt (issue 23, the lever that needs no GPU).
 
 * A :class:`Demonstration` is one solved episode of the train pool: its instruction, its rooms and
-  the accepted actions with what ``discover_objects`` saw (:mod:`lookplangraph.evaluation.expert`
+  the accepted actions with what ``discover_objects`` saw (:mod:`lookplangraph.distill.teacher.expert`
   writes them; ``lookplangraph distill data`` builds the file).
 * :class:`DemonstrationIndex` ranks them with BM25 (``rank-bm25``'s ``BM25Okapi``) over the words
   of the instruction and the classes of the rooms; the query is the episode's instruction and
@@ -29,7 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-#: the demonstrations shipped with the package (``lookplangraph/prompts/``): the expert's episodes
+#: the demonstrations shipped with the package (``lookplangraph/agent/prompts/``): the expert's episodes
 #: of the train pool (``lookplangraph distill data`` writes them)
 DEFAULT_FILE = "demonstrations_v1.jsonl.gz"
 
@@ -108,7 +108,7 @@ def best_distinct(scores: Sequence[float], items: Sequence, k: int, key: Callabl
 
 def read_demonstrations(path: str | Path | None = None) -> list[Demonstration]:
     """The demonstrations of a JSONL file (``.gz`` read as gzip); None: the shipped file."""
-    text = read_jsonl_text(path, ("prompts", DEFAULT_FILE), "demonstration file",
+    text = read_jsonl_text(path, ("agent", "prompts", DEFAULT_FILE), "demonstration file",
                            "build one with `lookplangraph distill data`")
     out = []
     for n, line in enumerate(text.splitlines(), 1):

@@ -11,7 +11,7 @@ map, the instruction and what was inspected.
 
 Two users, one order: the loop's ``search_hint`` setting (:func:`search_entries`, a line of the
 view after ``discover_objects`` did not find a remembered object) and the privileged expert's
-``belief`` and ``view`` searches (:mod:`lookplangraph.evaluation.expert`), so a student is shown
+``belief`` and ``view`` searches (:mod:`lookplangraph.distill.teacher.expert`), so a student is shown
 the order its teacher follows. Concept: ``docs/concepts/loop.md#search-after-a-move``.
 """
 

@@ -3,7 +3,7 @@ each has ``--help`` with a description and examples). :func:`build_parser` gathe
 module per group of commands, each with ``add_parsers(sub)`` and its handlers:
 
 * :mod:`~lookplangraph.cli.graphs`: ``validate``, ``show``, ``grasif``;
-* :mod:`~lookplangraph.cli.episodes`: ``run``, ``eval``, ``report``, ``inject`` (and the run
+* :mod:`~lookplangraph.cli.episodes`: ``run``, ``eval``, ``report``, ``explain``, ``inject`` (and the run
   settings the first two read);
 * :mod:`~lookplangraph.cli.trial`: ``trial``;
 * :mod:`~lookplangraph.cli.onboard`: ``expert-proof``, ``distill``;
@@ -12,7 +12,8 @@ module per group of commands, each with ``add_parsers(sub)`` and its handlers:
 with what they share in :mod:`~lookplangraph.cli.conventions` (exit codes :data:`EXIT_CODES`,
 errors, flags, help format, :func:`run_main`) and :mod:`~lookplangraph.cli.tasks` (tasks, graphs
 and goals as commands read them). The commands other modules define (``reproduce``, ``view``,
-``sandbox``, ``ask``, ``cypher-eval``, ``cypher-build``) use only argparse (the layers below
+``sandbox``, ``ask``, ``cypher-eval``, ``cypher-build``, ``cypher-examples``; ``cypher-data`` and
+``cypher-mistakes`` of :mod:`lookplangraph.distill.cypher.commands`) use only argparse (the layers below
 import nothing from here); :func:`build_parser` brings them under the same help format and adds
 their deprecated aliases. Every command follows one flag vocabulary, ``--NAME/--no-NAME``
 yes/no flags, no abbreviations and the same exit codes (checked by
@@ -57,10 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     # the commands that other modules define (module doc)
     from lookplangraph.apps.viewer import add_parser as add_view
     from lookplangraph.cypher import commands as cypher_commands
+    from lookplangraph.distill.cypher import commands as cypher_data_commands
     from lookplangraph.evaluation.reproduce.command import add_parser as add_reproduce
     from lookplangraph.sandbox import cli as sandbox_cli
 
-    for add in (add_reproduce, add_view, sandbox_cli.add_parser, cypher_commands.add_parser):
+    for add in (add_reproduce, add_view, sandbox_cli.add_parser, cypher_commands.add_parser,
+                cypher_data_commands.add_parser):
         add(sub)
     _old_spellings_of_other_modules(sub.choices)
     return conform(parser)

@@ -32,7 +32,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 
 PROG = "lookplangraph"
 #: ``--lm expert``, ``--lm expert-oracle`` and ``--lm expert-view``: the privileged expert
-#: (:mod:`lookplangraph.evaluation.expert`; its belief-space search, the older room-by-room
+#: (:mod:`lookplangraph.distill.teacher.expert`; its belief-space search, the older room-by-room
 #: search, or the belief-space search limited to what the planner's view shows), a harness tool
 EXPERT_SPECS = ("expert", "expert-oracle", "expert-view")
 WIDTH = 92

@@ -227,10 +227,11 @@ def _lm_factory(s, out: Path, args=None):
     from lookplangraph.lm.pool import lm_factory
     from lookplangraph.lm.specs import with_native_log
 
-    if s.lm in EXPERT_SPECS:  # the privileged harness tool, never a default (evaluation.expert)
+    if s.lm in EXPERT_SPECS:  # the privileged harness tool, never a default (distill.teacher.expert)
         from functools import partial
 
-        from lookplangraph.evaluation.expert import SEARCHES, Expert
+        from lookplangraph.distill.teacher.expert import Expert
+        from lookplangraph.distill.teacher.search import SEARCHES
 
         if s.cache or getattr(args, "endpoints", None):
             raise UsageError(f"--lm {s.lm} answers from the episode itself: it takes no --cache and no --endpoints")

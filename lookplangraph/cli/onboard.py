@@ -14,7 +14,7 @@ from lookplangraph.cli.tasks import (DATA_DIR_HELP, SPLITS, generated_tasks, see
                                      split_flag)
 from lookplangraph.lm.embedded import default_adapter, default_lm
 from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES, RECALL_MODES
-from lookplangraph.prompts import PROMPT_LAYOUTS
+from lookplangraph.agent.prompts import PROMPT_LAYOUTS
 
 
 def add_parsers(sub) -> None:
@@ -74,16 +74,16 @@ def add_parsers(sub) -> None:
                    help="also the tasks of a `lookplangraph grasif generate` directory (repeat for several); they are "
                         "checked against the held-out tasks first")
     d.add_argument("--prompt-layout", choices=PROMPT_LAYOUTS, default="scene-history",
-                   help="the examples' user message: scene then steps (default, the v0 adapter's), or steps before "
+                   help="the examples' user message: scene then steps (default), or steps before "
                         "the scene (history-scene: the KV cache serves the steps at run time)")
     d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
-                   help="the examples' replies: the action then a reason (default, the v0 adapter's), the reason "
+                   help="the examples' replies: the action then a reason (default), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
     _teacher_flags(d)
     dg = add_command(dsub, "dagger", help="roll a student out and label every state it visits with the expert (DAgger)",
                      description="One DAgger round: the student (an LM spec) plans in LookPlanGraph's loop on train-pool "
                                  "or generated tasks; at every state it visits the privileged belief-space expert's answer "
-                                 "is recorded as a training example for that prompt (lookplangraph.evaluation.dagger). "
+                                 "is recorded as a training example for that prompt (lookplangraph.distill.planning.dagger). "
                                  "Appends to OUT, so it resumes and rounds can share a directory.",
                      examples=[f"lookplangraph distill dagger --student {default_lm()} "
                                "--tasks train-pool --episodes 40 --out runs/dagger1",
@@ -99,9 +99,9 @@ def add_parsers(sub) -> None:
     dg.add_argument("--round", type=int, default=1, metavar="K", help="the round recorded with each example (default 1)")
     dg.add_argument("--max-actions", type=int, default=12, metavar="N", help="the student's action limit (default 12)")
     dg.add_argument("--prompt-layout", choices=PROMPT_LAYOUTS, default="history-scene",
-                    help="the prompts' layout (default history-scene: data v2's)")
+                    help="the prompts' layout (default history-scene)")
     dg.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action",
-                    help="the answers' format (default action: data v2's)")
+                    help="the answers' format (default action)")
     _teacher_flags(dg)
     dg.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
@@ -181,7 +181,7 @@ def add_parsers(sub) -> None:
                                  "and counts.json that distill train reads: planning sources (distill data, distill "
                                  "dagger) must share prompt layout, answer format and recall; Cypher sources (cypher-data) "
                                  "keep the agent's system message, planning examples get --system-prompt's here "
-                                 "(lookplangraph.lm.training.mix).",
+                                 "(lookplangraph.distill.training.mix).",
                      examples=["lookplangraph distill mix --out runs/mix_v4 --take runs/distill_v4:4000 "
                                "--take runs/dagger_v4 --take runs/cypher_data_v2:800 --system-prompt compact",
                                "lookplangraph distill mix --out runs/mix_v9 --take runs/distill_v7_homes:1300 "
@@ -231,11 +231,11 @@ def _teacher_flags(p) -> None:
 
 
 def cmd_expert_proof(args) -> int:
-    """The harness proof: the privileged expert in each planner's loop (evaluation.expert_proof)."""
+    """The harness proof: the privileged expert in each planner's loop (distill.teacher.proof)."""
     from types import SimpleNamespace
 
-    from lookplangraph.evaluation.expert import PLANNERS
-    from lookplangraph.evaluation.expert_proof import proof_table, run_proof, write_proof
+    from lookplangraph.distill.teacher.policy import PLANNERS
+    from lookplangraph.distill.teacher.proof import proof_table, run_proof, write_proof
 
     pairs = []
     for name in (args.planner or ["lookplangraph"]):
@@ -275,7 +275,7 @@ def cmd_expert_proof(args) -> int:
 
 
 def cmd_distill(args) -> int:
-    """Distillation: training data from the expert (evaluation.trajectories: ``distill data``,
+    """Distillation: training data from the expert (distill.planning.trajectories: ``distill data``,
     ``distill validate``), LoRA training and export (training: ``distill train``, ``distill
     export``), and checked chunks for carrying files to a GPU machine (``distill split``, ``distill join``)."""
     if args.distill_command in ("train", "export", "merge", "split", "join", "mix"):
@@ -285,7 +285,7 @@ def cmd_distill(args) -> int:
 
     from grasif.generate.leaks import GeneratedLeak
 
-    from lookplangraph.evaluation import trajectories
+    from lookplangraph.distill.planning import trajectories
 
     root = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
     try:
@@ -336,8 +336,9 @@ def cmd_distill(args) -> int:
 
 
 def _expert(spec: str):
-    """The privileged expert an ``--expert`` spec names (:data:`~lookplangraph.evaluation.expert.SEARCHES`)."""
-    from lookplangraph.evaluation.expert import SEARCHES, Expert
+    """The privileged expert an ``--expert`` spec names (:data:`~lookplangraph.distill.teacher.search.SEARCHES`)."""
+    from lookplangraph.distill.teacher.expert import Expert
+    from lookplangraph.distill.teacher.search import SEARCHES
 
     return Expert(search=SEARCHES[spec])
 
@@ -347,7 +348,7 @@ def _dagger(args, root: Path, tasks: list) -> int:
     from grasif.generate.leaks import GeneratedLeak, check_training
     from grasif.heldout import in_train_pool, kept_out_tasks
 
-    from lookplangraph.evaluation import dagger, trajectories
+    from lookplangraph.distill.planning import dagger, trajectories
     from lookplangraph.lm import LMError, make_backend
 
     if args.tasks == "train-pool":
@@ -398,7 +399,7 @@ def _merge(args, base: Path) -> int:
 
     from lookplangraph.lm import AdapterError, embedded
     from lookplangraph.lm.llamacpp import resolve_adapter
-    from lookplangraph.lm.training.merge import merge_lora
+    from lookplangraph.distill.training.merge import merge_lora
 
     adapter = resolve_adapter(args.base, args.adapter)
     spec = embedded.MODELS.get(args.base)
@@ -418,9 +419,9 @@ def _merge(args, base: Path) -> int:
 
 
 def _mix(args) -> int:
-    """``distill mix``: one training set from several sources (:mod:`lookplangraph.lm.training.mix`)."""
-    from lookplangraph.lm.training import mix
-    from lookplangraph.prompts import compact_prompt
+    """``distill mix``: one training set from several sources (:mod:`lookplangraph.distill.training.mix`)."""
+    from lookplangraph.distill.training import mix
+    from lookplangraph.agent.prompts import compact_prompt
 
     transform, name = None, ""
     if args.worked_examples < 0 or not 0 <= args.worked_share <= 1:
@@ -452,7 +453,7 @@ def _mix(args) -> int:
 
 
 def _distill_training(args) -> int:
-    from lookplangraph.lm.training import chunks
+    from lookplangraph.distill.training import chunks
 
     if args.distill_command == "split":
         try:
@@ -472,8 +473,8 @@ def _distill_training(args) -> int:
             return EXIT_FAILED
         print(f"joined and checked: {path}")
         return EXIT_OK
-    from lookplangraph.lm.training import gguf_lora, sft
-    from lookplangraph.prompts import compact_prompt
+    from lookplangraph.distill.training import gguf_lora, sft
+    from lookplangraph.agent.prompts import compact_prompt
 
     base = _base_model_file(args.base)
     if args.distill_command == "export":

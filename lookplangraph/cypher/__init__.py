@@ -12,9 +12,10 @@ Modules, one concept each:
   two benchmarks, built from GraSIF scenes; :mod:`.benchmark` — their versioned files;
 * :mod:`.agent` — the LM with the ``run_cypher_query`` tool, the one-query variant and the
   whole-graph-in-context baseline; :mod:`.evaluate` — batch evaluation; :mod:`.commands` — CLI;
-* training data: :mod:`.gold` — the query expert for questions; :mod:`.grounding_gold` — for
-  instructions; :mod:`.phrasings` — questions reworded; :mod:`.training` — examples in the
-  agent's own turns; :mod:`.recovery` — a real model's mistakes followed by the correction.
+* :mod:`.gold` — the query expert for questions (its patterns also reword them);
+  :mod:`.phrasings` — questions reworded, for training and for the reworded evaluation set.
+
+The training data made of them is :mod:`lookplangraph.distill.cypher`.
 """
 
 from __future__ import annotations

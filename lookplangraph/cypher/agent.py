@@ -31,7 +31,7 @@ from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
 from lookplangraph.cypher.examples import ExampleIndex, example_block, shipped_index
 from lookplangraph.cypher.hints import LABELS, empty_result_note, holders, is_empty, values
 from lookplangraph.cypher.store import QueryError, StoreError
-from lookplangraph.prompts import template
+from lookplangraph.agent.prompts import template
 
 #: what every variant says, once, to an answer that cannot be used (``_run``'s ``check``)
 SENT_BACK = "This answer cannot be used: {problem}. Reply again with the answer the task asks for."

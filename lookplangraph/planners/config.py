@@ -26,7 +26,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Iterable
 
 from lookplangraph.agent.decoding import ANSWER_FORMATS, answer_format  # noqa: F401 - the settings' reply formats
-from lookplangraph.prompts import PROMPT_LAYOUTS
+from lookplangraph.agent.prompts import PROMPT_LAYOUTS
 
 #: The view's recall of unseen priors (:mod:`lookplangraph.agent.recall`): the agent's room only
 #: (the paper's), or also those of the classes the instruction names, from anywhere.
@@ -220,7 +220,7 @@ class PlannerConfig:
         own (kept: a prompt other than the adapter's is a choice, recorded with the results). Raises
         :class:`~lookplangraph.lm.AdapterError` when the adapter's recorded system prompt is not
         this version's text of that name."""
-        from lookplangraph.prompts import SYSTEM_PROMPTS, system_prompt
+        from lookplangraph.agent.prompts import SYSTEM_PROMPTS, system_prompt
 
         from lookplangraph.lm.embedded import registered_settings
 

@@ -18,7 +18,7 @@ from sgs.actions import ActionSyntaxError, parse_action
 from lookplangraph.lm import ContextOverflow, read_json
 from lookplangraph.planners.episode import EpisodeLog, StepRecord
 from lookplangraph.planners.static import call_record, execute, scene_json
-from lookplangraph.prompts import template
+from lookplangraph.agent.prompts import template
 
 PLAN_SCHEMA = {"type": "object", "properties": {"plan": {"type": "array", "items": {"type": "string"}}},
                "required": ["plan"], "additionalProperties": False}

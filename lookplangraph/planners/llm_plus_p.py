@@ -28,7 +28,7 @@ from lookplangraph.planners.pddl.fast_downward import solve
 from lookplangraph.planners.pddl.grammar import problem_grammar
 from lookplangraph.planners.pddl.problem import PddlNames, PlanError, complete_declarations, domain, plan_actions
 from lookplangraph.planners.static import call_record, execute, scene_json
-from lookplangraph.prompts import template
+from lookplangraph.agent.prompts import template
 
 
 def extract_problem(text: str) -> str | None:

@@ -44,7 +44,7 @@ from lookplangraph.agent.search import search_entries
 from lookplangraph.agent.view import inapplicable, names_in, render_view, view, vocabulary
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
-from lookplangraph.prompts import dynamic_prompt, system_prompt
+from lookplangraph.agent.prompts import dynamic_prompt, system_prompt
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,

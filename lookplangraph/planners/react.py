@@ -32,7 +32,7 @@ from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.planners.episode import EpisodeLog, StepRecord, episode_result
 from lookplangraph.planners.sayplan import release_relation
-from lookplangraph.prompts import template
+from lookplangraph.agent.prompts import template
 
 NOTHING = "Nothing happens."
 STEP_MAX_TOKENS = 96  # one command or thought per reply

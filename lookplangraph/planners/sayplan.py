@@ -30,7 +30,7 @@ from sgs.simulator import Infeasible, apply
 from lookplangraph.lm import ContextOverflow
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepRecord
 from lookplangraph.planners.static import PLAN_FUNCTIONS, call_record, execute, scene_json
-from lookplangraph.prompts import template
+from lookplangraph.agent.prompts import template
 from lookplangraph.lm import read_json
 
 SEARCH_COMMANDS = ("expand_node", "contract_node", "verify_plan")

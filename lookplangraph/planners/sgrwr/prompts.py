@@ -1,4 +1,4 @@
-"""SG-RwR's prompts, filled from the template files ``lookplangraph/prompts/sgrwr_*.txt``.
+"""SG-RwR's prompts, filled from the template files ``lookplangraph/agent/prompts/sgrwr_*.txt``.
 
 Both system prompts start with the same text, the environment description and the graph *schema*
 (never the graph's data; :func:`shared`). The Reasoner's then holds the actions with their conditions, its reasoning tools, the guidance, the message
@@ -11,7 +11,7 @@ Both differ between ``static`` mode (a whole plan; the schema of the task's map)
 from __future__ import annotations
 
 from lookplangraph.planners.sgrwr.graphdata import ALLOWED_IMPORTS
-from lookplangraph.prompts import template
+from lookplangraph.agent.prompts import template
 
 _GOAL = {"static": "write the robot's whole plan", "step": "command the robot one action at a time"}
 _FINISH = {

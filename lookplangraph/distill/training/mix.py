@@ -1,32 +1,17 @@
-"""One training set from several: planning data, DAgger rounds and Cypher data in chosen amounts.
-
-``distill train --examples N`` samples uniformly from one file, so a few hundred DAgger states
-among 40,000 expert examples are almost never seen, and planning and Cypher data could not share
-one training call. :func:`mix` writes a directory ``distill train`` reads like any other:
+"""One training set from several: planning data, DAgger rounds and Cypher data in chosen amounts
+(``lookplangraph distill mix``), in a directory ``distill train`` reads like any other:
 
 * ``sft.jsonl`` — the examples taken from each source (a seeded sample of the number asked, or
-  all), in a seeded random order; each keeps its ``meta`` and gains ``meta.mixed_from`` (the
-  source's name: its directory's, with its filter after ``@``);
-* ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``,
-  ``answer_format`` and ``recall`` (they must agree), their teachers (``experts``, with counts), per source (its
-  directory's name, with its filter after ``@``) what was available (after the filter) and taken
-  (with the source file's SHA-256), ``by_source`` (the examples'
-  ``meta.source``, else their ``meta.split``), and the system messages: ``system_prompt_name``/``system_prompt`` of the
-  planning examples and ``systems_final: true``; with a Cypher transform (:func:`mix`'s
-  ``cypher_transform``), ``cypher_transform``: what it was and how many examples it changed.
+  all), in a seeded random order; each keeps its ``meta`` and gains ``meta.mixed_from``;
+* ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``, ``answer_format``
+  and ``recall`` (they must agree), their teachers, per source what was available and taken (with
+  the source file's SHA-256), ``by_source``, the planning system message (``systems_final:
+  true``), and the Cypher transform when there is one.
 
-Planning examples get the system message ``system`` (e.g. the planner's compact prompt) here,
-once; Cypher examples keep the agent's own. ``distill train`` therefore leaves the system messages
-of a data directory whose ``counts.json`` says ``systems_final`` as they are, and records the
-planning one in the adapter.
-
-A source is a ``distill data`` or ``distill dagger`` directory (its ``counts.json`` has a
-``prompt_layout``: planning) or a ``cypher-data`` directory (``kind: "cypher"``, or the
-``questions`` count older ones have), or a committed mix (``kind: "mix"``, ``sft.jsonl.gz``:
-``data/training/mix-vN``), whose examples are taken as they are (their system messages are
-final; its planning format joins the agreement), so a new version can start from the last one
-when that one's sources are gone. Nothing is written unless every source reads; the files appear
-whole (written beside, then renamed).
+Planning examples get the system message ``system`` here, once; Cypher examples keep the agent's
+own. A source is a ``distill data`` or ``distill dagger`` directory, a ``cypher-data`` directory,
+or a committed mix (``data/training/mix-vN``), taken as it is. Nothing is written unless every
+source reads; the files appear whole. Why and how: ``docs/guides/distillation.md``.
 """
 
 from __future__ import annotations
@@ -41,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lookplangraph.lm.training.sft import with_system
+from lookplangraph.distill.training.sft import with_system
 
 
 class MixError(ValueError):

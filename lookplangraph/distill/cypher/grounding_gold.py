@@ -1,31 +1,19 @@
-"""The grounding expert: for a grounding item (:mod:`.grounding`), the read-only Cypher queries that
-find the nodes its instruction refers to, and the goal the agent should answer, both checked.
+"""The grounding expert: for a grounding item (:mod:`lookplangraph.cypher.grounding`), the read-only
+Cypher queries that find the nodes its instruction refers to, and the goal the agent should answer,
+both checked. The grounding counterpart of :mod:`lookplangraph.cypher.gold`: a data tool for
+training examples in the agent's own turns (instruction → queries → rows → goal).
 
-It is the grounding counterpart of :mod:`.gold` (a data tool for training examples in the agent's
-own turns: instruction → queries → rows → goal). The expert knows the item's goal (the GraSIF
-task's) and asks the store what a person who knows the schema would ask to write it:
+* The **candidates**: every node of each class the goal refers to, one query per label (objects
+  with what holds them, their room, states and properties; assets with their room, states and
+  properties; rooms by name), rows sorted by name.
+* The **answer**: the goal in the agent's reply schema (:func:`~lookplangraph.cypher.agent.goal_schema`);
+  absent states as ``(not (state node))`` conjuncts of the formula; the frame flag dropped.
 
-* the **candidates**: every node of each class the goal refers to (the classes of the nodes it
-  names, of its count goals and of its formula's quantifiers), one query per label, so the rows
-  show all the nodes among which the instruction picks ("the keyboard in the home office", "Tom's
-  desk", "the red stapler"). Objects come with what they rest on or in, their room, states and
-  properties; assets with their room, states and properties; rooms by name. Rows are sorted by
-  name, so the data does not depend on the store's internal order.
-* the **answer**: the goal in the agent's reply schema (:func:`~.agent.goal_schema`): node goals
-  with all four keys, count goals, the formula; absent states, which the schema cannot carry, as
-  ``(not (state node))`` conjuncts of the formula; the frame flag dropped (the judge ignores it).
-
-:func:`grounding_gold` checks itself and raises :class:`GroundingGoldError` instead of returning
-an example that would teach something wrong:
-
-* every query returns rows, within the evaluation's result limits (:data:`EVAL_LIMITS`: what the
-  agent is shown under ``cypher-eval``'s defaults; a larger result would be an error there);
-* the rows contain what the answer uses: every node name it names appears in a cell, and every
-  class it quantifies over or counts is the class of a name in the rows;
-* the answer fits the reply schema (:func:`~.agent.goal_schema`: at most 20 node goals, a formula
-  of at most 600 characters) and passes the agent's own check (:func:`~.agent.goal_problem`);
-* the answer scores correct under the grounding benchmark's judge (:func:`~.grounding.judge`) on
-  the item's judged states.
+:func:`grounding_gold` raises :class:`GroundingGoldError` instead of returning an example that
+would teach something wrong: every query returns rows within :data:`EVAL_LIMITS`; the rows contain
+every node name and class the answer uses; the answer fits the reply schema and passes
+:func:`~lookplangraph.cypher.agent.goal_problem`; and the grounding judge
+(:func:`~lookplangraph.cypher.grounding.judge`) scores it correct. See ``docs/guides/cypher.md``.
 """
 
 from __future__ import annotations
@@ -132,7 +120,7 @@ def _state_predicate(word: str) -> str:
 
 
 def answer_of(goal: GoalSpec) -> dict[str, Any]:
-    """``goal`` as the agent writes it (:func:`~.agent.goal_schema`; module doc): every key
+    """``goal`` as the agent writes it (:func:`~lookplangraph.cypher.agent.goal_schema`; module doc): every key
     present, absent states as negated formula conjuncts."""
     node_goals, negations = [], []
     for g in goal.node_goals:
@@ -172,7 +160,7 @@ def _cells(rows: list[list[Any]]) -> set[str]:
 
 def grounding_gold(item: GroundingItem, graph: SceneGraph, store) -> GroundingGold:
     """The gold of ``item`` on ``store`` (``graph``, the item's initial scene, loaded: as a plain
-    store or through :class:`~.memory_view.MemoryView`), checked as the module doc says
+    store or through :class:`~lookplangraph.cypher.memory_view.MemoryView`), checked as the module doc says
     (:class:`GroundingGoldError` otherwise)."""
     try:
         goal = GoalSpec.model_validate(item.goal)

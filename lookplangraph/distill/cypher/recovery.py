@@ -1,31 +1,22 @@
 """Recovery turns: the base model's real first-query mistakes, followed by the expert's correction.
 
-A model trained only on gold turns has never seen a query fail, so it does not learn what to do
-after one. A recovery example is the agent's own transcript where the **first** query is one the
-base model really wrote and got wrong, the store's real answer to it (the error with its reason,
-or the empty result with the agent's note, or rows that do not answer), then the gold query
-(:mod:`.gold`, :mod:`.grounding_gold`), its rows and the answer. Only the turns after the mistake
-are examples: the mistaken turn is context, never a target.
+A recovery example is the agent's own transcript where the **first** query is one the base model
+really wrote and got wrong, the store's real answer to it (an error, an empty result, or rows that
+do not answer), then the gold query (:mod:`lookplangraph.cypher.gold`, :mod:`.grounding_gold`),
+its rows and the answer. Only the turns after the mistake are examples. Two steps, so that the slow
+one runs once:
 
-Two steps, so that the slow one runs once:
+* :func:`collect` runs a real LM through the agent on training questions and grounding items
+  (:func:`~.data.training_questions`, :func:`~.data.grounding_items`: allowed scenes only) and
+  records its first reply (:class:`FirstQuery`, ``first_queries.jsonl``) and the outcome of its
+  query (:func:`classify`, one of :data:`OUTCOMES`); the mistakes (:data:`MISTAKES`) also go to
+  ``mistakes.jsonl``. Resumable.
+* :func:`write_recovery` (``cypher-data --recovery-from FILE``) replays each mistake with a
+  :class:`~.data.ScriptedPolicy` and writes the turns after it; a mistake whose scene is not
+  allowed, whose outcome the store no longer reproduces, or that has no gold, is counted, not
+  written.
 
-* :func:`collect` runs a real LM through the real agent (agentic variant, default settings) on
-  training questions and grounding items (:func:`~.training.training_questions`,
-  :func:`~.training.grounding_items`: allowed scenes only, never held-out ones) and records its
-  **first reply** (:class:`FirstQuery`, one JSON line each in ``first_queries.jsonl``); the agent
-  is stopped after that reply's result is shown. The outcome of the first query
-  (:func:`classify`) is one of :data:`OUTCOMES`; the mistakes (:data:`MISTAKES`: ``error``,
-  ``empty``, ``wrong_rows``) also go to ``mistakes.jsonl``. Resumable: records already in the
-  directory are kept and their items skipped.
-* :func:`write_recovery` (``lookplangraph cypher-data --recovery-from FILE``) replays each
-  mistake through the agent with a :class:`~.training.ScriptedPolicy` (the model's reply text as
-  it was, then the gold turns) and writes the turns after the mistake. A mistake is rejected
-  (counted, not written) when its scene is not among the allowed scenes given, when the store no
-  longer reproduces its outcome, or when no gold exists.
-
-For a question, ``wrong_rows`` means rows from which the answer cannot be read (the first column,
-or a single cell holding the whole list, does not give the gold answer); for a grounding item,
-rows that lack a node name or class the gold goal uses.
+What ``wrong_rows`` means for a question and for an instruction: ``docs/guides/cypher.md``.
 """
 
 from __future__ import annotations
@@ -44,12 +35,12 @@ from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.gold import GoldError, answer_from_rows, gold
 from lookplangraph.cypher.grounding import GroundingItem, referenced
-from lookplangraph.cypher.grounding_gold import GroundingGoldError, grounding_gold
+from lookplangraph.distill.cypher.grounding_gold import GroundingGoldError, grounding_gold
 from lookplangraph.cypher.hints import is_empty
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.qa import Question
 from lookplangraph.cypher.store import QueryError
-from lookplangraph.cypher.training import (ScriptedPolicy, answer_reply, check_allowed, grounding_items, query_reply,
+from lookplangraph.distill.cypher.data import (ScriptedPolicy, answer_reply, check_allowed, grounding_items, query_reply,
                                            training_questions, write_turns)
 from lookplangraph.lm.base import Completion
 
@@ -109,7 +100,7 @@ def classify(store, query: str, *, question: Question | None = None, gold_answer
     """``(outcome, error kind, rows)`` of ``query`` on ``store`` (module doc): ``error``,
     ``empty`` (:func:`~.hints.is_empty`), ``wrong_rows`` or ``right_rows``. For a question, give
     ``question`` and ``gold_answer``; for a grounding item, ``needed`` = the names and classes the
-    gold goal uses (:func:`~.grounding.referenced`)."""
+    gold goal uses (:func:`~lookplangraph.cypher.grounding.referenced`)."""
     from sgs.graph import node_class
 
     try:
@@ -389,7 +380,7 @@ def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0) -> tuple[lis
 
 
 def recovery_writer(mistakes: list[Mistake]) -> Callable[[Any, dict, Any], dict]:
-    """:func:`write_recovery` of ``mistakes``, as :func:`~.training.build_data` takes it."""
+    """:func:`write_recovery` of ``mistakes``, as :func:`~.data.build_data` takes it."""
     return lambda f, scenes, store: write_recovery(f, mistakes, scenes, store)
 
 

@@ -1,40 +1,22 @@
-"""Expert trajectories of the train pool: supervised fine-tuning data and demonstrations
-(issue 23, item 3). Built with the privileged expert (:mod:`lookplangraph.evaluation.expert`:
-its belief-space search; dynamic episodes in the paper's mode) in LookPlanGraph's own loop, so
-every example is *exactly* what the planner sends at a step and what the expert answered there.
+"""Expert trajectories of the train pool: supervised fine-tuning data and demonstrations, built with
+the privileged expert (:mod:`lookplangraph.distill.teacher.expert`) in LookPlanGraph's own loop, so
+every example is exactly what the planner sends at a step and what the expert answered there.
 
-``lookplangraph distill data`` writes into ``OUT/``:
+``lookplangraph distill data`` writes into ``OUT/``: ``sft.jsonl`` (one chat example per expert
+answer the loop accepted: ``{"messages": [system, user, assistant], "meta": {...}}``),
+``episodes.jsonl`` (one line per episode, for the validator), ``demonstrations.jsonl.gz`` (the
+successful episodes of unaugmented tasks, for retrieval: :mod:`lookplangraph.agent.demonstrations`)
+and ``counts.json`` (episodes, examples, tokens).
 
-* ``sft.jsonl``: one chat example per expert answer the loop accepted:
-  ``{"messages": [system, user, assistant], "meta": {split, task_id, seed, augmentation, step,
-  correction}}`` — the system message is the planner's static prompt, the user message the step's
-  dynamic prompt (instruction, memory view, previous steps, feedback), the assistant message the
-  expert's reply text (action first, reason last, as the decision's schema orders them).
-* ``episodes.jsonl``: one line per episode (the same meta, the accepted actions, success); the
-  validator replays them.
-* ``demonstrations.jsonl.gz``: the successful static and dynamic episodes of unaugmented tasks,
-  compact, for retrieval (:mod:`lookplangraph.agent.demonstrations`): the accepted actions, and
-  after each ``discover_objects`` what it saw that a later action uses (or "nothing needed").
-* ``counts.json``: episodes, successful episodes, examples, and prompt/answer tokens (the
-  embedded model's tokenizer when llama.cpp is installed, else characters / 4, said so).
+Only train-pool tasks of the pinned split (:func:`grasif.heldout.in_train_pool`) are accepted: an
+evaluation task or a sibling raises :class:`grasif.heldout.LeakError`. Augmented copies
+(:mod:`grasif.augment`) keep their labels true; one that would not stay solvable, and a dynamic
+seed that moves nothing, is left out and counted.
 
-A dynamic seed that moves nothing (the paper's mode leaves half of the tasks as they are) would
-give the static episode again: it is left out and counted (``unmoved_left_out``).
-
-Only train-pool tasks of the pinned split (:func:`grasif.heldout.in_train_pool`) are accepted:
-an evaluation task or a sibling raises :class:`grasif.heldout.LeakError`.
-
-**Augmentation that keeps labels true** (:mod:`grasif.augment`): renamed instances, shuffled
-listing order and distractor objects each give a copy of a task whose ground-truth plan still
-solves it; *moved objects* are dynamic mode's seeds. A copy that would not stay solvable is left
-out (and counted).
-
-:func:`validate_data` replays every episode through the SGS: from the episode's true initial
-graph (task, augmentation and dynamic seed rebuilt), each accepted action must be feasible
-(checked with the episode's correction mode) and the goal must hold at the end; and every
-example's answer must parse as an action whose names stand in its prompt, and its reason (when
-the format has one) may name only nodes its prompt shows
-(:func:`lookplangraph.evaluation.expert.ungrounded`).
+:func:`validate_data` replays every episode through the SGS (each accepted action feasible, the goal
+holds at the end) and reads every answer back as an action whose names, and whose reason's names,
+stand in its prompt (:func:`lookplangraph.distill.teacher.expert.ungrounded`). The format and the
+checks: ``docs/guides/expert.md`` and ``docs/guides/distillation.md``.
 """
 
 from __future__ import annotations
@@ -54,7 +36,7 @@ from sgs.simulator import check
 
 from lookplangraph.agent.demonstrations import Demonstration, write_demonstrations
 from lookplangraph.agent.replies import parse_reply
-from lookplangraph.evaluation.expert import Expert, ungrounded
+from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env
 from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
@@ -164,7 +146,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     recorded in ``counts.json`` and from there in the adapter.
     ``generated``: tasks of :mod:`grasif.generate`, checked against ``heldout`` (the evaluation
     tasks, required with them) by :func:`grasif.generate.leaks.check_training` first. ``expert``: the
-    teacher (default :class:`~lookplangraph.evaluation.expert.Expert`, the belief-space search);
+    teacher (default :class:`~lookplangraph.distill.teacher.expert.Expert`, the belief-space search);
     its name is recorded in ``counts.json``."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:

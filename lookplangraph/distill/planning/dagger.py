@@ -1,31 +1,19 @@
 """DAgger: the student's own states, labelled by the expert (Ross et al., 2011).
 
-A student trained only on the expert's states has never seen where its own mistakes lead. A
-DAgger round rolls the student out in LookPlanGraph's loop and, at every state it visits, asks the
-privileged belief-space expert (:mod:`lookplangraph.evaluation.expert`) what it would answer
-there. The student's answer is what is executed, and the expert's bookkeeping follows the
-student's answer (:meth:`Expert.follow`). The expert's answer becomes a training example for that
-exact prompt.
+A DAgger round rolls the student out in LookPlanGraph's loop and, at every state it visits, asks
+the privileged expert (:mod:`lookplangraph.distill.teacher.expert`) what it would answer there. The
+student's answer is what is executed, and the expert's bookkeeping follows it
+(:meth:`~lookplangraph.distill.teacher.policy.Policy.follow`); the expert's answer becomes a
+training example for that exact prompt.
 
-``lookplangraph distill dagger`` writes into ``OUT/`` (appending, so a round resumes where it
-stopped, several rounds share a directory, and ``OUT`` may be a ``distill data`` directory whose
-examples the round adds to):
-
-* ``sft.jsonl`` — one chat example per labelled state, in the format of ``distill data``, with
-  ``meta``: ``source`` (``dagger``), ``student``, ``round``, ``split``, ``task_id``, ``seed``,
-  ``step``, and ``agreed`` (whether the student's answer was the expert's);
-* ``dagger_episodes.jsonl`` — one line per student episode: the key, the student's actions and
-  success, the states labelled and kept;
-* ``dagger_counts.json`` — episodes, states labelled, examples kept, agreement, the student's
-  success, the seconds spent and the states per hour;
-* ``counts.json`` — ``distill data``'s counts, with ``by_source["dagger"]`` and ``examples``
-  brought up to date; written anew (with the format and the teacher) when ``OUT`` has none. A
-  round whose prompt layout, answer format, recall or teacher (``expert``, where recorded)
-  differs from the directory's is refused (:class:`DaggerError`): one directory, one teacher.
-
-A label is left out when it is ``done()`` while the goal does not hold (it would teach giving up)
-or when it names a node its prompt does not show. Only train-pool tasks or leak-checked generated
-tasks may be rolled out (the caller's guard, as for ``distill data``).
+``lookplangraph distill dagger`` appends to ``OUT/`` (a round resumes where it stopped, and rounds
+may share a directory with ``distill data``): ``sft.jsonl`` (one example per labelled state,
+``meta.source = "dagger"``), ``dagger_episodes.jsonl``, ``dagger_counts.json``, and ``counts.json``
+brought up to date. A round whose prompt layout, answer format, recall or teacher differs from the
+directory's is refused (:class:`DaggerError`). A label is left out when it is ``done()`` while the
+goal does not hold, or when it names a node its prompt does not show. Only train-pool or
+leak-checked generated tasks may be rolled out (the caller's guard). See
+``docs/guides/distillation.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +28,7 @@ from grasif.goals import evaluate_goal
 from grasif.task import Task
 
 from lookplangraph.agent.replies import parse_reply
-from lookplangraph.evaluation.expert import Expert, ungrounded
+from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env, trim_torn_line
 from lookplangraph.planners.config import PlannerConfig, answer_format
 from lookplangraph.planners.lookplangraph import run_episode

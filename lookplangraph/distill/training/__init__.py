@@ -5,6 +5,7 @@
 * :mod:`.gguf_lora`: the PEFT adapter as a GGUF LoRA that llama.cpp applies to the unchanged
   base (``--lm llamacpp:BASE+ADAPTER``), and such a file read back to train on from it
   (``distill train --init-adapter``);
+* :mod:`.merge`: an adapter merged into its base's weights and quantized again;
 * :mod:`.mix`: one training set from several (planning data, DAgger rounds, Cypher data) in
   chosen amounts (``lookplangraph distill mix``);
 * :mod:`.chunks`: large files cut into checked chunks, for carrying to a GPU machine.

@@ -1,12 +1,12 @@
-"""The harness proof: the privileged expert (:mod:`lookplangraph.evaluation.expert`) in the loop of
-each planner, over whole splits, static and dynamic seeds, in the graph environment and the
+"""The harness proof: the privileged expert (:mod:`lookplangraph.distill.teacher.expert`) in the loop
+of each planner, over whole splits, static and dynamic seeds, in the graph environment and the
 VirtualHome adapter. Strict SR 1.0 says the harness (prompts' reply path, SGS checks, corrections,
 environments, goal judgement) lets a perfect policy succeed; every failure is listed with its
 reason, so that what stays below 1.0 is named task by task.
 
-``lookplangraph expert-proof`` runs it (minutes on 2 cores) and writes ``proof.csv`` (one row per
-planner × correction × environment × seed: episodes, SR, SR changed-only, APP, calls/task) and
-``failures.csv`` (planner, correction, environment, seed, task, termination, what was not met).
+``lookplangraph expert-proof`` runs it and writes ``proof.csv`` (one row per planner × correction ×
+environment × seed: episodes, SR, SR changed-only, APP, calls/task) and ``failures.csv`` (planner,
+correction, environment, seed, task, termination, what was not met). See ``docs/guides/expert.md``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Callable
 
 from grasif.task import Task
 
-from lookplangraph.evaluation.expert import Expert
+from lookplangraph.distill.teacher.expert import Expert
 from lookplangraph.evaluation.runner import check_env, make_env
 from lookplangraph.planners import get_planner
 from lookplangraph.planners.config import PlannerConfig, ReActConfig

@@ -207,8 +207,7 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
 def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[str]:
     """What the adapter ``adapter`` was trained on that differs from the run's examples (``wanted``:
     :func:`prompt_metadata`): prompt layout, answer format, recall. A run started from it then
-    relearns those first; on a CPU's few hundred examples that costs more than it gains (the
-    results log's warm start of ``lpg-v0``)."""
+    relearns those first; on a CPU's few hundred examples that costs more than it gains."""
     from lookplangraph.lm.lora import read_adapter
 
     had = read_adapter(adapter).metadata
@@ -433,7 +432,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                            target_modules=list(config.targets), bias="none", task_type="CAUSAL_LM")
     model = peft.get_peft_model(model, lora)
     if config.init_adapter is not None:
-        from lookplangraph.lm.training.gguf_lora import ExportError, load_lora
+        from lookplangraph.distill.training.gguf_lora import ExportError, load_lora
 
         try:
             pairs = load_lora(model, config.init_adapter, base_gguf)
@@ -544,7 +543,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
 
     adapter_dir = out / "adapter"
     model.save_pretrained(str(adapter_dir))
-    from lookplangraph.lm.training.gguf_lora import export_lora
+    from lookplangraph.distill.training.gguf_lora import export_lora
 
     exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
     from lookplangraph.lm.lora import stamp_adapter

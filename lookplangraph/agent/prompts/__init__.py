@@ -1,4 +1,4 @@
-"""Prompt templates (``lookplangraph/prompts/*.txt``) and how they are filled.
+"""Prompt templates (``lookplangraph/agent/prompts/*.txt``) and how they are filled.
 
 The prompt is two messages: the **static** part (role, scene conventions, the action set with a
 one-line contract each, the answer format and two worked examples) is the same bytes for every
@@ -15,7 +15,7 @@ from importlib import resources
 @lru_cache(maxsize=None)
 def template(name: str) -> str:
     """The text of ``prompts/<name>.txt``."""
-    return resources.files("lookplangraph").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    return resources.files("lookplangraph").joinpath("agent", "prompts", f"{name}.txt").read_text(encoding="utf-8")
 
 
 def static_prompt() -> str:

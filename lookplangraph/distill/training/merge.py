@@ -9,9 +9,9 @@ carries the adapter's ``lookplangraph.*`` metadata (:mod:`lookplangraph.lm.lora`
 still runs it with the prompt it was trained with.
 
 Quantizing again adds its own rounding to the base's, and a LoRA update is small: a coarse type
-(Q4_K_M) can round the update away (measured in ``docs/results/log.md``). Whether a merged model
-decides as the adapter does is measured (``benchmarks/bench_decision.py``: same actions, same
-successes), not assumed. Needs the ``distill`` extra (gguf, numpy) and llama-cpp-python.
+can round the update away, so whether a merged model decides as the adapter does is to be checked
+(``benchmarks/bench_decision.py``; ``docs/guides/distillation.md``), not assumed. Needs the
+``distill`` extra (gguf, numpy) and llama-cpp-python.
 """
 
 from __future__ import annotations

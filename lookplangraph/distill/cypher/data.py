@@ -1,34 +1,20 @@
-"""Training data for the Cypher agent, in its own turn format: question → query → rows → answer.
+"""Training data for the Cypher agent, in its own turns: question → query → rows → answer.
 
 The gold policy (:class:`GoldPolicy`, a **data tool**, not a language model) answers the real
-agent's prompts (:class:`~lookplangraph.cypher.agent.CypherAgent`, agentic variant) with the
-query expert's gold query (:mod:`.gold`), then with the answer the rows give. Every call the agent
-makes is therefore exactly what a model would see, and each assistant turn becomes one example:
-``(system, question) → query`` and ``(system, question, query, rows) → answer``.
-:class:`ScriptedPolicy` is the general form (fixed replies in order) that the grounding and
-recovery examples use.
+agent's prompts (:class:`~lookplangraph.cypher.agent.CypherAgent`, agentic variant) with the query
+expert's gold query (:mod:`lookplangraph.cypher.gold`), then with the answer the rows give, so every
+call is what a model would see and each assistant turn becomes one example.
+:class:`ScriptedPolicy` (fixed replies in order) serves the grounding and recovery examples.
 
-Three kinds of examples, written to one ``sft.jsonl`` and counted apart in ``counts.json``
-(``meta.source``):
+Three kinds, in one ``sft.jsonl`` (``distill data``'s format) and counted apart in ``counts.json``
+(``meta.source``): ``cypher-gold`` (questions of :mod:`lookplangraph.cypher.qa`'s templates,
+reworded with the training phrasings of :mod:`lookplangraph.cypher.phrasings`),
+``cypher-gold-grounding`` (the scenes' task instructions, grounded by :mod:`.grounding_gold`; an
+item it rejects is counted per reason) and ``cypher-recovery`` (:mod:`.recovery`).
 
-* ``cypher-gold`` — questions from :mod:`.qa`'s templates, reworded (:mod:`.phrasings`: the
-  training paraphrases and the nodes' surface forms; the reworded evaluation set is never used);
-* ``cypher-gold-grounding`` — instructions of the scenes' tasks (:func:`grounding_items`, built as
-  the grounding benchmark builds its items), grounded with the grounding expert's queries and goal
-  (:mod:`.grounding_gold`), the scene shown as ``cypher-eval`` shows it (the planner's memory graph
-  at the task's start); an item the expert rejects is counted per reason, never written;
-* ``cypher-recovery`` — a real model's mistaken first query, the store's answer to it, then the
-  gold turns (:mod:`.recovery`; only the turns after the mistake are examples).
-
-**Scenes**: the planning train pool's scenes that the Cypher benchmark keeps in its development
-part, and generated buildings (:mod:`grasif.generate`). Never a held-out Cypher building, never an
-evaluation task of the planning protocol (:func:`allowed_scenes`; ``tests/test_cypher_training.py``
-checks it, for the grounding items too: no held-out grounding item enters). The development part's
-benchmark items may enter (their scenes are training scenes); an evaluation of a trained model
-should therefore report the held-out part.
-
-``sft.jsonl`` has the format of ``lookplangraph distill data`` (one example per line,
-``{"messages": [...], "meta": {...}}``), so ``distill train`` reads it.
+Scenes are the planning train pool's scenes in the Cypher benchmark's development part, and
+generated buildings; never a held-out Cypher building or a planning evaluation task
+(:func:`allowed_scenes`; ``tests/test_cypher_training.py``). See ``docs/guides/cypher.md``.
 """
 
 from __future__ import annotations
@@ -46,7 +32,7 @@ from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.benchmark import building, dev_buildings
 from lookplangraph.cypher.gold import Gold, gold
 from lookplangraph.cypher.grounding import GroundingItem, build_item
-from lookplangraph.cypher.grounding_gold import GroundingGoldError, grounding_gold
+from lookplangraph.distill.cypher.grounding_gold import GroundingGoldError, grounding_gold
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.phrasings import rephrase
 from lookplangraph.cypher.qa import Question, build_questions
@@ -122,9 +108,9 @@ def _by_split(tasks: list[Task]) -> dict[str, list[Task]]:
 def training_questions(tasks: list[Task], n_per_split: int = 200, seed: int = 0,
                        templates: tuple[str, ...] | None = None) -> list[tuple[Question, Question]]:
     """``(question, asked)`` pairs of the training data, split by split in the questions' order:
-    :func:`~.qa.build_questions` on the tasks' scenes (only ``templates``, when given), each asked
+    :func:`~lookplangraph.cypher.qa.build_questions` on the tasks' scenes (only ``templates``, when given), each asked
     in the template's own words one time in :data:`ORIGINAL_EVERY` and else reworded
-    (:func:`~.phrasings.rephrase`), both drawn with ``random.Random(f"{seed}:{question id}")``.
+    (:func:`~lookplangraph.cypher.phrasings.rephrase`), both drawn with ``random.Random(f"{seed}:{question id}")``.
     The template's own words are the benchmark's, so a trained agent has seen how the
     benchmark asks (never a held-out question: the scenes are training scenes)."""
     out = []
@@ -138,7 +124,7 @@ def training_questions(tasks: list[Task], n_per_split: int = 200, seed: int = 0,
 
 
 def grounding_items(tasks: list[Task], n_per_split: int = 200, seed: int = 0) -> list[tuple[Task, GroundingItem]]:
-    """Per split, up to ``n_per_split`` grounding items (:func:`~.grounding.build_item`: the task's
+    """Per split, up to ``n_per_split`` grounding items (:func:`~lookplangraph.cypher.grounding.build_item`: the task's
     instruction, goal and judged states) of the tasks, in an order shuffled with
     ``random.Random(f"{seed}:{split}:grounding-data")``; tasks without an item are passed over."""
     out = []

@@ -1,0 +1,185 @@
+"""``lookplangraph cypher-data`` and ``lookplangraph cypher-mistakes``: the Cypher agent's training
+data (:mod:`.data`, :mod:`.recovery`) on the command line, written as :mod:`lookplangraph.cypher.commands`
+writes the agent's own commands, whose bad-input errors, LM and GraSIF tasks they share.
+
+:func:`add_parser` puts them under ``lookplangraph`` (:func:`lookplangraph.cli.build_parser`); each
+returns the exit code of the table in :mod:`lookplangraph.cli` (0 done, 2 bad input, 3 the LM cannot
+be used). What the data holds: ``docs/guides/cypher.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lookplangraph.cypher.commands import _Bad, _grasif_tasks, _guarded, _lm, _Unavailable
+from lookplangraph.lm.embedded import DEFAULT_MODEL
+
+#: ``cypher-mistakes`` records the base model's mistakes: the recovery turns of the training data
+MISTAKES_LM = f"llamacpp:{DEFAULT_MODEL}"
+
+
+def _training_tasks(args) -> list:
+    """The allowed training scenes (:func:`~.data.allowed_scenes`) of the GraSIF build and of
+    the ``--generated`` directories."""
+    from lookplangraph.distill.cypher.data import allowed_scenes
+
+    return allowed_scenes(_grasif_tasks(args, args.generated))
+
+
+def _templates(text: str | None) -> tuple[str, ...] | None:
+    """``--templates NAME[,NAME...]`` as a tuple (None when not given); ``_Bad`` naming an unknown one."""
+    if text is None:
+        return None
+    from lookplangraph.cypher.qa import TEMPLATES
+
+    templates = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in templates if t not in TEMPLATES]
+    if unknown or not templates:
+        raise _Bad(f"--templates: unknown {', '.join(unknown) or '(none given)'}; the templates are "
+                   + ", ".join(TEMPLATES))
+    return templates
+
+
+@_guarded
+def cmd_cypher_data(args) -> int:
+    """Write Cypher training data (:mod:`lookplangraph.distill.cypher.data`)."""
+    from lookplangraph.cypher import QueryLimits, open_store
+    from lookplangraph.distill.cypher.recovery import read_records, recovery_writer
+    from lookplangraph.distill.cypher.data import build_data
+
+    if args.qa_per_split < 0 or args.grounding_per_split < 0:
+        raise _Bad("--qa-per-split and --grounding-per-split cannot be negative")
+    if args.qa_per_split == 0 and args.grounding_per_split == 0 and not args.recovery_from:
+        raise _Bad("nothing to write: --qa-per-split and --grounding-per-split are 0 and no --recovery-from")
+    mistakes = []
+    for path in args.recovery_from:
+        try:
+            mistakes += read_records(Path(path))
+        except FileNotFoundError:
+            raise _Bad(f"--recovery-from {path}: no such file") from None
+        except ValueError as exc:
+            raise _Bad(f"--recovery-from: {exc}") from None
+    templates = _templates(args.templates)
+    tasks = _training_tasks(args)
+    store = open_store("ladybug", QueryLimits(timeout_s=10, max_rows=500, max_chars=20000))
+    try:
+        counts = build_data(tasks, store, Path(args.out), n_per_split=args.qa_per_split,
+                            grounding_per_split=args.grounding_per_split,
+                            recovery=recovery_writer(mistakes) if mistakes else None, seed=args.seed,
+                            templates=templates)
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
+    finally:
+        store.close()
+    g, r = counts["grounding"], counts.get("recovery")
+    rejected = f", {sum(g['rejected'].values())} rejected" if g["rejected"] else ""
+    print(f"{counts['questions']} questions ({counts['qa_examples']} examples; "
+          f"{', '.join(f'{k} {v}' for k, v in sorted(counts['by_split'].items()))}), "
+          f"{g['items']} grounding items ({g['examples']} examples{rejected})"
+          + (f", {r['mistakes']} recovery turns from {len(mistakes)} records ({r['examples']} examples)" if r else "")
+          + f"; {counts['examples']} examples written to {Path(args.out) / 'sft.jsonl'}")
+    return 0
+
+
+@_guarded
+def cmd_cypher_mistakes(args) -> int:
+    """Record a real LM's first queries on training items, and its mistakes (:mod:`lookplangraph.distill.cypher.recovery`)."""
+    from lookplangraph.lm import LMError
+    from lookplangraph.cypher import QueryLimits, open_store
+    from lookplangraph.distill.cypher.recovery import collect
+
+    if args.questions < 0 or args.grounding < 0 or args.questions + args.grounding == 0:
+        raise _Bad("--questions and --grounding cannot be negative, and one must be at least 1")
+    templates = _templates(args.templates)
+    tasks = _training_tasks(args)
+    out = Path(args.out)
+    store = open_store("ladybug", QueryLimits(timeout_s=args.timeout, max_rows=args.max_rows, max_chars=args.max_chars))
+
+    def show(done: int, total: int, rec) -> None:
+        if rec is not None:
+            print(f"[{done}/{total}] {rec.id}: {rec.outcome}{f' ({rec.error_kind})' if rec.error_kind else ''} "
+                  f"{rec.seconds:.1f} s", file=sys.stderr)
+
+    try:
+        summary = collect(lambda: _lm(args.lm, args.n_ctx, None, out), args.lm, tasks, store, out, n_questions=args.questions,
+                          n_grounding=args.grounding, seed=args.seed, progress=show, templates=templates)
+    except ValueError as exc:
+        raise _Bad(str(exc)) from None
+    except LMError as exc:
+        raise _Unavailable(f"{exc} (finished items are kept in {out / 'first_queries.jsonl'}; rerun to resume)") from None
+    finally:
+        store.close()
+    for label, s in summary.items():
+        print(f"{label}: {s['items']} items, {s['mistakes']} mistakes; outcomes "
+              f"{', '.join(f'{k} {v}' for k, v in sorted(s['outcomes'].items()))}"
+              + (f"; errors {', '.join(f'{k} {v}' for k, v in sorted(s['error_kinds'].items()))}" if s['error_kinds'] else ""))
+    print(f"mistakes: {out / 'mistakes.jsonl'}; every first query: {out / 'first_queries.jsonl'}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Add ``cypher-data`` and ``cypher-mistakes`` to the ``lookplangraph`` sub-parsers."""
+    raw = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("cypher-data", help="training data for the Cypher agent: gold queries in its own turns",
+                       formatter_class=raw, allow_abbrev=False,
+                       description="Questions and instructions on the allowed scenes (the planning train pool's "
+                                   "development-part scenes, and generated buildings), answered through the real agent "
+                                   "by the query expert's gold policy (a data tool): one example per query turn and "
+                                   "per answer turn (lookplangraph.distill.cypher.data). Questions are reworded; "
+                                   "instructions are grounded with the grounding expert's queries and goal, each goal "
+                                   "checked by the grounding judge (lookplangraph.distill.cypher.grounding_gold). With "
+                                   "--recovery-from, also recovery turns: a real model's mistaken first query, the "
+                                   "store's answer, then the gold turns (lookplangraph.distill.cypher.recovery). Held-out "
+                                   "scenes never enter.",
+                       epilog="examples:\n  lookplangraph cypher-data --out runs/cypher_data\n"
+                              "  lookplangraph cypher-data --out runs/cypher_data --generated runs/gen/office --qa-per-split 400\n"
+                              "  lookplangraph cypher-data --out runs/cypher_data --recovery-from runs/cypher_mistakes/mistakes.jsonl")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--generated", action="append", default=[], metavar="DIR",
+                   help="also the buildings of a `grasif generate` directory (repeat for several)")
+    p.add_argument("--qa-per-split", type=int, default=200, metavar="N", help="questions per split (default 200; 0: none)")
+    p.add_argument("--grounding-per-split", type=int, default=200, metavar="N",
+                   help="instructions to ground per split (default 200; 0: none)")
+    p.add_argument("--recovery-from", action="append", default=[], metavar="FILE",
+                   help="also recovery turns from the mistakes in FILE (written by `lookplangraph cypher-mistakes`; "
+                        "repeat for several)")
+    p.add_argument("--templates", metavar="NAME[,NAME...]",
+                   help="ask only these question templates (default all; e.g. contain_deep_set,contain_base_asset, "
+                        "contain_count_deep: the deep-containment questions)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
+    p.set_defaults(func=cmd_cypher_data)
+
+    p = sub.add_parser("cypher-mistakes", help="record a real LM's first Cypher queries on training items, and its "
+                                               "mistakes (for recovery turns)", formatter_class=raw, allow_abbrev=False,
+                       description="Run a real LM through the Cypher agent on training questions and instructions "
+                                   "(the items cypher-data makes: allowed scenes only, never held-out ones) and "
+                                   "record its first reply and what its query gave: an error, no rows, rows that do "
+                                   "not answer, or the right rows (lookplangraph.distill.cypher.recovery). OUT/mistakes.jsonl "
+                                   "holds the mistakes for `cypher-data --recovery-from`; OUT/first_queries.jsonl "
+                                   "every first reply; OUT/summary.json the counts. Resumable: rerun the same "
+                                   "command and only unfinished items run. Threads of the in-process model: "
+                                   "$LOOKPLANGRAPH_THREADS.",
+                       epilog="examples:\n  LOOKPLANGRAPH_THREADS=1 lookplangraph cypher-mistakes --out runs/cypher_mistakes "
+                              "--questions 40\n"
+                              "  lookplangraph cypher-mistakes --out runs/cypher_mistakes --questions 40 --grounding 10")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory; rerun to resume")
+    p.add_argument("--questions", type=int, default=40, metavar="N", help="training questions to ask (default 40)")
+    p.add_argument("--grounding", type=int, default=0, metavar="N", help="training instructions to ground (default 0)")
+    p.add_argument("--templates", metavar="NAME[,NAME...]",
+                   help="ask only questions of these templates (default all; as cypher-data --templates)")
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--generated", action="append", default=[], metavar="DIR",
+                   help="also the buildings of a `grasif generate` directory (repeat for several)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed of the items (default 0)")
+    p.add_argument("--lm", default=MISTAKES_LM, metavar="SPEC", help=f"LM backend spec (default {MISTAKES_LM}, the base)")
+    p.add_argument("--n-ctx", type=int, default=8192, metavar="N",
+                   help="context of an in-process llama.cpp model (default 8192)")
+    p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
+    p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
+    p.add_argument("--max-chars", type=int, default=2000, metavar="N",
+                   help="characters of a result shown to the LM (default 2000)")
+    p.set_defaults(func=cmd_cypher_mistakes)
