@@ -184,6 +184,7 @@ def test_an_evaluation_page_holds_every_episode_its_steps_graphs_and_verdicts(ev
         assert [u["met"] for u in d["goal"]].count(False) == len([g for g in row["goal_not_met"]])
     failed = found[f"lpg-ep-{by_task['office-02']['id']}"]
     assert failed["steps"][1]["feedback"] and "unicorn-1" in failed["steps"][1]["proposed"]
+    assert failed["explain"] == f"lookplangraph explain {out} --task office/office-02"  # reasons on demand
     assert any(u["met"] is False for u in failed["goal"])
     # episodes that start from the same graph share its block
     starts = {json.dumps(office[r["task_id"]].initial_graph, sort_keys=True) for r in rows}
@@ -225,6 +226,7 @@ def test_a_single_run_directory_and_its_task_file(data, office, tmp_path):
     # the run keeps its task: the graph is drawn without the data directory
     found = blocks(write_view([run], tmp_path / "own.html", data_dir=tmp_path / "nowhere").read_text())
     assert found["lpg-ep-0"]["graph"]["belief"] == "memory"
+    assert found["lpg-ep-0"]["explain"] == f"lookplangraph explain {run}"
     # without task.json nor the data directory: the timeline, but no memory graph, and only the unmet goal units
     (run / "task.json").unlink()
     found = blocks(write_view([run], data_dir=tmp_path / "nowhere").read_text())

@@ -25,6 +25,7 @@ import html
 import io
 import json
 import mimetypes
+import shlex
 from importlib import resources
 from pathlib import Path
 
@@ -246,7 +247,7 @@ def build_payload(runs: list[Run], *, image_budget: int = 25_000_000, max_side: 
                                              "completion_tokens", "cached_tokens", "lm_seconds", "wall_s",
                                              "augmentation", "augmentation_calls", "gt_actions")} if r else None,
             "actions": actions, "executedCount": len(r.get("executed") or []) if r else None,
-            "steps": steps, "graph": graph, "graphWhy": graph_why,
+            "steps": steps, "graph": graph, "graphWhy": graph_why, "explain": _explain_command(ep, runs, planner),
         }
         episode_blocks.append(f'<script type="application/json" id="lpg-ep-{n}">{_json(detail)}</script>')
     index = {
@@ -256,6 +257,16 @@ def build_payload(runs: list[Run], *, image_budget: int = 25_000_000, max_side: 
         "episodes": rows, "graphs": len(graph_blocks), "images": len(images.blocks),
     }
     return index, episode_blocks, graph_blocks, images.blocks
+
+
+def _explain_command(ep, runs, planner: str) -> str | None:
+    """The command that asks the run's LM for the reasons of the episode's steps
+    (``lookplangraph explain``), for LookPlanGraph episodes of run and eval directories."""
+    run = runs[ep.run]
+    if planner != "lookplangraph" or ep.kind not in ("eval", "run"):
+        return None
+    where = shlex.quote(str(run.path))
+    return f"lookplangraph explain {where}" + (f" --task {ep.split}/{ep.task_id}" if ep.kind == "eval" else "")
 
 
 def _asset(name: str) -> str:
