@@ -122,6 +122,65 @@ def test_lookplangraph_has_at_most_ten_top_level_entries():
     assert len(entries) <= 10, entries
 
 
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module in ``graph`` (module -> the modules of
+    ``graph`` it imports), each sorted: every import circle lies inside one of them."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm; the graphs here are a few hundred modules deep at most
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def module_edges(path: Path, modules: set[str]) -> set[str]:
+    """The modules of ``modules`` that ``path`` needs loaded (at the top or inside a function):
+    ``from package import name`` needs ``package.name`` where that is a module, else ``package``."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                       for a in node.names)
+    return out & modules
+
+
+def first_party_graph(packages=("sgs", "grasif", "sim_adapters", "vlm", "lookplangraph")) -> dict[str, set[str]]:
+    """Every first-party module and the first-party modules it needs (:func:`module_edges`)."""
+    modules = {module_name(p): p for package in packages for p in package_modules(package)}
+    return {name: module_edges(path, set(modules)) - {name} for name, path in modules.items()}
+
+
+def test_no_module_imports_itself_back_through_others():
+    assert import_cycles(first_party_graph()) == []
+
+
 def test_the_layer_test_can_fail(tmp_path):
     """The checks above see an upward import, also one inside a function, and an import of the
     distillation floor from a module that runs episodes."""
@@ -139,3 +198,5 @@ def test_the_layer_test_can_fail(tmp_path):
     assert layer_of("lookplangraph.apps.trial") > layer_of("lookplangraph.agent.memory")
     assert layer_of("lookplangraph.agent.memory") < layer_of("lookplangraph.planners.episode") < \
         layer_of("lookplangraph.planners.react")
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
