@@ -30,6 +30,7 @@ from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
 from lookplangraph.cypher.examples import ExampleIndex, example_block, shipped_index
 from lookplangraph.cypher.hints import LABELS, empty_result_note, holders, is_empty, values
+from lookplangraph.cypher.row_answers import answer_outside_rows, narrowed_answer
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.agent.prompts import template
 
@@ -37,6 +38,8 @@ from lookplangraph.agent.prompts import template
 SENT_BACK = "This answer cannot be used: {problem}. Reply again with the answer the task asks for."
 
 VARIANTS = ("agentic", "one-query", "whole-graph")
+#: ``AgentConfig.answer_from_rows``: how a question's answer relates to the last query's rows
+ROW_ANSWERS = ("free", "constrain", "check")
 TOOL = "run_cypher_query"
 #: what the agentic variant says, once, to an answer given right after a query that found nothing
 QUESTIONED = ("Your last query found nothing, so it does not show the answer: an empty result usually means the "
@@ -51,7 +54,10 @@ class AgentConfig:
     offer the write tool; ``worked_examples``: worked examples (training questions like the one asked,
     with their gold queries: :mod:`.examples`) at the end of a question's system prompt, and
     ``worked_goals`` the same for an instruction (training instructions with their first query and
-    goal); agentic and one-query variants; 0: none."""
+    goal); agentic and one-query variants; 0: none. ``answer_from_rows`` (:data:`ROW_ANSWERS`,
+    :mod:`.row_answers`): after a query that found rows, a question's answer (a name, names or a
+    number) is ``free``, ``constrain``-ed to the values the rows hold, or ``check``-ed against
+    them (sent back once)."""
 
     variant: str = "agentic"
     max_queries: int = 5
@@ -61,10 +67,13 @@ class AgentConfig:
     allow_relabel: bool = False
     worked_examples: int = 0
     worked_goals: int = 0
+    answer_from_rows: str = "free"
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; one of {', '.join(VARIANTS)}")
+        if self.answer_from_rows not in ROW_ANSWERS:
+            raise ValueError(f"unknown answer_from_rows {self.answer_from_rows!r}; one of {', '.join(ROW_ANSWERS)}")
         if self.max_queries < 1:
             raise ValueError("max_queries must be at least 1")
         if self.worked_examples < 0 or self.worked_goals < 0:
@@ -269,7 +278,7 @@ class CypherAgent:
         check = room_problem(self.store) if answer_type in ("string", "any") and ROOM_QUESTION.search(question) \
             and self.store is not None else None
         return self._run("questions", template("cypher_qa"), user, schema, check=check,
-                         examples=self._examples(question))
+                         examples=self._examples(question), from_rows=answer_type != "any")
 
     def ground(self, instruction: str) -> AgentResult:
         """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict). An
@@ -323,10 +332,10 @@ class CypherAgent:
         result.lm_seconds += c.seconds
         return c
 
-    def _tool(self, query: str, result: AgentResult) -> tuple[str, bool]:
-        """The result of ``query`` as the LM reads it, and whether it found nothing (no rows, or
-        only empty values, or an error); then a note says what the store has
-        (:func:`~.hints.empty_result_note`)."""
+    def _tool(self, query: str, result: AgentResult) -> tuple[str, bool, list]:
+        """The result of ``query`` as the LM reads it, whether it found nothing (no rows, or only
+        empty values, or an error; then a note says what the store has:
+        :func:`~.hints.empty_result_note`), and its rows."""
         t0 = time.perf_counter()
         try:
             out = self.store.query(query)
@@ -335,14 +344,14 @@ class CypherAgent:
             note = empty_result_note(self.store, query)
             text += f"\n{note}" if note else ""
             result.queries.append(QueryRecord(query, exc.kind, 0, time.perf_counter() - t0, text))
-            return text, True
+            return text, True, []
         text = out.to_text()
         empty = is_empty(out.rows)
         if empty:
             note = empty_result_note(self.store, query)
             text += f"\n{note}" if note else ""
         result.queries.append(QueryRecord(query, None, len(out.rows), out.seconds, text[:2000]))
-        return text, empty
+        return text, empty, out.rows
 
     def _relabel(self, parsed: dict[str, Any]) -> str:
         store = getattr(self.store, "store", self.store)
@@ -353,10 +362,12 @@ class CypherAgent:
         return f"{parsed['node']} now has class {parsed['new_class']}."
 
     def _run(self, task_kind: str, rules: str, user: str, answer: dict[str, Any],
-             check: Callable[[Any], str | None] | None = None, examples: str = "") -> AgentResult:
+             check: Callable[[Any], str | None] | None = None, examples: str = "",
+             from_rows: bool = False) -> AgentResult:
         """The loop of every variant. ``check`` names what makes an answer unusable (None: usable);
         such an answer is sent back once with that reason, in every variant. ``examples``: text
-        that ends the system prompt (:meth:`_examples`)."""
+        that ends the system prompt (:meth:`_examples`). ``from_rows``: the answer may be read
+        from the last query's rows (``AgentConfig.answer_from_rows``)."""
         cfg = self.config
         result = AgentResult()
         try:
@@ -370,11 +381,14 @@ class CypherAgent:
         relabel = self._relabel_enabled()
         max_calls = allowed + 2
         last_empty = questioned = False
+        rows_mode = cfg.answer_from_rows if from_rows else "free"
+        last_rows: list = []  # the rows of the last query, when it found something
         try:
             while result.calls < max_calls:
                 can_query = len(result.queries) < allowed
                 must_query = cfg.variant == "one-query" and can_query
-                schema = reply_schema(answer, cfg, query=can_query, answer_allowed=not must_query,
+                wanted = (narrowed_answer(answer, last_rows) or answer) if rows_mode == "constrain" else answer
+                schema = reply_schema(wanted, cfg, query=can_query, answer_allowed=not must_query,
                                       relabel=relabel and can_query)
                 c = self._call(messages, schema, result)
                 messages.append({"role": "assistant", "content": c.text})
@@ -397,6 +411,8 @@ class CypherAgent:
                         messages.append({"role": "user", "content": QUESTIONED})
                         continue
                     problem = check(parsed.get("answer")) if check is not None else None
+                    if problem is None and rows_mode == "check":
+                        problem = answer_outside_rows(answer, parsed.get("answer"), last_rows)
                     if problem is not None and result.sent_back is None:
                         result.sent_back = problem
                         max_calls += 1
@@ -407,7 +423,8 @@ class CypherAgent:
                 if tool == "relabel_object":
                     messages.append({"role": "user", "content": self._relabel(parsed)})
                     continue
-                shown, last_empty = self._tool(parsed.get("query", ""), result)
+                shown, last_empty, rows = self._tool(parsed.get("query", ""), result)
+                last_rows = [] if last_empty else rows
                 left = allowed - len(result.queries)
                 tail = f"\n({left} {'query' if left == 1 else 'queries'} left)" if left else "\nNo queries left: answer now."
                 messages.append({"role": "user", "content": f"Result of run_cypher_query:\n{shown}{tail}"})

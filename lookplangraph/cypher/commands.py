@@ -99,7 +99,8 @@ def cmd_ask(args) -> int:
         raise _Bad(str(exc)) from None
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel,
-                             worked_examples=args.worked_examples, worked_goals=args.worked_goals)
+                             worked_examples=args.worked_examples, worked_goals=args.worked_goals,
+                             answer_from_rows=args.answer_from_rows)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args, allow_writes=args.allow_relabel)
@@ -156,12 +157,13 @@ def cmd_cypher_eval(args) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"cypher_{args.task}_{args.variant}"
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, worked_examples=args.worked_examples,
-                             worked_goals=args.worked_goals)
+                             worked_goals=args.worked_goals, answer_from_rows=args.answer_from_rows)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args)
     meta = {"lm": args.lm, "n_ctx": args.n_ctx, "timeout_s": args.timeout, "max_rows": args.max_rows,
-            "max_chars": args.max_chars, "worked_examples": args.worked_examples, "worked_goals": args.worked_goals}
+            "max_chars": args.max_chars, "worked_examples": args.worked_examples, "worked_goals": args.worked_goals,
+            "answer_from_rows": args.answer_from_rows}
     try:
         summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
                            splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
@@ -269,6 +271,10 @@ def add_parser(sub) -> None:
         p.add_argument("--worked-goals", type=int, default=0, metavar="K",
                        help="worked examples in an instruction's prompt: the K training instructions most like it, "
                             "one per scene, with their first query and goal (default 0: none)")
+        p.add_argument("--answer-from-rows", choices=["free", "constrain", "check"], default="free",
+                       help="after a query that found rows, a question's answer (names or a number) is free (default), "
+                            "constrained to the values the rows hold, or checked against them and sent back once "
+                            "(lookplangraph.cypher.row_answers)")
         p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
         p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
         p.add_argument("--max-chars", type=int, default=2000, metavar="N",
