@@ -73,3 +73,17 @@ def test_check_sends_an_answer_outside_the_rows_back_once(kitchen_store):
                                                             "string").answer == "the rows give the answer"
     with pytest.raises(ValueError, match="answer_from_rows"):
         AgentConfig(answer_from_rows="always")
+
+
+def test_a_contents_answer_that_names_the_containers_own_holder_is_sent_back_once(kitchen_store):
+    from lookplangraph.cypher.agent import contents_problem
+
+    check = contents_problem(kitchen_store, "What is on table-1?")
+    assert "table-1 is in kitchen-1: (table-1)-[:IN_ROOM]->(kitchen-1)" in check("kitchen-1")
+    assert check(["apple-2"]) is None
+    assert contents_problem(kitchen_store, "What is apple-2 on?") is None  # the holder is the answer here
+    assert contents_problem(kitchen_store, "Where is the thing in box-1?") is None
+    lm = ScriptedBackend([q("MATCH (:Asset {name: 'table-1'})-[:IN_ROOM]->(r) RETURN r.name"), a(["kitchen-1"]),
+                          a(["apple-2"])])
+    res = CypherAgent(lm, kitchen_store).answer_question("Which objects are on table-1?", "set")
+    assert res.sent_back.startswith("table-1 is in kitchen-1") and res.answer == ["apple-2"] and res.calls == 3

@@ -138,6 +138,38 @@ def room_problem(store) -> Callable[[Any], str | None]:
     return check
 
 
+#: a question about what a named node holds: a preposition right before the name ("What is
+#: inside drawer_unit-2?", "Which objects are on desk-1?"); the name is group 2
+CONTENTS_QUESTION = re.compile(r"\b(on top of|inside|in|on|within)\s+(?:the\s+)?([a-z][a-z0-9_]*-\d+)\b", re.IGNORECASE)
+
+
+def contents_problem(store, question: str) -> Callable[[Any], str | None] | None:
+    """The check of an answer to a question about what a named node holds (:data:`CONTENTS_QUESTION`;
+    None for other questions, and for "where" questions): an answer that names the node's own
+    holder (what it rests on or in, or its room) read the relationship backwards, and is sent back
+    saying which way it points. Anything else passes."""
+    found = CONTENTS_QUESTION.search(question)
+    if found is None or re.match(r"\s*where\b", question, re.IGNORECASE):
+        return None
+    name = found.group(2)
+
+    def check(answer: Any) -> str | None:
+        given = answer if isinstance(answer, list) else [answer]
+        for rel, verb in (("ON_TOP_OF", "rests on"), ("INSIDE", "is inside"), ("IN_ROOM", "is in")):
+            try:  # one plain query per relationship: both engines run it
+                rows = store.query(f"MATCH (n {{name: $name}})-[:{rel}]->(h) RETURN h.name", {"name": name}).rows
+            except (QueryError, StoreError):
+                return None
+            holder = next((r[0] for r in rows if r[0] in given), None)
+            if holder is not None:
+                return (f"{name} {verb} {holder}: ({name})-[:{rel}]->({holder}). Relationships point from the "
+                        f"thing held to its holder, so {holder} holds {name}, not the other way; what {name} holds "
+                        f"is MATCH (o)-[:ON_TOP_OF|INSIDE]->({{name: '{name}'}})")
+        return None
+
+    return check
+
+
 def goal_problem(answer: Any) -> str | None:
     """Why ``answer`` is no usable goal (:func:`~.grounding.parse_goal`'s reason: unreadable, a
     formula that does not parse, or empty, since an instruction always asks for something), or
@@ -277,6 +309,8 @@ class CypherAgent:
         user = f"Question: {question}\n(answer: {wanted})"
         check = room_problem(self.store) if answer_type in ("string", "any") and ROOM_QUESTION.search(question) \
             and self.store is not None else None
+        if check is None and self.store is not None and answer_type in ("string", "set", "list", "any"):
+            check = contents_problem(self.store, question)
         return self._run("questions", template("cypher_qa"), user, schema, check=check,
                          examples=self._examples(question), from_rows=answer_type != "any")
 
