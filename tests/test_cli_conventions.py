@@ -257,6 +257,44 @@ def test_the_planner_flags_are_derived_from_the_config_and_all_read():
         assert keys <= dests, (command, keys - dests)
 
 
+def test_every_run_setting_is_a_flag_of_run_or_eval_or_config_only_with_a_reason():
+    """A new field of RunSettings cannot be forgotten: it is in RUN_FLAGS (a flag of the commands
+    it names, with the field's help, read into the overrides) or in CONFIG_ONLY with the reason."""
+    from dataclasses import fields
+
+    from lookplangraph.cli.tasks import SPLITS
+    from lookplangraph.evaluation.settings import RunSettings
+
+    keys = {f.name for f in fields(RunSettings)}
+    flags, config_only = set(cli_episodes.RUN_FLAGS), set(cli_episodes.CONFIG_ONLY)
+    assert not flags & config_only and flags | config_only == keys, (keys - flags - config_only, flags & config_only)
+    assert all(reason.strip() for reason in cli_episodes.CONFIG_ONLY.values())
+    assert set(cli_episodes._run_overrides.reads_args) == {cli_episodes._run_dest(k) for k in flags}
+    helps = {f.name: f.metadata["help"] for f in fields(RunSettings)}
+    for command in ("run", "eval"):
+        sub = next(p for path, p, _ in ALL if list(path[-1:]) == [command])
+        offered = {a.dest: a for a in sub._actions if a.option_strings and a.help != argparse.SUPPRESS}
+        for key, spec in cli_episodes.RUN_FLAGS.items():
+            a = offered.get(cli_episodes._run_dest(key))
+            assert (a is not None) == (command in spec.commands), (command, key)
+            if a is not None:
+                assert a.option_strings == [spec.flag or "--" + key.replace("_", "-")] + (
+                    ["--no-" + key.replace("_", "-")] if a.nargs == 0 else []), (command, key)
+                assert a.help.startswith(helps[key]), (command, key)
+    assert all(s in helps["split"] for s in SPLITS)  # the split flag's choices, said in the field's help
+
+
+def test_the_run_flags_are_read_by_key():
+    parser = build_parser()
+    got = cli_episodes._run_overrides(parser.parse_args(["run", "--task", "t1", "--dynamic-seed", "3", "--no-dynamic"]))
+    assert (got["tasks"], got["seed"], got["dynamic"], got["planner"]) == (["t1"], 3, False, None)
+    got = cli_episodes._run_overrides(parser.parse_args(["eval", "--task", "a", "b", "--cache", "--failures", "0.1",
+                                                         "--concurrency", "4"]))
+    assert (got["tasks"], got["cache"], got["failures"], got["concurrency"]) == (["a", "b"], True, 0.1, 4)
+    got = cli_episodes._run_overrides(parser.parse_args(["eval", "--cache", "C.jsonl", "--augmentation", "parser"]))
+    assert (got["cache"], got["augmentation"], got["tasks"]) == ("C.jsonl", "parser", None)
+
+
 def test_the_flag_check_finds_an_unread_flag():
     p = argparse.ArgumentParser()
     p.add_argument("--used")

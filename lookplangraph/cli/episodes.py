@@ -5,16 +5,118 @@ error-injection curve."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-from sim_adapters.dynamic import DYNAMIC_MODES
 
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, Interrupted, Unavailable, UsageError,
                                            NATIVE_LOG, YesNo, add_command, check_spec_flags, deprecated, lm_failure,
                                            progress_bar, verbose_flag)
 from lookplangraph.cli.tasks import DATA_DIR_HELP, SPLITS, select_tasks, split_flag
-from lookplangraph.evaluation.settings import BASE_LM, DEFAULT_LM
+from lookplangraph.evaluation.settings import RunSettings
 from lookplangraph.planners.config import CORRECTION_MODES
+
+
+@dataclass(frozen=True)
+class RunFlag:
+    """How a run setting (a field of :class:`~lookplangraph.evaluation.settings.RunSettings`) is a
+    flag of ``run`` and ``eval``; its help is the field's, its choices the field's, its type the
+    field's (a yes/no key is ``--NAME/--no-NAME``)."""
+
+    #: the commands that offer it
+    commands: tuple[str, ...] = ("run", "eval")
+    #: the help group: ``tasks`` (the task selection), ``settings`` or ``workers`` (eval's)
+    group: str = "settings"
+    #: the flag where it is not ``--KEY`` (``_`` written ``-``)
+    flag: str = ""
+    metavar: str | None = None
+    #: the default the help shows where the field's help does not say it: True for the field's,
+    #: a text, or a text per command
+    default: bool | str | dict = False
+    #: other keywords of ``add_argument``, for every command or (``per_command``) one
+    extra: dict = field(default_factory=dict)
+    per_command: dict = field(default_factory=dict)
+
+
+#: the run settings that are flags, in the order of the help (each overrides ``--config``'s key)
+RUN_FLAGS: dict[str, RunFlag] = {
+    "split": RunFlag(group="tasks", metavar="S", extra={"choices": SPLITS}),
+    "tasks": RunFlag(group="tasks", flag="--task", metavar="ID",
+                     default={"run": "its first task", "eval": "all of the split"},
+                     per_command={"eval": {"nargs": "+", "action": "extend"}}),
+    "selection": RunFlag(commands=("eval",), group="tasks"),
+    "limit": RunFlag(commands=("eval",), group="tasks", metavar="N"),
+    "planner": RunFlag(),
+    "lm": RunFlag(metavar="SPEC"),
+    "env": RunFlag(),
+    "augmentation": RunFlag(),
+    "vlm": RunFlag(metavar="SPEC"),
+    "parser_lm": RunFlag(metavar="SPEC"),
+    "dynamic": RunFlag(),
+    "seed": RunFlag(flag="--dynamic-seed", metavar="N", default=True),
+    "dynamic_mode": RunFlag(metavar="MODE"),
+    "failures": RunFlag(metavar="RATE"),
+    "failure_seed": RunFlag(metavar="N", default=True),
+    "out": RunFlag(metavar="DIR", default={"run": "runs/TIME_SPLIT_TASK",
+                                           "eval": "runs/eval_TIME_SPLIT; rerun the same command to resume"}),
+    "concurrency": RunFlag(commands=("eval",), group="workers", metavar="K", default=True),
+    "processes": RunFlag(commands=("eval",), group="workers", metavar="P", default=True),
+    "cache": RunFlag(commands=("eval",), group="workers", metavar="FILE", extra={"nargs": "?", "const": True}),
+}
+
+#: the run settings that are no flag, and why
+CONFIG_ONLY = {
+    "lm_options": "a table of the backend's options: written in --config",
+    "vlm_options": "a table of the describer backend's options: written in --config",
+    "config": "the planner's settings: a flag per top-level key (_planner_flags), the baselines' tables in --config",
+}
+
+
+def _run_field(key: str):
+    return next(f for f in fields(RunSettings) if f.name == key)
+
+
+def _run_dest(key: str) -> str:
+    """The namespace attribute of a run setting's flag (the flag's name: ``--dynamic-seed``, dynamic_seed)."""
+    return (RUN_FLAGS[key].flag or "--" + key).removeprefix("--").replace("-", "_")
+
+
+def _run_flags(group, command: str, where: str) -> None:
+    """The flags of the run settings of help group ``where`` that ``command`` offers (:data:`RUN_FLAGS`)."""
+    for key, spec in RUN_FLAGS.items():
+        if spec.group != where or command not in spec.commands:
+            continue
+        f = _run_field(key)
+        flag, help = spec.flag or "--" + key.replace("_", "-"), f.metadata["help"]
+        kwargs = {"dest": _run_dest(key), **spec.extra, **spec.per_command.get(command, {})}
+        if isinstance(f.default, bool) and "nargs" not in kwargs:
+            group.add_argument(flag, action=YesNo, help=help, default_text=f"{'on' if f.default else 'off'}, or the config's",
+                               **kwargs)
+            continue
+        kind = {"int": int, "float": float}.get(str(f.type).split("|")[0].strip())
+        if kind and "nargs" not in kwargs:
+            kwargs["type"] = kind
+        if f.metadata.get("choices"):
+            kwargs["choices"] = list(f.metadata["choices"])
+        if spec.metavar:
+            kwargs["metavar"] = spec.metavar
+        shown = spec.default.get(command) if isinstance(spec.default, dict) else spec.default
+        if shown is True:
+            shown = f"{f.default}, or the config's"
+        group.add_argument(flag, help=f"{help} (default: {shown})" if shown else help, **kwargs)
+
+
+def _run_overrides(args) -> dict:
+    """The run settings given as flags (None: not given), by key; a list key given one value (run's
+    ``--task``) is a list of one."""
+    out = {}
+    for key in RUN_FLAGS:
+        value = getattr(args, _run_dest(key), None)
+        out[key] = [value] if isinstance(value, str) and str(_run_field(key).type).startswith("list") else value
+    return out
+
+
+#: what :func:`_run_overrides` reads of the namespace (the flags :func:`_run_flags` makes)
+_run_overrides.reads_args = tuple(_run_dest(key) for key in RUN_FLAGS)
 
 
 def add_parsers(sub) -> None:
@@ -26,8 +128,7 @@ def add_parsers(sub) -> None:
                               "lookplangraph run --task-file T.json --lm openai:gpt-4o --dynamic --dynamic-seed 3",
                               "lookplangraph run --split virtualhome --task file647_2 --env virtualhome --augmentation parser"])
     t = p.add_argument_group("the task")
-    split_flag(t, several=False)
-    t.add_argument("--task", metavar="ID", help="task id in the split (default: its first task)")
+    _run_flags(t, "run", "tasks")
     t.add_argument("--task-file", metavar="FILE", help="a task JSON file instead of --split/--task")
     t.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     _episode_flags(p, command="run")
@@ -44,27 +145,19 @@ def add_parsers(sub) -> None:
                               "lookplangraph eval --split virtualhome --task file120_1 file27_2 --lm openai:MODEL@URL "
                               "--concurrency 8 --cache"])
     t = p.add_argument_group("the tasks")
-    split_flag(t, several=False)
-    t.add_argument("--task", nargs="+", action="extend", metavar="ID", help="task ids (default: all of the split)")
+    _run_flags(t, "eval", "tasks")
     deprecated(t, "--tasks", "task", "--task", nargs="+", extend=True)
-    t.add_argument("--selection", help="only tasks of this selection (virtualhome: strict or paper)")
-    t.add_argument("--limit", type=int, metavar="N", help="only the first N tasks")
     t.add_argument("--generated", metavar="DIR", help="the tasks of a `grasif generate` directory instead of a split "
                                                      "(e.g. generated labs, dev material)")
     t.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     _episode_flags(p, command="eval")
     w = p.add_argument_group("workers and LM servers")
-    w.add_argument("--concurrency", type=int, metavar="K", help="episodes in parallel (default 1)")
-    w.add_argument("--processes", type=int, metavar="P", help="worker processes the K episodes are spread over "
-                                                             "(default 1: threads of this process; for many "
-                                                             "episodes in flight against LM servers)")
+    _run_flags(w, "eval", "workers")
     w.add_argument("--endpoints", metavar="URL,URL", help="with --lm openai:MODEL: servers of that model used "
                                                           "round-robin by the workers (a failed one is taken out, its "
                                                           "episodes rerun elsewhere)")
     w.add_argument("--endpoint-concurrency", type=int, metavar="N", help="with --endpoints: requests in flight per endpoint")
     w.add_argument("--endpoint-rate", type=float, metavar="R", help="with --endpoints: request starts per second per endpoint")
-    w.add_argument("--cache", nargs="?", const=True, default=None, metavar="FILE",
-                   help="record LM replies in OUT/lm_cache.jsonl (or FILE, e.g. another run's cache) and replay identical calls")
     p.set_defaults(func=cmd_eval)
 
     p = add_command(sub, "report", help="compare the summaries of evaluation directories in one table (and trials)",
@@ -115,50 +208,18 @@ def add_parsers(sub) -> None:
 
 
 def _episode_flags(p, *, command: str) -> None:
-    """The settings flags of ``run`` and ``eval`` (:mod:`lookplangraph.evaluation.settings`):
-    each overrides ``--config``'s key of the same name."""
+    """The settings flags of ``run`` and ``eval`` (:mod:`lookplangraph.evaluation.settings`; the
+    run settings' of :data:`RUN_FLAGS`, the planner's of :func:`_planner_flags`): each overrides
+    ``--config``'s key of the same name."""
     g = p.add_argument_group("settings (each overrides the key of the same name in --config)")
     g.add_argument("--config", metavar="FILE", help="TOML settings file (configs/*.toml)")
-    g.add_argument("--planner", help="lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
-                                     "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
-    g.add_argument("--lm", metavar="SPEC", help=f"the planner's LM backend: {DEFAULT_LM} (default "
-                                                "for lookplangraph: the embedded model with its trained adapter), "
-                                                f"{BASE_LM} (the base; default for the other planners), "
-                                                "llamacpp:PATH.gguf[+ADAPTER.gguf], openai:MODEL[@BASE_URL]; harness "
-                                                "tools, not models: expert (the privileged expert, belief-space search), "
-                                                "expert-oracle (its older room-by-room search), expert-view (its search limited to what the "
-                                                "planner's view shows)")
-    g.add_argument("--env", help="environment: graph (default; the SGS on the true graph), virtualhome "
-                                 "(VirtualHome's evolving graph; virtualhome split only), virtualhome-unity[@URL] "
-                                 "(a running VirtualHome Unity simulator, default http://127.0.0.1:8080), "
-                                 "omnigibson-bank@DIR (the SGS with images captured in OmniGibson; behavior split)")
-    g.add_argument("--augmentation", choices=["ground_truth", "parser", "vlm"],
-                   help="what discover_objects adds to memory: ground_truth (default; the true objects), parser "
-                        "(the environment's text description, parsed by an LM), vlm (the image, described by --vlm, then parsed)")
-    g.add_argument("--vlm", metavar="SPEC", help="describer backend for --augmentation vlm, a model that sees images "
-                                                 "(openai:MODEL@BASE_URL, openai:gpt-4o, llamacpp:PATH.gguf with mmproj in vlm_options)")
-    g.add_argument("--parser-lm", metavar="SPEC", help="parser backend (default: --vlm in vlm mode, --lm in parser mode)")
-    g.add_argument("--dynamic", action=YesNo, default_text="off, or the config's",
-                   help="dynamic mode: move task-relevant objects before the episode (seeded by --dynamic-seed)")
-    g.add_argument("--dynamic-seed", type=int, metavar="N", help="the seed of dynamic mode (default 0)")
-    g.add_argument("--dynamic-mode", choices=list(DYNAMIC_MODES), metavar="MODE",
-                   help="how dynamic mode moves objects: paper (default; a seeded half of the tasks, objects moved to "
-                        "holders drawn from the object prior, in the same room with probability 0.5) or anywhere "
-                        "(every task, holders drawn uniformly from the whole building); "
-                        "sim_adapters.dynamic")
+    _run_flags(g, command, "settings")
     deprecated(g, "--seed", "dynamic_seed", "--dynamic-seed", type=int)
-    g.add_argument("--failures", type=float, metavar="RATE",
-                   help="low-level execution failures: each kind (a grasp that fails, a blocked door, a device that "
-                        "does not switch, an object that slips, a placement on top instead of inside) at this rate "
-                        "(default 0; a table per kind in the config, sim_adapters.failures)")
-    g.add_argument("--failure-seed", type=int, metavar="N", help="the seed of the failures' draws (default 0)")
     loop = p.add_argument_group("the planner's settings (the config's top-level keys; the loop's switches are "
                                 "LookPlanGraph's, the baselines ignore them; the baselines' own are [tables] of --config)")
     _planner_flags(loop)
     deprecated(loop, "--no-correction", "correction", "--correction none", nargs=0, const="none")
     deprecated(loop, "--allow-cycles", "refuse_cycles", "--no-refuse-cycles", nargs=0, const=False)
-    default_out = ("runs/TIME_SPLIT_TASK" if command == "run" else "runs/eval_TIME_SPLIT; rerun the same command to resume")
-    g.add_argument("--out", metavar="DIR", help=f"output directory (default {default_out})")
     verbose_flag(p)
 
 
@@ -198,18 +259,7 @@ def _settings(args):
     """Run settings from ``--config`` and the flags of ``run``/``eval`` (None: not given)."""
     from lookplangraph.evaluation.settings import SettingsError, load_settings
 
-    task = getattr(args, "task", None)
-    overrides = {
-        "planner": args.planner, "lm": args.lm, "split": args.split, "dynamic": args.dynamic, "seed": args.dynamic_seed,
-        "dynamic_mode": args.dynamic_mode,
-        "env": args.env, "augmentation": args.augmentation, "vlm": args.vlm, "parser_lm": args.parser_lm,
-        "out": args.out, "cache": getattr(args, "cache", None),
-        "tasks": [task] if isinstance(task, str) else (task or None),
-        "limit": getattr(args, "limit", None), "concurrency": getattr(args, "concurrency", None),
-        "processes": getattr(args, "processes", None), "failures": getattr(args, "failures", None),
-        "failure_seed": getattr(args, "failure_seed", None),
-        "selection": getattr(args, "selection", None), **_planner_overrides(args),
-    }
+    overrides = {**_run_overrides(args), **_planner_overrides(args)}
     try:
         s = load_settings(args.config, overrides)
     except SettingsError as exc:

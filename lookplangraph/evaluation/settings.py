@@ -54,39 +54,57 @@ class SettingsError(ValueError):
 
 @dataclass
 class RunSettings:
-    """What to run, and the planner's settings (``config``)."""
+    """What to run, and the planner's settings (``config``). A field's help is also the help of its
+    flag of ``run``/``eval`` (:data:`lookplangraph.cli.episodes.RUN_FLAGS`), so it is written for
+    both."""
 
-    planner: str = setting("lookplangraph", "lookplangraph | llm-as-p | llm+p | sayplan | sayplan-lite | react | "
-                                            "sg-rwr (lookplangraph.planners)")
-    lm: str = setting(DEFAULT_LM, "the planner's backend spec (lookplangraph.lm.make_backend); unset, the other "
-                                  f"planners get the base model {BASE_LM} (the adapter learned LookPlanGraph's "
-                                  "decisions only)")
+    planner: str = setting("lookplangraph", "lookplangraph (default), a baseline of the paper (llm-as-p, llm+p, sayplan, "
+                                            "sayplan-lite, react) or sg-rwr; see lookplangraph.planners")
+    lm: str = setting(DEFAULT_LM, f"the planner's LM backend (lookplangraph.lm.make_backend): {DEFAULT_LM} (default "
+                                  "for lookplangraph: the embedded model with its trained adapter), "
+                                  f"{BASE_LM} (the base; default for the other planners, as the adapter learned "
+                                  "LookPlanGraph's decisions only), llamacpp:PATH.gguf[+ADAPTER.gguf], "
+                                  "openai:MODEL[@BASE_URL]; harness tools, not models: expert (the privileged expert, "
+                                  "belief-space search), expert-oracle (its older room-by-room search), expert-view "
+                                  "(its search limited to what the planner's view shows)")
     lm_options: dict = field(default_factory=dict, metadata={"help": "passed to the backend, e.g. { n_ctx = 4096 }"})
-    split: str | None = setting(None, "virtualhome | behavior | office")
-    tasks: list | None = setting(None, "task ids (default: all of the split)")
-    limit: int | None = setting(None, "the first N tasks after selection")
-    selection: str | None = setting(None, "only tasks tagged with this selection (virtualhome)")
-    dynamic: bool = setting(False, "move task-relevant objects before the episode")
-    seed: int = setting(0, "dynamic-mode seed")
-    dynamic_mode: str = setting(DEFAULT_MODE, "paper (a seeded half of the tasks, holders drawn from the object prior, "
-                                              "same room with probability 0.5) | anywhere (every task, any holder "
-                                              "in the building); sim_adapters.dynamic",
+    split: str | None = setting(None, "the split: virtualhome, behavior, office, dev")
+    tasks: list | None = setting(None, "task ids in the split")
+    limit: int | None = setting(None, "only the first N tasks (after the selection)")
+    selection: str | None = setting(None, "only tasks tagged with this selection (virtualhome: strict or paper)")
+    dynamic: bool = setting(False, "dynamic mode: move task-relevant objects before the episode (how: the dynamic "
+                                   "mode; seeded by the dynamic seed)")
+    seed: int = setting(0, "the seed of dynamic mode")
+    dynamic_mode: str = setting(DEFAULT_MODE, "how dynamic mode moves objects: paper (default; a seeded half of the "
+                                              "tasks, objects moved to holders drawn from the object prior, in the same "
+                                              "room with probability 0.5) or anywhere (every task, holders drawn "
+                                              "uniformly from the whole building); sim_adapters.dynamic",
                                 choices=tuple(DYNAMIC_MODES))
-    env: str = setting("graph", "graph | virtualhome | virtualhome-unity[@URL] | omnigibson-bank@DIR "
-                                "(lookplangraph.evaluation.runner.make_env)")
-    augmentation: str = setting("ground_truth", "ground_truth | parser | vlm (lookplangraph.agent.perception)",
+    env: str = setting("graph", "environment: graph (default; the SGS on the true graph), virtualhome (VirtualHome's "
+                                "evolving graph; virtualhome split only), virtualhome-unity[@URL] (a running VirtualHome "
+                                "Unity simulator, default http://127.0.0.1:8080), omnigibson-bank@DIR (the SGS with "
+                                "images captured in OmniGibson; behavior split); lookplangraph.evaluation.runner.make_env")
+    augmentation: str = setting("ground_truth", "what discover_objects adds to memory: ground_truth (default; the "
+                                                "true objects), parser (the environment's text description, parsed by "
+                                                "an LM), vlm (the image, described by the vlm backend, then parsed); "
+                                                "lookplangraph.agent.perception",
                                 choices=AUGMENTATION_MODES)
-    vlm: str | None = setting(None, "describer backend for vlm augmentation (a model that sees images)")
+    vlm: str | None = setting(None, "describer backend for vlm augmentation, a model that sees images "
+                                    "(openai:MODEL@BASE_URL, openai:gpt-4o, llamacpp:PATH.gguf with mmproj in vlm_options)")
     vlm_options: dict = field(default_factory=dict, metadata={"help": "passed to the describer backend"})
-    parser_lm: str | None = setting(None, "parser backend (default: vlm in vlm mode, lm in parser mode)")
-    failures: float | dict = setting(0.0, "low-level execution failures: one rate for every kind, or a table "
-                                           "{ grasp = 0.1, navigation = 0.05, device = 0.1, slip = 0.05, placement = 0.1 } "
-                                           "(sim_adapters.failures); 0: none")
-    failure_seed: int = setting(0, "seed of the low-level failures' draws")
-    concurrency: int = setting(1, "episodes in flight")
-    processes: int = setting(1, "worker processes the episodes in flight are spread over (1: threads of one process)")
-    cache: bool | str = setting(False, "true: record/replay LM replies in OUT/lm_cache.jsonl; a path: that cache "
-                                       "file (replay another run's replies)")
+    parser_lm: str | None = setting(None, "parser backend (default: the vlm backend in vlm mode, the planner's LM in "
+                                          "parser mode)")
+    failures: float | dict = setting(0.0, "low-level execution failures: each kind (a grasp that fails, a blocked "
+                                          "door, a device that does not switch, an object that slips, a placement on "
+                                          "top instead of inside) at this rate (default 0: none), or in a config a "
+                                          "table of rates per kind { grasp = 0.1, navigation = 0.05, device = 0.1, "
+                                          "slip = 0.05, placement = 0.1 }; sim_adapters.failures")
+    failure_seed: int = setting(0, "the seed of the failures' draws")
+    concurrency: int = setting(1, "episodes in flight at once")
+    processes: int = setting(1, "worker processes the episodes in flight are spread over (1: threads of one "
+                                "process; more for many episodes in flight against LM servers)")
+    cache: bool | str = setting(False, "record LM replies in OUT/lm_cache.jsonl and replay identical calls; given "
+                                       "a file (e.g. another run's cache), in that file instead")
     out: str | None = setting(None, "output directory")
     config: PlannerConfig = field(default_factory=PlannerConfig,
                                   metadata={"help": "the planner's settings: top-level keys and tables"})
