@@ -255,6 +255,8 @@ def test_the_planner_flags_are_derived_from_the_config_and_all_read():
         sub = next(p for path, p, _ in ALL if list(path[-1:]) == [command])
         dests = {a.dest for a in sub._actions if a.option_strings and a.help != argparse.SUPPRESS}
         assert keys <= dests, (command, keys - dests)
+    got = build_parser().parse_args(["run", "--demonstration-file", "d.jsonl.gz", "--reason-max-length", "0"])
+    assert (got.demonstration_file, got.reason_max_length) == ("d.jsonl.gz", 0)  # typed as the field, not all int
 
 
 def test_every_run_setting_is_a_flag_of_run_or_eval_or_config_only_with_a_reason():

@@ -71,6 +71,11 @@ CONFIG_ONLY = {
 }
 
 
+def _field_type(f) -> type:
+    """A config field's value type for its flag: the first of its annotation's types (``int | None``: int)."""
+    return {"int": int, "float": float}.get(str(f.type).split("|")[0].strip(), str)
+
+
 def _run_field(key: str):
     return next(f for f in fields(RunSettings) if f.name == key)
 
@@ -92,9 +97,8 @@ def _run_flags(group, command: str, where: str) -> None:
             group.add_argument(flag, action=YesNo, help=help, default_text=f"{'on' if f.default else 'off'}, or the config's",
                                **kwargs)
             continue
-        kind = {"int": int, "float": float}.get(str(f.type).split("|")[0].strip())
-        if kind and "nargs" not in kwargs:
-            kwargs["type"] = kind
+        if _field_type(f) is not str and "nargs" not in kwargs:
+            kwargs["type"] = _field_type(f)
         if f.metadata.get("choices"):
             kwargs["choices"] = list(f.metadata["choices"])
         if spec.metavar:
@@ -240,10 +244,12 @@ def _planner_flags(group) -> None:
             group.add_argument(flag, dest=f.name, action=YesNo, help=f.metadata["help"],
                                default_text=f"{'on' if f.default else 'off'}, or the config's")
             continue
-        choices = f.metadata.get("choices")
+        choices, kind = f.metadata.get("choices"), _field_type(f)
         kind = {"choices": list(choices), "metavar": "|".join(choices)} if choices else \
-            {"type": type(f.default) if f.default is not None else int, "metavar": "N"}
-        group.add_argument(flag, dest=f.name, help=f"{f.metadata['help']} (default: {shown}, or the config's)", **kind)
+            {"type": kind, "metavar": "N" if kind is not str else "FILE" if f.name.endswith("_file") else "TEXT"}
+        help = f.metadata["help"]  # a key without a default whose help says what happens unset says it once
+        group.add_argument(flag, dest=f.name, help=help if f.default is None and "(default" in help else
+                           f"{help} (default: {shown}, or the config's)", **kind)
 
 
 def _planner_overrides(args) -> dict:
