@@ -145,7 +145,7 @@ def add_parsers(sub) -> None:
                                 "they are in the summary.",
                     examples=["lookplangraph eval --split office --max-actions 12 --out runs/office",
                               "lookplangraph eval --config configs/table5_no_correction.toml --split behavior --limit 6",
-                              "lookplangraph eval --generated runs/dev_lab --max-actions 12 --out runs/dev_lab_v5",
+                              "lookplangraph eval --generated runs/dev_lab --max-actions 12 --out runs/dev_lab_eval",
                               "lookplangraph eval --split virtualhome --task file120_1 file27_2 --lm openai:MODEL@URL "
                               "--concurrency 8 --cache"])
     t = p.add_argument_group("the tasks")
@@ -183,7 +183,7 @@ def add_parsers(sub) -> None:
                                 "is decoded. For runs without reasons in their answers (reason_max_length 0). Exit "
                                 "code 2 when the run cannot be replayed or its replay proposes other actions.",
                     examples=["lookplangraph explain runs/20261129-094338_office_office-01",
-                              "lookplangraph explain runs/dev_v5 --task dev/clinic-07 --call 3 4",
+                              "lookplangraph explain runs/dev_eval --task dev/clinic-07 --call 3 4",
                               "lookplangraph explain runs/office --task office-02 --lm openai:gpt-4o"])
     p.add_argument("run_dir", metavar="DIR", help="a run directory (lookplangraph run) or an eval directory")
     p.add_argument("--task", metavar="SPLIT/ID", help="in an eval directory: the episode (SPLIT/ID or ID)")
