@@ -155,6 +155,13 @@ def cmd_cypher_intents(args) -> int:
     return 0
 
 
+def _scene_flags(p, generated_note: str = "") -> None:
+    """``--data-dir`` and ``--generated``: where the scenes come from."""
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--generated", action="append", default=[], metavar="DIR",
+                   help=generated_note + "also the buildings of a `grasif generate` directory (repeat for several)")
+
+
 def add_parser(sub) -> None:
     """Add ``cypher-data``, ``cypher-mistakes`` and ``cypher-intents`` to the ``lookplangraph`` sub-parsers."""
     raw = argparse.RawDescriptionHelpFormatter
@@ -174,9 +181,7 @@ def add_parser(sub) -> None:
                               "  lookplangraph cypher-data --out runs/cypher_data --generated runs/gen/office --qa-per-split 400\n"
                               "  lookplangraph cypher-data --out runs/cypher_data --recovery-from runs/cypher_mistakes/mistakes.jsonl")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
-    p.add_argument("--generated", action="append", default=[], metavar="DIR",
-                   help="also the buildings of a `grasif generate` directory (repeat for several)")
+    _scene_flags(p)
     p.add_argument("--qa-per-split", type=int, default=200, metavar="N", help="questions per split (default 200; 0: none)")
     p.add_argument("--grounding-per-split", type=int, default=200, metavar="N",
                    help="instructions to ground per split (default 200; 0: none)")
@@ -207,9 +212,7 @@ def add_parser(sub) -> None:
     p.add_argument("--grounding", type=int, default=0, metavar="N", help="training instructions to ground (default 0)")
     p.add_argument("--templates", metavar="NAME[,NAME...]",
                    help="ask only questions of these templates (default all; as cypher-data --templates)")
-    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
-    p.add_argument("--generated", action="append", default=[], metavar="DIR",
-                   help="also the buildings of a `grasif generate` directory (repeat for several)")
+    _scene_flags(p)
     p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed of the items (default 0)")
     p.add_argument("--lm", default=MISTAKES_LM, metavar="SPEC", help=f"LM backend spec (default {MISTAKES_LM}, the base)")
     p.add_argument("--n-ctx", type=int, default=8192, metavar="N",
@@ -237,9 +240,7 @@ def add_parser(sub) -> None:
                    help="train (training intents on training scenes) or heldout_intents (held-out intents, a "
                         "benchmark file); required")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
-    p.add_argument("--generated", action="append", default=[], metavar="DIR",
-                   help="train only: also the buildings of a `grasif generate` directory (repeat for several)")
+    _scene_flags(p, "train only: ")
     p.add_argument("--per-scene", type=int, default=1, metavar="N",
                    help="questions per intent and scene, each on other slots (default 1)")
     p.add_argument("--per-intent", type=int, default=None, metavar="N",
