@@ -50,7 +50,7 @@ FRAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "count_scene": (
         ("How many {pl} are there[| in total| altogether| in the whole scene]",
          "How many {pl} [do we have|can you find|exist][| in total]", "What is the [total |]number of {pl}",
-         "What number of {pl} [is there|can be found][| in total]"),
+         "What number of {pl} [are there|can be found][| in total]"),
         ("how many {pl} there are[| in total| altogether]", "what the [total |]number of {pl} is"),
         ("count [the|all the] {pl}", "give me the [total |]number of {pl}")),
     "count_room": (
