@@ -1,5 +1,6 @@
-"""``lookplangraph cypher-data`` and ``lookplangraph cypher-mistakes``: the Cypher agent's training
-data (:mod:`.data`, :mod:`.recovery`) on the command line, written as :mod:`lookplangraph.cypher.commands`
+"""``lookplangraph cypher-data``, ``lookplangraph cypher-mistakes`` and ``lookplangraph cypher-intents``:
+the Cypher agent's training data (:mod:`.data`, :mod:`.recovery`) and intent questions
+(:mod:`.intent_data`, :mod:`lookplangraph.cypher.intent_bench`) on the command line, written as :mod:`lookplangraph.cypher.commands`
 writes the agent's own commands, whose bad-input errors, LM and GraSIF tasks they share.
 
 :func:`add_parser` puts them under ``lookplangraph`` (:func:`lookplangraph.cli.build_parser`); each
@@ -119,8 +120,50 @@ def cmd_cypher_mistakes(args) -> int:
     return 0
 
 
+@_guarded
+def cmd_cypher_intents(args) -> int:
+    """Write intent questions: the training side as JSON lines, or the held-out intents as a
+    benchmark file ``cypher-eval --bench-dir`` reads (:mod:`lookplangraph.cypher.intent_bench`)."""
+    import time
+
+    from grasif import dataset
+    from lookplangraph.cypher.intent_bench import write_heldout_intents, write_questions
+    from lookplangraph.distill.cypher.intent_data import training_intent_questions
+
+    if args.per_scene < 1 or (args.per_intent is not None and args.per_intent < 1):
+        raise _Bad("--per-scene and --per-intent must be at least 1")
+    t0 = time.perf_counter()
+    out = Path(args.out)
+    try:
+        if args.split == "train":
+            qs = training_intent_questions(_training_tasks(args), seed=args.seed, per_scene=args.per_scene,
+                                           per_intent=args.per_intent)
+            path = write_questions(qs, out / "intents.train.jsonl")
+            print(f"{len(qs)} training questions over {len({(q.split, q.scene) for q in qs})} scenes, "
+                  f"{len({q.template for q in qs})} intents, in {time.perf_counter() - t0:.1f} s: {path}")
+        else:
+            if args.generated:
+                raise _Bad("--generated: only for --split train (the benchmark file pins GraSIF scenes)")
+            data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
+            path = write_heldout_intents(data, out, seed=args.seed, per_scene=args.per_scene,
+                                         per_intent=40 if args.per_intent is None else args.per_intent,
+                                         progress=lambda m: print(m, file=sys.stderr))
+            print(f"written in {time.perf_counter() - t0:.1f} s: {path} "
+                  f"(lookplangraph cypher-eval --benchmark qa --bench-dir {out})")
+    except (FileNotFoundError, dataset.SourceError, KeyError, ValueError) as exc:
+        raise _Bad(str(exc).strip("'\"")) from None
+    return 0
+
+
+def _scene_flags(p, generated_note: str = "") -> None:
+    """``--data-dir`` and ``--generated``: where the scenes come from."""
+    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
+    p.add_argument("--generated", action="append", default=[], metavar="DIR",
+                   help=generated_note + "also the buildings of a `grasif generate` directory (repeat for several)")
+
+
 def add_parser(sub) -> None:
-    """Add ``cypher-data`` and ``cypher-mistakes`` to the ``lookplangraph`` sub-parsers."""
+    """Add ``cypher-data``, ``cypher-mistakes`` and ``cypher-intents`` to the ``lookplangraph`` sub-parsers."""
     raw = argparse.RawDescriptionHelpFormatter
 
     p = sub.add_parser("cypher-data", help="training data for the Cypher agent: gold queries in its own turns",
@@ -138,9 +181,7 @@ def add_parser(sub) -> None:
                               "  lookplangraph cypher-data --out runs/cypher_data --generated runs/gen/office --qa-per-split 400\n"
                               "  lookplangraph cypher-data --out runs/cypher_data --recovery-from runs/cypher_mistakes/mistakes.jsonl")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
-    p.add_argument("--generated", action="append", default=[], metavar="DIR",
-                   help="also the buildings of a `grasif generate` directory (repeat for several)")
+    _scene_flags(p)
     p.add_argument("--qa-per-split", type=int, default=200, metavar="N", help="questions per split (default 200; 0: none)")
     p.add_argument("--grounding-per-split", type=int, default=200, metavar="N",
                    help="instructions to ground per split (default 200; 0: none)")
@@ -171,9 +212,7 @@ def add_parser(sub) -> None:
     p.add_argument("--grounding", type=int, default=0, metavar="N", help="training instructions to ground (default 0)")
     p.add_argument("--templates", metavar="NAME[,NAME...]",
                    help="ask only questions of these templates (default all; as cypher-data --templates)")
-    p.add_argument("--data-dir", metavar="DIR", help="GraSIF data directory (default $LOOKPLANGRAPH_DATA)")
-    p.add_argument("--generated", action="append", default=[], metavar="DIR",
-                   help="also the buildings of a `grasif generate` directory (repeat for several)")
+    _scene_flags(p)
     p.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed of the items (default 0)")
     p.add_argument("--lm", default=MISTAKES_LM, metavar="SPEC", help=f"LM backend spec (default {MISTAKES_LM}, the base)")
     p.add_argument("--n-ctx", type=int, default=8192, metavar="N",
@@ -183,3 +222,29 @@ def add_parser(sub) -> None:
     p.add_argument("--max-chars", type=int, default=2000, metavar="N",
                    help="characters of a result shown to the LM (default 2000)")
     p.set_defaults(func=cmd_cypher_mistakes)
+
+    p = sub.add_parser("cypher-intents", help="questions drawn from intents in many wordings: training questions "
+                                              "or a held-out-intent benchmark", formatter_class=raw, allow_abbrev=False,
+                       description="Draw questions from intents (lookplangraph.cypher.intents: what a question asks, "
+                                   "its answer computed from the graph, its gold Cypher query), each worded by a small "
+                                   "seeded grammar (lookplangraph.cypher.intent_words). --split train: the intents "
+                                   "training may ask, on the allowed training scenes (as cypher-data), written to "
+                                   "OUT/intents.train.jsonl with each question's slots and gold query. --split "
+                                   "heldout_intents: only the held-out intents, on the GraSIF scenes of both benchmark "
+                                   "parts, written to OUT/qa.v2.json, which `cypher-eval --benchmark qa --bench-dir "
+                                   "OUT` evaluates.",
+                       epilog="examples:\n  lookplangraph cypher-intents --split train --out runs/intents\n"
+                              "  lookplangraph cypher-intents --split heldout_intents --out runs/intents_bench\n"
+                              "  lookplangraph cypher-eval --benchmark qa --bench-dir runs/intents_bench --limit 20")
+    p.add_argument("--split", choices=["train", "heldout_intents"], required=True,
+                   help="train (training intents on training scenes) or heldout_intents (held-out intents, a "
+                        "benchmark file); required")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    _scene_flags(p, "train only: ")
+    p.add_argument("--per-scene", type=int, default=1, metavar="N",
+                   help="questions per intent and scene, each on other slots (default 1)")
+    p.add_argument("--per-intent", type=int, default=None, metavar="N",
+                   help="at most N questions per intent, split and part, a seeded sample (default: all for train, "
+                        "40 for heldout_intents)")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
+    p.set_defaults(func=cmd_cypher_intents)
