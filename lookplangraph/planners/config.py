@@ -221,7 +221,6 @@ class PlannerConfig:
         :class:`~lookplangraph.lm.AdapterError` when the adapter's recorded system prompt is not
         this version's text of that name."""
         from lookplangraph.agent.prompts import SYSTEM_PROMPTS, system_prompt
-
         from lookplangraph.lm.embedded import registered_settings
 
         meta = adapter.metadata if adapter is not None else {}
