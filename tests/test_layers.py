@@ -39,16 +39,19 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports(path: Path) -> set[str]:
-    """Every module ``path`` imports (absolute imports; ``from X import y`` counts as X and X.y)."""
-    out = set()
+def import_statements(path: Path):
+    """``(module, names)`` for every absolute import in ``path``, at the top or inside a function
+    (``names`` is empty for ``import X``)."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
+            yield from ((a.name, ()) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.add(node.module)
-            out.update(f"{node.module}.{a.name}" for a in node.names)
-    return out
+            yield node.module, tuple(a.name for a in node.names)
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (``from X import y`` counts as X and X.y)."""
+    return {m for module, names in import_statements(path) for m in (module, *(f"{module}.{n}" for n in names))}
 
 
 def layer_of(module: str) -> int | None:
@@ -159,16 +162,10 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def module_edges(path: Path, modules: set[str]) -> set[str]:
-    """The modules of ``modules`` that ``path`` needs loaded (at the top or inside a function):
-    ``from package import name`` needs ``package.name`` where that is a module, else ``package``."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
-                       for a in node.names)
-    return out & modules
+    """The modules of ``modules`` that ``path`` needs loaded: ``from package import name`` needs
+    ``package.name`` where that is a module, else ``package``."""
+    return {f"{module}.{n}" if f"{module}.{n}" in modules else module
+            for module, names in import_statements(path) for n in (names or (None,))} & modules
 
 
 def first_party_graph(packages=("sgs", "grasif", "sim_adapters", "vlm", "lookplangraph")) -> dict[str, set[str]]:

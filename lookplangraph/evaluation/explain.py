@@ -17,9 +17,10 @@ replayed. Docs: ``docs/concepts/loop.md#reasons-on-demand``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from grasif import dataset
 from grasif.task import Task, TaskError, load_task
 
 from lookplangraph.agent.decide import LMReply, explain, reply_of
@@ -28,6 +29,7 @@ from lookplangraph.evaluation.settings import RUN_KEYS, RunSettings, SettingsErr
 from lookplangraph.lm.base import Usage
 from lookplangraph.lm.scripted import ScriptedBackend
 from lookplangraph.planners import get_planner
+from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import StepRecord
 
 
@@ -63,8 +65,6 @@ def load_episode(run_dir: Path, task: str | None = None, data_dir: Path | None =
     ``traces/SPLIT__ID.jsonl``) with ``task`` (``SPLIT/ID`` or ``ID``; may be left out when it
     holds one episode), the task read from the data build at ``data_dir`` (default: the user's)
     or from ``task_file``. Raises :class:`ReplayError` saying what is missing."""
-    from lookplangraph.planners.config import PlannerConfig
-
     run_dir = Path(run_dir)
     try:
         recorded = json.loads((run_dir / "config.json").read_text())
@@ -73,7 +73,7 @@ def load_episode(run_dir: Path, task: str | None = None, data_dir: Path | None =
                           "recorded their settings)") from None
     except ValueError as exc:
         raise ReplayError(f"{run_dir}/config.json is not JSON: {exc}") from None
-    known = set(RUN_KEYS) | {f for f in PlannerConfig.__dataclass_fields__}
+    known = set(RUN_KEYS) | {f.name for f in fields(PlannerConfig)}
     try:
         settings = load_settings(None, {k: v for k, v in recorded.items() if k in known}, note=lambda _: None)
     except (SettingsError, ValueError) as exc:
@@ -96,8 +96,6 @@ def load_episode(run_dir: Path, task: str | None = None, data_dir: Path | None =
         task_path = task_file
     split, _, task_id = trace_path.stem.partition("__")
     if task_path is None:
-        from grasif import dataset
-
         try:
             tasks = dataset.load_split(data_dir or dataset.default_data_dir(), split)
         except (dataset.SourceError, KeyError, FileNotFoundError) as exc:
