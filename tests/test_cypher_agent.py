@@ -15,7 +15,7 @@ from lookplangraph.cypher import commands, open_store
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.benchmark import FORMATS, VERSION
-from lookplangraph.cypher.evaluate import evaluate, select
+from lookplangraph.cypher.evaluate import by_scene, evaluate, select
 from lookplangraph.cypher.grounding import build_item
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.qa import build_questions
@@ -258,7 +258,7 @@ def test_the_reworded_set_asks_other_words_with_the_same_answers_and_sample(offi
     replies = []
 
     def factory():
-        lm = ScriptedBackend([a(q.answer) for q in select(qs, None, 4, 0)])  # scripted: each question's gold answer
+        lm = ScriptedBackend([a(q.answer) for q in by_scene(select(qs, None, 4, 0))])  # scripted: each gold answer
         replies.append(lm)
         return lm
 
@@ -272,7 +272,7 @@ def test_the_reworded_set_asks_other_words_with_the_same_answers_and_sample(offi
             evaluate("grounding", factory, s, AgentConfig(variant="whole-graph"), tmp_path / "g", phrasing="reworded",
                      data_dir=data, bench_dir=bench)
     rows = [json.loads(l) for l in (tmp_path / "rw" / "results.jsonl").read_text().splitlines()]
-    chosen = select(qs, None, 4, 0)
+    chosen = by_scene(select(qs, None, 4, 0))  # the items run scene by scene
     assert [r["id"] for r in rows] == [q.id + "-rw" for q in chosen] and summary["all"]["accuracy"] == 1.0
     asked = [req["messages"][-1]["content"] for req in replies[0].requests]
     for row, item, prompt in zip(rows, chosen, asked):
@@ -321,6 +321,34 @@ def test_ask_command(capsys, tmp_path):
     args = _parse(["ask", "--graph", str(tmp_path / "missing.json"), "?", "--lm", "scripted:" + a(1)])
     assert args.func(args) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_ask_answers_several_questions_with_one_model_one_json_line_each(capsys, tmp_path, monkeypatch):
+    import io
+    from sgs.io import graph_from_dict, save_graph
+    from tests.conftest import kitchen_dict
+
+    path = tmp_path / "g.json"
+    save_graph(graph_from_dict(kitchen_dict()), path)
+    count = q("MATCH (o:Object {class: 'apple'}) RETURN count(o)")
+    # scripted LM (a test double): question 1 queries and answers 2; question 2 replies garbage until
+    # the call limit, so it has no answer and its line is null; question 3 answers 5
+    replies = [count, a(2)] + ["not json"] * 7 + [a(5)]
+    args = _parse(["ask", "--graph", str(path), "How many apples?", "Where is it?", "How many?",
+                   "--answer-type", "number", "--max-queries", "5", "--lm", "scripted:" + "||".join(replies)])
+    assert args.func(args) == 1  # one question unanswered
+    out = capsys.readouterr()
+    assert out.out.splitlines() == ["2", "null", "5"]
+    assert "[2/3] Where is it?" in out.err and "no answer" in out.err
+    # no text: the questions come from standard input, one per line; blanks and comments skipped
+    monkeypatch.setattr("sys.stdin", io.StringIO("How many apples?\n\n# a comment\nAnd now?\n"))
+    args = _parse(["ask", "--graph", str(path), "--answer-type", "number", "--lm", "scripted:" + "||".join([a(1), a(3)])])
+    assert args.func(args) == 0
+    assert capsys.readouterr().out.splitlines() == ["1", "3"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n# nothing\n"))
+    args = _parse(["ask", "--graph", str(path), "--lm", "scripted:" + a(1)])
+    assert args.func(args) == 2
+    assert "no question given" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,6 +410,10 @@ def test_items_are_chosen_and_summarized_by_part_and_kind():
     items = [SimpleNamespace(id=f"b{i}", split="behavior", part="heldout" if i % 2 else "dev") for i in range(6)]
     assert {i.id for i in select(items, None, None, 0, "heldout")} == {"b1", "b3", "b5"}
     assert len(select(items, None, 2, 0, "dev")) == 2 and len(select(items, None, None, 0)) == 6
+    # items run scene by scene: scenes in the order of their first item, each scene's items in order
+    mixed = [SimpleNamespace(id=i, split=sp, scene=sc) for i, sp, sc in
+             [(1, "behavior", "x"), (2, "office", "x"), (3, "behavior", "y"), (4, "behavior", "x"), (5, "office", "x")]]
+    assert [i.id for i in by_scene(mixed)] == [1, 4, 2, 5, 3]
     row = {"split": "behavior", "correct": True, "input_tokens": 1, "cached_tokens": None, "output_tokens": 1,
            "queries": [], "lm_seconds": 1.0, "error": None}
     rows = [row | {"id": "1", "part": "heldout", "kind": "count"}, row | {"id": "2", "part": "dev", "kind": "count",
@@ -426,3 +458,20 @@ def test_a_goal_naming_a_node_the_scene_lacks_is_sent_back_with_the_nodes_of_its
     assert check({"node_goals": [], "count_goals": [], "formula": None}).startswith("the goal is empty")
     assert check({**goal, "formula": "(forall (?a - apple) (inside ?a fridge-1))"}) is None  # a class, no name
     assert check("(inroom lamp-1 bedroom-1)") is None  # a room is a node too
+
+
+def test_classes_at_end_moves_only_the_classes_line_behind_the_fixed_text(store):
+    lm = ScriptedBackend([a(2), a(2)])  # scripted: the answer at once; only the prompts matter here
+    CypherAgent(lm, store, AgentConfig(worked_examples=1)).answer_question("How many apples?", "number")
+    CypherAgent(lm, store, AgentConfig(worked_examples=1, classes_at="end")).answer_question("How many apples?", "number")
+    schema, end = (r["messages"][0]["content"] for r in lm.requests)
+    line = next(ln for ln in schema.splitlines() if ln.startswith("Classes present: "))
+    assert "apple" in line and sorted(filter(None, schema.splitlines())) == sorted(filter(None, end.splitlines()))
+    # the fixed text comes first: in the end layout nothing of the scene precedes the line, which
+    # stands between the reply rules and the worked examples
+    fixed, rest = end.split(line)
+    assert "apple" not in fixed and fixed.rstrip().endswith("before answering.")
+    assert rest.lstrip().startswith("Questions about other buildings")
+    assert schema.index(line) < schema.index("Useful patterns:")
+    with pytest.raises(ValueError, match="classes_at"):
+        AgentConfig(classes_at="middle")

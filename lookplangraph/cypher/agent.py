@@ -40,6 +40,8 @@ SENT_BACK = "This answer cannot be used: {problem}. Reply again with the answer 
 VARIANTS = ("agentic", "one-query", "whole-graph")
 #: ``AgentConfig.answer_from_rows``: how a question's answer relates to the last query's rows
 ROW_ANSWERS = ("free", "constrain", "check")
+#: ``AgentConfig.classes_at``: where the system prompt lists the classes the scene has
+CLASSES_AT = ("schema", "end")
 TOOL = "run_cypher_query"
 #: what the agentic variant says, once, to an answer given right after a query that found nothing
 QUESTIONED = ("Your last query found nothing, so it does not show the answer: an empty result usually means the "
@@ -57,7 +59,10 @@ class AgentConfig:
     goal); agentic and one-query variants; 0: none. ``answer_from_rows`` (:data:`ROW_ANSWERS`,
     :mod:`.row_answers`): after a query that found rows, a question's answer (a name, names or a
     number) is ``free``, ``constrain``-ed to the values the rows hold, or ``check``-ed against
-    them (sent back once)."""
+    them (sent back once). ``classes_at`` (:data:`CLASSES_AT`): the line of classes the scene has
+    comes with the ``schema`` (as the shipped adapters were trained) or at the ``end`` of the fixed
+    text, before the worked examples, so that every question's prompt shares the longest prefix
+    with the one before (the backend re-evaluates only what follows it)."""
 
     variant: str = "agentic"
     max_queries: int = 5
@@ -68,12 +73,15 @@ class AgentConfig:
     worked_examples: int = 0
     worked_goals: int = 0
     answer_from_rows: str = "free"
+    classes_at: str = "schema"
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; one of {', '.join(VARIANTS)}")
         if self.answer_from_rows not in ROW_ANSWERS:
             raise ValueError(f"unknown answer_from_rows {self.answer_from_rows!r}; one of {', '.join(ROW_ANSWERS)}")
+        if self.classes_at not in CLASSES_AT:
+            raise ValueError(f"unknown classes_at {self.classes_at!r}; one of {', '.join(CLASSES_AT)}")
         if self.max_queries < 1:
             raise ValueError("max_queries must be at least 1")
         if self.worked_examples < 0 or self.worked_goals < 0:
@@ -347,8 +355,12 @@ class CypherAgent:
             write = ("\nor, only when the user tells you an object is mislabelled, a correction of its class:\n"
                      '{"thought": "...", "tool": "relabel_object", "node": "name", "new_class": "class"}')
         limit = cfg.max_queries if cfg.variant == "agentic" else 1
+        classes = f"Classes present: {self._labelspace()}\n"
+        at_end = cfg.classes_at == "end"
         return template("cypher_system").format(task_kind=task_kind, max_queries=limit,
-                                                schema=self.store.schema_text(), labelspace=self._labelspace(),
+                                                schema=self.store.schema_text(),
+                                                classes_in_schema="" if at_end else classes,
+                                                classes_at_end=f"\n\n{classes.rstrip()}" if at_end else "",
                                                 task_rules=rules, write_tool=write) \
             + (f"\n\n{examples}" if examples else "")
 

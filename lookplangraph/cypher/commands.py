@@ -83,9 +83,21 @@ def _guarded(fn):
     return run
 
 
+def _texts(args) -> list[str]:
+    """The questions (or instructions) of ``ask``: its arguments, or with none (or ``-``) the lines
+    of standard input, blank lines and ``#`` comments skipped."""
+    texts = [t for t in args.text if t != "-"]
+    if not args.text or "-" in args.text:
+        texts += [line.strip() for line in sys.stdin if line.strip() and not line.lstrip().startswith("#")]
+    if not texts:
+        raise _Bad("no question given (as an argument, or one per line on standard input)")
+    return texts
+
+
 @_guarded
 def cmd_ask(args) -> int:
-    """Answer a question about a scene graph file (or ground an instruction with --ground)."""
+    """Answer questions about a scene graph file (or ground instructions with --ground), one model
+    and one store for all of them."""
     from lookplangraph.cypher.agent import AgentConfig, CypherAgent
     from lookplangraph.cypher.store import StoreError
     from sgs.graph import GraphError
@@ -100,30 +112,42 @@ def cmd_ask(args) -> int:
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel,
                              worked_examples=args.worked_examples, worked_goals=args.worked_goals,
-                             answer_from_rows=args.answer_from_rows)
+                             answer_from_rows=args.answer_from_rows, classes_at=args.classes_at)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
+    texts = _texts(args)
     store = _store(args, allow_writes=args.allow_relabel)
+    unanswered = 0
     try:
         store.load(graph)
         lm = _lm(args.lm, args.n_ctx, verbose=args.verbose)
         agent = CypherAgent(lm, store, config, graph=graph)
-        result = agent.ground(args.text) if args.goal else agent.answer_question(args.text, args.answer_type)
+        for k, text in enumerate(texts, start=1):
+            if len(texts) > 1:
+                print(f"[{k}/{len(texts)}] {text}", file=sys.stderr)
+            result = agent.ground(text) if args.goal else agent.answer_question(text, args.answer_type)
+            unanswered += _report(result, args.verbose)
     except StoreError as exc:
         raise _Unavailable(str(exc)) from None
     finally:
         store.close()
+    return 1 if unanswered else 0
+
+
+def _report(result, verbose: bool) -> int:
+    """Print one ``ask`` result: its queries and LM cost on stderr, the answer as one JSON line on
+    stdout (``null`` when there is none, so that line k answers question k). 1 when unanswered."""
     for q in result.queries:
         status = f"error {q.error_kind}" if q.error_kind else f"{q.rows} rows"
         print(f"query ({status}, {1000 * q.seconds:.1f} ms): {q.query}", file=sys.stderr)
-        if args.verbose:
+        if verbose:
             print("  " + q.shown.replace("\n", "\n  "), file=sys.stderr)
-    print(f"{result.calls} LM calls, {result.input_tokens} input tokens, {result.lm_seconds:.1f} s", file=sys.stderr)
+    print(f"{result.calls} LM calls, {result.input_tokens} input tokens ({result.cached_tokens or 0} cached), "
+          f"{result.lm_seconds:.1f} s", file=sys.stderr)
     if result.error:
         print(f"no answer: {result.error}", file=sys.stderr)
-        return 1
-    print(json.dumps(result.answer, ensure_ascii=False))
-    return 0
+    print(json.dumps(result.answer if not result.error else None, ensure_ascii=False), flush=True)
+    return 1 if result.error else 0
 
 
 def _progress(total_width: int = 30):
@@ -157,13 +181,15 @@ def cmd_cypher_eval(args) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"cypher_{args.task}_{args.variant}"
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, worked_examples=args.worked_examples,
-                             worked_goals=args.worked_goals, answer_from_rows=args.answer_from_rows)
+                             worked_goals=args.worked_goals, answer_from_rows=args.answer_from_rows,
+                             classes_at=args.classes_at)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args)
     meta = {"lm": args.lm, "n_ctx": args.n_ctx, "timeout_s": args.timeout, "max_rows": args.max_rows,
             "max_chars": args.max_chars, "worked_examples": args.worked_examples, "worked_goals": args.worked_goals,
-            "answer_from_rows": args.answer_from_rows}
+            "answer_from_rows": args.answer_from_rows} | \
+        ({"classes_at": args.classes_at} if args.classes_at != "schema" else {})  # older runs stay resumable
     try:
         summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
                            splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
@@ -275,6 +301,10 @@ def add_parser(sub) -> None:
                        help="after a query that found rows, a question's answer (names or a number) is free (default), "
                             "constrained to the values the rows hold, or checked against them and sent back once "
                             "(lookplangraph.cypher.row_answers)")
+        p.add_argument("--classes-at", choices=["schema", "end"], default="schema",
+                       help="where the system prompt lists the scene's classes: with the schema (default, as the "
+                            "shipped adapters were trained) or at the end of the fixed text, so that consecutive "
+                            "prompts share a longer prefix and less is evaluated anew")
         p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
         p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
         p.add_argument("--max-chars", type=int, default=2000, metavar="N",
@@ -284,17 +314,22 @@ def add_parser(sub) -> None:
                            help="offer the LM the write tool relabel_object (default: off)")
 
     p = sub.add_parser("ask", help="answer a question about a scene graph with Cypher queries", formatter_class=raw, allow_abbrev=False,
-                       description="Answer a question about a scene graph file: the graph is loaded into a graph "
-                                   "database and an LM agent queries it with read-only Cypher; the answer is printed "
-                                   "as JSON, each query on stderr. With --ground the text is an instruction and its "
-                                   "goal (a GoalSpec) is printed. Exit code 1 when no answer was found.",
+                       description="Answer questions about a scene graph file: the graph is loaded into a graph "
+                                   "database and an LM agent queries it with read-only Cypher; each answer is printed "
+                                   "as one JSON line (null when none was found), each query on stderr. With --ground "
+                                   "the texts are instructions and their goals (GoalSpec) are printed. Several "
+                                   "questions share one model and one store, and the prompt prefix they share is "
+                                   "evaluated once. Exit code 1 when a question got no answer.",
                        epilog="examples:\n"
                               "  lookplangraph ask --graph G.json \"How many mugs are in kitchen-1?\" --answer-type number\n"
-                              "  lookplangraph ask --graph G.json --ground \"Put the red stapler on Tom's desk\"")
-    p.add_argument("text", help="the question (or, with --ground, the instruction)")
+                              "  lookplangraph ask --graph G.json --ground \"Put the red stapler on Tom's desk\"\n"
+                              "  lookplangraph ask --graph G.json < questions.txt    # one question per line")
+    p.add_argument("text", nargs="*", metavar="TEXT",
+                   help="the questions (or, with --ground, the instructions); none or - : one per line from "
+                        "standard input")
     p.add_argument("--graph", required=True, metavar="FILE", help="scene graph file (paper JSON format)")
     p.add_argument("--answer-type", choices=["any", "number", "string", "boolean", "set", "list"], default="any",
-                   help="the kind of answer expected (default any)")
+                   help="the kind of answer expected of every question (default any)")
     p.add_argument("--ground", dest="goal", action=argparse.BooleanOptionalAction, default=False,
                    help="ground the text as an instruction: print its goal (GoalSpec JSON) (default: off)")
     p.add_argument("--verbose", action=argparse.BooleanOptionalAction, default=False,

@@ -10,7 +10,9 @@ accuracy, tokens (cached among them), queries, failed queries and latencies.
 Invariants: a rerun skips the items already in ``results.jsonl``; ``OUT/meta.json`` holds the
 settings and a rerun with other settings into the same directory is refused, except ``limit``,
 which may grow to add items. Sampling (:func:`select`): per split the first ``limit`` items of
-an order shuffled with the seed, the same for every variant. ``phrasing = "reworded"`` (QA only)
+an order shuffled with the seed, the same for every variant; the items run (and their rows are
+written) grouped by scene, in the order of each scene's first item, so that consecutive prompts
+share their scene's prefix in the backend's cache. ``phrasing = "reworded"`` (QA only)
 asks each question in a phrasing training never uses, seeded by the item's id (rows get ``-rw``
 and the question asked); the answers and the sample are the same. Docs: ``docs/guides/cypher.md``.
 """
@@ -57,6 +59,15 @@ def select(items: list, splits: list[str] | None, limit: int | None, seed: int, 
         random.Random(f"{seed}:{split}").shuffle(mine)
         out += mine[:limit] if limit is not None else mine
     return out
+
+
+def by_scene(items: list) -> list:
+    """``items`` with the items of each scene together, scenes in the order of their first item,
+    items of a scene in their own order (see the module doc)."""
+    groups: dict[tuple, list] = {}
+    for i in items:
+        groups.setdefault((i.split, getattr(i, "scene", None) or i.task), []).append(i)
+    return [i for group in groups.values() for i in group]
 
 
 def run_item(task: str, item, scene, lm: LMBackend, store: GraphStore, config: AgentConfig) -> dict[str, Any]:
@@ -169,7 +180,7 @@ def evaluate(task: str, lm_factory: Callable[[], LMBackend], store: GraphStore, 
         meta_path.write_text(json.dumps(settings, indent=1) + "\n")
     results = out / "results.jsonl"
     done = {r["id"] for r in read_results(results)}
-    todo = [i for i in chosen if i.id not in done]
+    todo = by_scene([i for i in chosen if i.id not in done])
     lm = lm_factory() if todo else None
     if progress:
         progress(len(chosen) - len(todo), len(chosen), None)
