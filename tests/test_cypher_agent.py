@@ -475,3 +475,32 @@ def test_classes_at_end_moves_only_the_classes_line_behind_the_fixed_text(store)
     assert schema.index(line) < schema.index("Useful patterns:")
     with pytest.raises(ValueError, match="classes_at"):
         AgentConfig(classes_at="middle")
+
+
+def test_classes_at_end_rewrites_a_schema_prompt_as_the_agent_writes_an_end_one(store):
+    """The training data's rewrite (``distill mix --cypher-classes-at end``) and the agent agree
+    byte for byte: questions with 0 to 2 worked examples, instructions with and without them."""
+    from lookplangraph.agent.prompts import compact_prompt
+    from lookplangraph.cypher.agent import classes_at_end
+
+    goal = json.dumps({"thought": "t", "tool": "answer", "answer": {"node_goals": [], "count_goals": [],
+                                                                  "formula": "(ontop apple-2 bed-1)"}})
+
+    def system(config: AgentConfig, instruction: bool = False) -> str:
+        lm = ScriptedBackend([goal if instruction else a(2)])  # scripted: only the first prompt matters here
+        agent = CypherAgent(lm, store, config)
+        agent.ground("Put apple-2 on the bed.") if instruction else agent.answer_question("How many apples?", "number")
+        return lm.requests[0]["messages"][0]["content"]
+
+    pairs = [tuple(system(AgentConfig(worked_examples=k, classes_at=at)) for at in ("schema", "end")) for k in (0, 1, 2)]
+    pairs += [tuple(system(AgentConfig(worked_goals=k, classes_at=at), True) for at in ("schema", "end")) for k in (0, 1)]
+    assert len(pairs) == 5 and all(s != e for s, e in pairs)
+    assert sum("Questions about other buildings" in e for _, e in pairs) == 2
+    assert sum("Instructions in other buildings" in e for _, e in pairs) == 1
+    for schema, end in pairs:
+        assert classes_at_end(schema) == end
+        assert classes_at_end(end) == end  # already there: unchanged
+    planning = compact_prompt()
+    assert classes_at_end(planning) == planning
+    with pytest.raises(ValueError, match="not a Cypher system prompt of this version"):
+        classes_at_end("Meaning: ...\nClasses present: Room: kitchen\n\nReply with one JSON object.")

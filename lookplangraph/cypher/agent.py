@@ -290,6 +290,34 @@ def graph_text(graph: SceneGraph) -> str:
     return "\n".join(lines)
 
 
+# -- the layout of the classes line (AgentConfig.classes_at) ---------------------------------------
+CLASSES_LINE = "Classes present: "
+
+
+def classes_at_end(system: str) -> str:
+    """``system``, a system prompt of :meth:`CypherAgent._system` with ``classes_at="schema"``, as
+    ``classes_at="end"`` writes it: its ``Classes present: ...`` line moved from after the schema's
+    "Meaning:" paragraph to after the last line of the fixed text (before any worked examples).
+    Unchanged when it has no such line or has it there already (the whole-graph baseline, a
+    planning prompt, an ``end`` prompt); ``ValueError`` when it has two, or lacks the fixed text's
+    last line (another prompt)."""
+    anchor = template("cypher_system").split("{classes_at_end}")[0].rsplit("\n", 1)[-1]
+    if system.count("\n" + CLASSES_LINE) > 1:
+        raise ValueError("a Cypher system prompt with more than one classes line")
+    start = system.find("\n" + CLASSES_LINE) + 1
+    if not start:
+        return system
+    at = system.find(anchor)
+    if at < 0:
+        raise ValueError(f"not a Cypher system prompt of this version: no line {anchor[:40]!r}...")
+    if at < start:
+        return system
+    end = system.index("\n", start)
+    line, rest = system[start:end], system[:start] + system[end + 1:]
+    at = rest.find(anchor) + len(anchor)
+    return f"{rest[:at]}\n\n{line}{rest[at:]}"
+
+
 # -- the agent ------------------------------------------------------------------------------------
 class CypherAgent:
     """Answers questions and grounds instructions over ``store`` (a :class:`~.store.GraphStore`
