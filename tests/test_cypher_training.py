@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import pytest
 
@@ -164,6 +165,10 @@ def test_the_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
 
     assert main(["cypher-data", "--out", str(tmp_path / "d"), "--qa-per-split", "-1"]) == 2
     assert "cannot be negative" in capsys.readouterr().err
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--intents-per-split", "-1"]) == 2
+    assert "cannot be negative" in capsys.readouterr().err
+    assert main(["cypher-data", "--out", str(tmp_path / "d"), "--classes-at", "middle"]) == 2
+    assert "--classes-at: invalid choice" in capsys.readouterr().err
     assert main(["cypher-data", "--out", str(tmp_path / "d"), "--qa-per-split", "0", "--grounding-per-split", "0"]) == 2
     assert "nothing to write" in capsys.readouterr().err
     assert main(["cypher-data", "--out", str(tmp_path / "d"), "--generated", str(tmp_path / "nothing")]) == 2
@@ -175,3 +180,98 @@ def test_the_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
     assert main(["cypher-data", "--out", str(tmp_path / "d"), "--templates", "contain_deep_set,nope"]) == 2
     assert "--templates: unknown nope" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
+
+
+def _few(tasks, vh=16, bh=8):
+    """A few allowed scenes of both GraSIF splits and four generated offices (small: fast)."""
+    allowed = allowed_scenes(tasks)
+    return ([t for t in allowed if t.split == "virtualhome"][:vh] + [t for t in allowed if t.split == "behavior"][:bh]
+            + generate("office", 4, seed=5))
+
+
+def test_intent_questions_are_spread_over_the_training_intents(tasks):
+    from lookplangraph.distill.cypher.intent_data import intent_sample, training_intent_questions
+
+    drawn = training_intent_questions(_few(tasks), seed=2)
+    chosen = intent_sample(drawn, 20, seed=2)
+    assert chosen == intent_sample(drawn, 20, seed=2) and chosen != intent_sample(drawn, 20, seed=3)
+    assert [q for q in drawn if q in chosen] == chosen  # in the drawn order
+    for split in {q.split for q in drawn}:
+        pools = Counter(q.template for q in drawn if q.split == split)
+        took = Counter(q.template for q in chosen if q.split == split)
+        assert sum(took.values()) == min(20, sum(pools.values()))
+        # one per intent in turn: an intent with fewer than another has none left to give
+        assert all(took[a] >= took[b] - 1 or took[a] == pools[a] for a in pools for b in pools)
+    assert intent_sample(drawn, 0) == []
+
+
+def test_intent_examples_are_the_agents_turns_on_training_intents_and_allowed_scenes(tasks, store, tmp_path):
+    from lookplangraph.cypher.answers import answers_equal
+    from lookplangraph.cypher.intent_bench import intent_questions
+    from lookplangraph.cypher.intents import HELDOUT_INTENTS, TRAIN_INTENTS
+    from lookplangraph.distill.cypher.intent_data import intent_writer, training_intent_questions
+
+    chosen = _few(tasks)
+    counts = build_data(chosen, store, tmp_path, n_per_split=0, grounding_per_split=0, intents=intent_writer(12, seed=3))
+    lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    c = counts["intents"]
+    assert counts["examples"] == c["examples"] == len(lines) and counts["questions"] == 0
+    assert c["questions"] == sum(c["by_split"].values()) == sum(c["by_intent"].values()) > 24
+    assert set(c["by_split"]) == {"virtualhome", "behavior", "generated-office"} and max(c["by_split"].values()) <= 12
+    assert len(c["by_intent"]) >= 10 and c["rejected"] == {}
+    allowed = {(t.split, t.id) for t in allowed_scenes(chosen)}
+    drawn = {q.id: q for q in training_intent_questions(chosen, seed=3)}
+    held = {q.question for split in ("virtualhome", "behavior", "generated-office")
+            for q in intent_questions(split, [(t.id, t.graph) for t in chosen if t.split == split], seed=3,
+                                      intents=HELDOUT_INTENTS)}
+    assert held  # the held-out intents have questions on these scenes; none of them is in the data
+    for ex in lines:
+        meta, msgs = ex["meta"], ex["messages"]
+        q = drawn[meta["item"]]
+        assert meta["source"] == "cypher-gold-intent" and meta["intent"] in TRAIN_INTENTS
+        assert meta["intent"] not in HELDOUT_INTENTS and meta["question"] not in held
+        assert (meta["split"], meta["scene"]) in allowed and (q.split, q.scene, q.template) == (
+            meta["split"], meta["scene"], meta["intent"])
+        assert msgs[1]["content"].startswith(f"Question: {q.question}\n")
+        first, last = json.loads(msgs[2]["content"]), json.loads(msgs[-1]["content"])
+        assert first["query"] == q.gold_query  # the intent's own gold query, then the answer its rows give
+        if last["tool"] == "answer":
+            assert answers_equal(q.answer_type, q.answer, last["answer"]), meta["item"]
+
+
+def test_an_intent_question_whose_rows_do_not_give_its_answer_is_counted_and_skipped(tasks, store, tmp_path):
+    from lookplangraph.distill.cypher.intent_data import training_intent_questions, write_intents
+
+    chosen = _few(tasks, 4, 0)
+    qs = [q for q in training_intent_questions(chosen, seed=1) if q.template == "count_scene"][:2]
+    wrong = qs[0].model_copy(update={"answer": qs[0].answer + 7})
+    scenes = {(t.split, t.id): t for t in chosen}
+    with open(tmp_path / "sft.jsonl", "w") as f:
+        counts = write_intents(f, [wrong, qs[1]], scenes, store)
+    assert counts["rejected"] == {"rows_differ": 1} and counts["questions"] == 1
+    assert counts["examples"] == len((tmp_path / "sft.jsonl").read_text().splitlines()) >= 2
+    held = qs[1].model_copy(update={"template": "compare_rooms"})
+    with pytest.raises(ValueError, match="held-out intents never enter training data"):
+        write_intents(None, [held], scenes, store)
+    with pytest.raises(ValueError, match="not allowed training scenes"):
+        write_intents(None, [qs[1].model_copy(update={"scene": "elsewhere"})], scenes, store)
+
+
+def test_the_end_layout_data_is_the_schema_data_with_the_classes_line_moved(tasks, store, tmp_path):
+    """``cypher-data --classes-at end`` and ``distill mix --cypher-classes-at end`` give the same prompts."""
+    from lookplangraph.cypher.agent import classes_at_end
+    from lookplangraph.distill.cypher.intent_data import intent_writer
+
+    chosen = _few(tasks, 6, 4)
+    made = {}
+    for at in ("schema", "end"):
+        counts = build_data(chosen, store, tmp_path / at, n_per_split=3, grounding_per_split=2, classes_at=at,
+                            intents=intent_writer(3))
+        assert counts.get("classes_at") == (None if at == "schema" else "end")
+        made[at] = [json.loads(x) for x in (tmp_path / at / "sft.jsonl").read_text().splitlines()]
+    assert len(made["schema"]) == len(made["end"]) > 20
+    assert {ex["meta"]["source"] for ex in made["end"]} == {"cypher-gold", "cypher-gold-grounding", "cypher-gold-intent"}
+    for old, new in zip(made["schema"], made["end"]):
+        assert old["meta"] == new["meta"] and old["messages"][1:] == new["messages"][1:]
+        assert old["messages"][0] != new["messages"][0]
+        assert classes_at_end(old["messages"][0]["content"]) == new["messages"][0]["content"]

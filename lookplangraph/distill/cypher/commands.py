@@ -49,11 +49,14 @@ def cmd_cypher_data(args) -> int:
     from lookplangraph.cypher import QueryLimits, open_store
     from lookplangraph.distill.cypher.recovery import read_records, recovery_writer
     from lookplangraph.distill.cypher.data import build_data
+    from lookplangraph.distill.cypher.intent_data import intent_writer
 
-    if args.qa_per_split < 0 or args.grounding_per_split < 0:
-        raise _Bad("--qa-per-split and --grounding-per-split cannot be negative")
-    if args.qa_per_split == 0 and args.grounding_per_split == 0 and not args.recovery_from:
-        raise _Bad("nothing to write: --qa-per-split and --grounding-per-split are 0 and no --recovery-from")
+    if args.qa_per_split < 0 or args.grounding_per_split < 0 or args.intents_per_split < 0:
+        raise _Bad("--qa-per-split, --grounding-per-split and --intents-per-split cannot be negative")
+    if args.qa_per_split == 0 and args.grounding_per_split == 0 and args.intents_per_split == 0 \
+            and not args.recovery_from:
+        raise _Bad("nothing to write: --qa-per-split, --grounding-per-split and --intents-per-split are 0 and no "
+                   "--recovery-from")
     mistakes = []
     for path in args.recovery_from:
         try:
@@ -69,16 +72,21 @@ def cmd_cypher_data(args) -> int:
         counts = build_data(tasks, store, Path(args.out), n_per_split=args.qa_per_split,
                             grounding_per_split=args.grounding_per_split,
                             recovery=recovery_writer(mistakes) if mistakes else None, seed=args.seed,
-                            templates=templates)
+                            templates=templates, classes_at=args.classes_at,
+                            intents=intent_writer(args.intents_per_split, seed=args.seed)
+                            if args.intents_per_split else None)
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     finally:
         store.close()
-    g, r = counts["grounding"], counts.get("recovery")
+    g, r, i = counts["grounding"], counts.get("recovery"), counts.get("intents")
     rejected = f", {sum(g['rejected'].values())} rejected" if g["rejected"] else ""
     print(f"{counts['questions']} questions ({counts['qa_examples']} examples; "
           f"{', '.join(f'{k} {v}' for k, v in sorted(counts['by_split'].items()))}), "
           f"{g['items']} grounding items ({g['examples']} examples{rejected})"
+          + (f", {i['questions']} intent questions of {len(i['by_intent'])} intents ({i['examples']} examples"
+             + (f"; rejected {', '.join(f'{k} {v}' for k, v in sorted(i['rejected'].items()))}" if i["rejected"] else "")
+             + ")" if i else "")
           + (f", {r['mistakes']} recovery turns from {len(mistakes)} records ({r['examples']} examples)" if r else "")
           + f"; {counts['examples']} examples written to {Path(args.out) / 'sft.jsonl'}")
     return 0
@@ -175,11 +183,15 @@ def add_parser(sub) -> None:
                                    "instructions are grounded with the grounding expert's queries and goal, each goal "
                                    "checked by the grounding judge (lookplangraph.distill.cypher.grounding_gold). With "
                                    "--recovery-from, also recovery turns: a real model's mistaken first query, the "
-                                   "store's answer, then the gold turns (lookplangraph.distill.cypher.recovery). Held-out "
-                                   "scenes never enter.",
+                                   "store's answer, then the gold turns (lookplangraph.distill.cypher.recovery). With "
+                                   "--intents-per-split, also intent questions of the training intents, in their own "
+                                   "wordings, answered the same way (lookplangraph.distill.cypher.intent_data). "
+                                   "Held-out scenes and held-out intents never enter.",
                        epilog="examples:\n  lookplangraph cypher-data --out runs/cypher_data\n"
                               "  lookplangraph cypher-data --out runs/cypher_data --generated runs/gen/office --qa-per-split 400\n"
-                              "  lookplangraph cypher-data --out runs/cypher_data --recovery-from runs/cypher_mistakes/mistakes.jsonl")
+                              "  lookplangraph cypher-data --out runs/cypher_data --recovery-from runs/cypher_mistakes/mistakes.jsonl\n"
+                              "  lookplangraph cypher-data --out runs/cypher_intents --qa-per-split 0 --grounding-per-split 0 "
+                              "--intents-per-split 75 --classes-at end")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     _scene_flags(p)
     p.add_argument("--qa-per-split", type=int, default=200, metavar="N", help="questions per split (default 200; 0: none)")
@@ -191,6 +203,12 @@ def add_parser(sub) -> None:
     p.add_argument("--templates", metavar="NAME[,NAME...]",
                    help="ask only these question templates (default all; e.g. contain_deep_set,contain_base_asset, "
                         "contain_count_deep: the deep-containment questions)")
+    p.add_argument("--intents-per-split", type=int, default=0, metavar="N",
+                   help="also up to N intent questions per split, spread over the training intents (source "
+                        "cypher-gold-intent; default 0: none)")
+    p.add_argument("--classes-at", choices=["schema", "end"], default="schema",
+                   help="where the agent's system prompt lists the scene's classes: with the schema (default) or at "
+                        "the end of the fixed text (as ask and cypher-eval --classes-at)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
     p.set_defaults(func=cmd_cypher_data)
 

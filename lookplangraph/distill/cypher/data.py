@@ -6,11 +6,13 @@ expert's gold query (:mod:`lookplangraph.cypher.gold`), then with the answer the
 call is what a model would see and each assistant turn becomes one example.
 :class:`ScriptedPolicy` (fixed replies in order) serves the grounding and recovery examples.
 
-Three kinds, in one ``sft.jsonl`` (``distill data``'s format) and counted apart in ``counts.json``
+Four kinds, in one ``sft.jsonl`` (``distill data``'s format) and counted apart in ``counts.json``
 (``meta.source``): ``cypher-gold`` (questions of :mod:`lookplangraph.cypher.qa`'s templates,
 reworded with the training phrasings of :mod:`lookplangraph.cypher.phrasings`),
 ``cypher-gold-grounding`` (the scenes' task instructions, grounded by :mod:`.grounding_gold`; an
-item it rejects is counted per reason) and ``cypher-recovery`` (:mod:`.recovery`).
+item it rejects is counted per reason), ``cypher-gold-intent`` (intent questions of the training
+intents: :mod:`.intent_data`) and ``cypher-recovery`` (:mod:`.recovery`). Every prompt is the
+agent's with ``AgentConfig(classes_at=...)`` of the caller's choice.
 
 Scenes are the planning train pool's scenes in the Cypher benchmark's development part, and
 generated buildings; never a held-out Cypher building or a planning evaluation task
@@ -153,19 +155,23 @@ def write_turns(f, chat: list[dict[str, str]], meta: dict[str, Any], first: int 
 
 
 def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, grounding_per_split: int = 200,
-               recovery: Callable[[Any, dict, Any], dict] | None = None, seed: int = 0,
-               templates: tuple[str, ...] | None = None) -> dict:
+               recovery: Callable[..., dict] | None = None, seed: int = 0,
+               templates: tuple[str, ...] | None = None, intents: Callable[..., dict] | None = None,
+               classes_at: str = "schema") -> dict:
     """Write ``out/sft.jsonl`` and ``out/counts.json`` (module doc); returns the counts. Tasks not
     allowed (:func:`allowed_scenes`) are refused with ``ValueError`` before anything is written.
 
-    Three kinds of examples, counted apart in ``counts``: questions (``questions``, ``qa_examples``,
+    Kinds of examples, counted apart in ``counts``: questions (``questions``, ``qa_examples``,
     ``by_template``, ``by_split``), grounding items (``grounding``: items, examples, per split, and
-    the items the grounding expert rejected, per reason: :mod:`.grounding_gold`) and recovery
-    turns written by ``recovery(file, scenes, store) -> counts`` (``recovery``: a writer of
-    :mod:`.recovery`, :func:`~.recovery.recovery_writer` bound to the recorded mistakes).
-    ``examples`` is every line of ``sft.jsonl``. ``templates``: the question templates asked
-    (default all; counted in ``counts["templates"]`` when given)."""
+    the items the grounding expert rejected, per reason: :mod:`.grounding_gold`), intent questions
+    written by ``intents(file, scenes, store, config) -> counts`` (``intents``:
+    :func:`~.intent_data.intent_writer`) and recovery turns written by ``recovery(file, scenes,
+    store, config) -> counts`` (``recovery``: :func:`~.recovery.recovery_writer` bound to the
+    recorded mistakes). ``examples`` is every line of ``sft.jsonl``. ``templates``: the question
+    templates asked (default all; counted in ``counts["templates"]`` when given). ``classes_at``:
+    the agent's :attr:`~lookplangraph.cypher.agent.AgentConfig.classes_at` (counted when not the default)."""
     check_allowed(tasks)
+    config = AgentConfig(classes_at=classes_at)
     if n_per_split < 0 or grounding_per_split < 0:
         raise ValueError("questions and grounding items per split cannot be negative")
     out.mkdir(parents=True, exist_ok=True)
@@ -173,15 +179,20 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, g
                               "grounding": {"items": 0, "examples": 0, "by_split": {}, "rejected": {}}}
     if templates is not None:
         counts["templates"] = list(templates)
+    if classes_at != "schema":
+        counts["classes_at"] = classes_at
     scenes = {(t.split, t.id): t for t in tasks}
     tmp = out / "sft.jsonl.part"
     with open(tmp, "w") as f:
         if n_per_split:
-            _write_qa(f, tasks, store, n_per_split, seed, counts, templates)
+            _write_qa(f, tasks, store, n_per_split, seed, counts, templates, config)
         if grounding_per_split:
-            _write_grounding(f, tasks, store, grounding_per_split, seed, counts)
+            _write_grounding(f, tasks, store, grounding_per_split, seed, counts, config)
+        if intents is not None:
+            counts["intents"] = intents(f, scenes, store, config)
+            counts["examples"] += counts["intents"]["examples"]
         if recovery is not None:
-            counts["recovery"] = recovery(f, scenes, store)
+            counts["recovery"] = recovery(f, scenes, store, config)
             counts["examples"] += counts["recovery"]["examples"]
     tmp.replace(out / "sft.jsonl")
     (out / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
@@ -189,7 +200,7 @@ def build_data(tasks: list[Task], store, out: Path, *, n_per_split: int = 200, g
 
 
 def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: dict[str, Any],
-              templates: tuple[str, ...] | None = None) -> None:
+              templates: tuple[str, ...] | None = None, config: AgentConfig | None = None) -> None:
     pairs = training_questions(tasks, n_per_split, seed, templates)
     graphs = {(t.split, t.id): t.graph for t in tasks}
     turns, loaded = {}, None
@@ -198,7 +209,7 @@ def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: 
         if (q.split, q.scene) != loaded:
             store.load(graphs[(q.split, q.scene)])
             loaded = (q.split, q.scene)
-        turns[i] = _gold_turns(q, asked, store)
+        turns[i] = _gold_turns(q, asked, store, config)
     for i, (q, asked) in enumerate(pairs):  # written in the questions' own order
         meta = {"source": "cypher-gold", "split": q.split, "scene": q.scene, "template": q.template,
                 "question": asked.question}
@@ -210,16 +221,17 @@ def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: 
         counts["by_split"][q.split] = counts["by_split"].get(q.split, 0) + 1
 
 
-def _gold_turns(q: Question, asked: Question, store) -> list[dict[str, str]]:
+def _gold_turns(q: Question, asked: Question, store, config: AgentConfig | None = None) -> list[dict[str, str]]:
     """The agent's transcript for ``asked`` with the gold policy of ``q`` on ``store`` (the scene loaded)."""
     answer = gold(q, store)
-    result = CypherAgent(GoldPolicy(answer), store, AgentConfig()).answer_question(asked.question, asked.answer_type)
+    result = CypherAgent(GoldPolicy(answer), store, config or AgentConfig()).answer_question(asked.question,
+                                                                                             asked.answer_type)
     if result.error or result.answer != answer.answer:
         raise ValueError(f"{q.id}: the agent's loop did not take the gold turns ({result.error})")
     return result.transcript
 
 
-def grounding_turns(task: Task, item: GroundingItem, store) -> list[dict[str, str]]:
+def grounding_turns(task: Task, item: GroundingItem, store, config: AgentConfig | None = None) -> list[dict[str, str]]:
     """The agent's transcript grounding ``item`` on ``store`` showing ``task``'s scene as the
     planner's memory graph at its start (as ``cypher-eval`` shows it), with the grounding expert's
     queries and goal (:func:`~.grounding_gold.grounding_gold`; its :class:`GroundingGoldError`
@@ -227,17 +239,18 @@ def grounding_turns(task: Task, item: GroundingItem, store) -> list[dict[str, st
     view = MemoryView.at_start(store, task.graph)
     g = grounding_gold(item, task.graph, view)
     policy = ScriptedPolicy([query_reply(q.query, q.thought) for q in g.queries] + [answer_reply(g.answer, g.thought)])
-    result = CypherAgent(policy, view, AgentConfig()).ground(item.instruction)
+    result = CypherAgent(policy, view, config or AgentConfig()).ground(item.instruction)
     if result.error or result.answer != g.answer or [q.query for q in result.queries] != [q.query for q in g.queries]:
         raise ValueError(f"{item.id}: the agent's loop did not take the grounding expert's turns ({result.error})")
     return result.transcript
 
 
-def _write_grounding(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: dict[str, Any]) -> None:
+def _write_grounding(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: dict[str, Any],
+                     config: AgentConfig | None = None) -> None:
     c = counts["grounding"]
     for task, item in grounding_items(tasks, n_per_split, seed):
         try:
-            chat = grounding_turns(task, item, store)
+            chat = grounding_turns(task, item, store, config)
         except GroundingGoldError as exc:
             c["rejected"][exc.kind] = c["rejected"].get(exc.kind, 0) + 1
             continue

@@ -329,7 +329,8 @@ class RecoveryRejected(ValueError):
         super().__init__(message)
 
 
-def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0) -> tuple[list[dict[str, str]], int]:
+def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0,
+                   config: AgentConfig | None = None) -> tuple[list[dict[str, str]], int]:
     """The agent's transcript for mistake ``m`` on ``task``'s scene: the model's reply as it was,
     the store's real answer to it, then the gold turns; and the index of the first message that is
     an example target (the corrected query). :class:`RecoveryRejected` (module doc) otherwise."""
@@ -370,7 +371,7 @@ def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0) -> tuple[lis
     if outcome[:2] != (m.outcome, m.error_kind):
         raise RecoveryRejected("not_reproduced", f"{m.id}: the query now gives {outcome[0]} ({outcome[1]}), "
                                                  f"the record says {m.outcome} ({m.error_kind})")
-    result = run(CypherAgent(ScriptedPolicy(replies), view, AgentConfig()))
+    result = run(CypherAgent(ScriptedPolicy(replies), view, config or AgentConfig()))
     if result.error or result.answer != expected_answer or [x.query for x in result.queries] != expected_queries:
         raise RecoveryRejected("loop", f"{m.id}: the agent's loop did not take the recorded and gold turns "
                                        f"({result.error or 'other turns'})")
@@ -379,13 +380,13 @@ def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0) -> tuple[lis
     return chat, first
 
 
-def recovery_writer(mistakes: list[Mistake]) -> Callable[[Any, dict, Any], dict]:
+def recovery_writer(mistakes: list[Mistake]) -> Callable[..., dict]:
     """:func:`write_recovery` of ``mistakes``, as :func:`~.data.build_data` takes it."""
-    return lambda f, scenes, store: write_recovery(f, mistakes, scenes, store)
+    return lambda f, scenes, store, config=None: write_recovery(f, mistakes, scenes, store, config=config)
 
 
 def write_recovery(f, mistakes: list[Mistake], scenes: dict[tuple[str, str], Task], store,
-                   seed: int = 0) -> dict[str, Any]:
+                   seed: int = 0, config: AgentConfig | None = None) -> dict[str, Any]:
     """Write the recovery examples of ``mistakes`` to the open file ``f`` (one per assistant turn
     after the mistake); ``scenes`` are the allowed tasks by ``(split, id)``: a mistake on any other
     scene is refused with ``ValueError`` (held out, or a generated building not given). Returns
@@ -397,7 +398,7 @@ def write_recovery(f, mistakes: list[Mistake], scenes: dict[tuple[str, str], Tas
     counts: dict[str, Any] = {"mistakes": 0, "examples": 0, "by_mistake": {}, "by_kind": {}, "rejected": {}}
     for m in mistakes:
         try:
-            chat, first = recovery_turns(m, scenes[(m.split, m.scene)], store, seed=seed)
+            chat, first = recovery_turns(m, scenes[(m.split, m.scene)], store, seed=seed, config=config)
         except RecoveryRejected as exc:
             counts["rejected"][exc.kind] = counts["rejected"].get(exc.kind, 0) + 1
             continue
