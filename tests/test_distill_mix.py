@@ -171,3 +171,59 @@ def test_a_committed_mix_is_taken_as_it_is_beside_new_sources(sources, tmp_path)
     (committed / "counts.json").write_text(json.dumps({**counts_v1, "systems_final": False}))
     with pytest.raises(MixError, match="not final"):
         mix([Take(committed)], tmp_path / "v3")
+
+
+def test_a_cypher_system_rewrite_reaches_every_cypher_example_a_committed_mix_too(sources, tmp_path):
+    import gzip
+    import shutil
+
+    data, dagger, cypher = sources
+    mix([Take(data, 8), Take(cypher, 2)], tmp_path / "v1", system="COMPACT", system_name="compact", seed=1)
+    committed = tmp_path / "mix-v1"
+    committed.mkdir()
+    (committed / "sft.jsonl.gz").write_bytes(gzip.compress((tmp_path / "v1" / "sft.jsonl").read_bytes()))
+    shutil.copy(tmp_path / "v1" / "counts.json", committed / "counts.json")
+    takes = [Take(committed), Take(dagger), Take(cypher, 3)]
+    plain = mix(takes, tmp_path / "plain", system="COMPACT", system_name="compact", seed=2)
+    counts = mix(takes, tmp_path / "v2", system="COMPACT", system_name="compact", seed=2,
+                 cypher_system=lambda s: s.replace("CYPHER", "CYPHER (end)"), cypher_system_name="end")
+    assert counts["cypher_system"] == {"name": "end", "cypher_examples": 5, "changed": 5}
+    assert "cypher_system" not in plain
+    a = [json.loads(line) for line in (tmp_path / "plain" / "sft.jsonl").read_text().splitlines()]
+    b = [json.loads(line) for line in (tmp_path / "v2" / "sft.jsonl").read_text().splitlines()]
+    assert [r["messages"][1:] for r in a] == [r["messages"][1:] for r in b]  # the same sample, the same order
+    changed = [(x["meta"]["mixed_from"], y["messages"][0]["content"]) for x, y in zip(a, b) if x != y]
+    assert sorted(changed) == [("cypher", "CYPHER (end)")] * 3 + [("mix-v1", "CYPHER (end)")] * 2
+    assert all(x == y for x, y in zip(a, b) if x["meta"].get("source") != "cypher-gold")  # planning untouched
+    with pytest.raises(MixError, match="cypher: an example of None/None: bad prompt"):
+        mix([Take(cypher)], tmp_path / "v3", cypher_system=lambda s: (_ for _ in ()).throw(ValueError("bad prompt")))
+
+
+def test_the_command_moves_the_classes_line_of_real_cypher_prompts(sources, tmp_path, kitchen, capsys):
+    pytest.importorskip("ladybug")
+    from lookplangraph.cypher import QueryLimits, open_store
+    from lookplangraph.cypher.agent import AgentConfig, CypherAgent
+    from lookplangraph.lm import ScriptedBackend
+
+    store = open_store("ladybug", QueryLimits())
+    store.load(kitchen)
+
+    def prompt(at: str, k: int) -> str:
+        lm = ScriptedBackend([json.dumps({"thought": "t", "tool": "answer", "answer": 2})])  # scripted: prompt only
+        CypherAgent(lm, store, AgentConfig(worked_examples=k, classes_at=at)).answer_question("How many apples?", "number")
+        return lm.requests[0]["messages"][0]["content"]
+
+    data, dagger, cypher = sources
+    real = source(tmp_path / "cypher_real", [example(prompt("schema", i % 2), f"question {i}", "2",
+                                                     {"source": "cypher-gold-intent", "split": "s", "scene": "k"})
+                                             for i in range(4)], {"kind": "cypher", "questions": 4})
+    assert main(["distill", "mix", "--out", str(tmp_path / "m"), "--take", f"{data}:4", "--take", str(real),
+                 "--system-prompt", "compact", "--cypher-classes-at", "end"]) == 0
+    assert "Cypher system prompts rewritten: 4 of 4" in capsys.readouterr().out
+    rows = [json.loads(line) for line in (tmp_path / "m" / "sft.jsonl").read_text().splitlines()]
+    ends = {prompt("end", 0), prompt("end", 1)}
+    assert {r["messages"][0]["content"] for r in rows if r["meta"]["mixed_from"] == "cypher_real"} == ends
+    assert {r["messages"][0]["content"] for r in rows if r["meta"]["mixed_from"] == "distill_v3"} != ends
+    counts = json.loads((tmp_path / "m" / "counts.json").read_text())
+    assert counts["cypher_system"]["changed"] == 4 and "classes_at_end" in counts["cypher_system"]["name"]
+    store.close()

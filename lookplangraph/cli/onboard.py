@@ -201,6 +201,9 @@ def add_parsers(sub) -> None:
                          "(default 0: none)")
     mx.add_argument("--worked-share", type=float, default=0.5, metavar="F",
                     help="the share of Cypher questions that get them with --worked-examples (default 0.5)")
+    mx.add_argument("--cypher-classes-at", choices=["end"], default=None,
+                    help="end: move the scene's classes line of every Cypher example's system prompt (a committed "
+                         "mix's too) behind the fixed text, as `ask --classes-at end` writes it (default: as built)")
     sp = add_command(dsub, "split", help="cut a file into checked chunks (to carry it to a GPU machine)",
                      description="Cut FILE into chunks of at most --chunk-mib MiB with a manifest of SHA-256 sums; "
                                  "`distill join` checks and puts them back together.",
@@ -422,6 +425,7 @@ def _mix(args) -> int:
     """``distill mix``: one training set from several sources (:mod:`lookplangraph.distill.training.mix`)."""
     from lookplangraph.distill.training import mix
     from lookplangraph.agent.prompts import compact_prompt
+    from lookplangraph.cypher.agent import classes_at_end
 
     transform, name = None, ""
     if args.worked_examples < 0 or not 0 <= args.worked_share <= 1:
@@ -438,7 +442,9 @@ def _mix(args) -> int:
         takes = [mix.Take.parse(t) for t in args.take]
         counts = mix.mix(takes, args.out, system=compact_prompt() if args.system_prompt == "compact" else None,
                          system_name="compact" if args.system_prompt == "compact" else "full", seed=args.seed,
-                         cypher_transform=transform, cypher_transform_name=name)
+                         cypher_transform=transform, cypher_transform_name=name,
+                         cypher_system=classes_at_end if args.cypher_classes_at == "end" else None,
+                         cypher_system_name="classes at end (lookplangraph.cypher.agent.classes_at_end)")
     except mix.MixError as exc:
         raise UsageError(str(exc)) from None
     for src in counts["sources"]:
@@ -448,6 +454,9 @@ def _mix(args) -> int:
           f"{counts['system_prompt_name']} system prompt")
     if "cypher_transform" in counts:
         print(f"Cypher examples changed: {counts['cypher_transform']['changed']} ({name})")
+    if "cypher_system" in counts:
+        c = counts["cypher_system"]
+        print(f"Cypher system prompts rewritten: {c['changed']} of {c['cypher_examples']} ({c['name']})")
     print(f"written: {Path(args.out) / 'sft.jsonl'}, {Path(args.out) / 'counts.json'}")
     return EXIT_OK
 

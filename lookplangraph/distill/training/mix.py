@@ -6,10 +6,11 @@
 * ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``, ``answer_format``
   and ``recall`` (they must agree), their teachers, per source what was available and taken (with
   the source file's SHA-256), ``by_source``, the planning system message (``systems_final:
-  true``), and the Cypher transform when there is one.
+  true``), and the Cypher transforms when there are any.
 
 Planning examples get the system message ``system`` here, once; Cypher examples keep the agent's
-own. A source is a ``distill data`` or ``distill dagger`` directory, a ``cypher-data`` directory,
+own, rewritten only by ``cypher_system`` (every Cypher example of every source, a committed mix's
+too: ``meta.source`` ``cypher-...``; e.g. :func:`lookplangraph.cypher.agent.classes_at_end`). A source is a ``distill data`` or ``distill dagger`` directory, a ``cypher-data`` directory,
 or a committed mix (``data/training/mix-vN``), taken as it is. Nothing is written unless every
 source reads; the files appear whole. Why and how: ``docs/guides/distillation.md``.
 """
@@ -127,14 +128,35 @@ def _label(row: dict) -> str:
     return meta.get("source") or meta.get("split") or meta.get("mixed_from", "?")
 
 
+def is_cypher(row: dict) -> bool:
+    """Whether ``row`` is an example of the Cypher agent's turns (``meta.source`` ``cypher-...``)."""
+    return str((row.get("meta") or {}).get("source", "")).startswith("cypher-")
+
+
+def with_cypher_system(row: dict, rewrite: Callable[[str], str]) -> dict:
+    """``row`` with its system message rewritten by ``rewrite``, or ``row`` itself when that
+    changes nothing; ``ValueError`` for an example without a system message first, or what
+    ``rewrite`` raises."""
+    messages = row["messages"]
+    if messages[0].get("role") != "system":
+        raise ValueError("a Cypher example without a system message")
+    text = rewrite(messages[0]["content"])
+    if text == messages[0]["content"]:
+        return row
+    return {**row, "messages": [{**messages[0], "content": text}, *messages[1:]]}
+
+
 def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None, system_name: str = "full",
-        seed: int = 0, cypher_transform: Callable[[dict], dict] | None = None, cypher_transform_name: str = "") -> dict:
+        seed: int = 0, cypher_transform: Callable[[dict], dict] | None = None, cypher_transform_name: str = "",
+        cypher_system: Callable[[str], str] | None = None, cypher_system_name: str = "") -> dict:
     """Write the mix of ``takes`` into ``out`` (module doc) and return its counts. ``system``:
     the planning examples' system message (None: as built; then ``system_name`` is ``full``).
     ``cypher_transform``: applied to every taken Cypher example (e.g. worked examples in its
     prompt, :func:`lookplangraph.cypher.examples.with_worked_examples`); counts then record
-    ``cypher_transform`` (``cypher_transform_name`` and how many examples it changed). The samples
-    and the order do not depend on it.
+    ``cypher_transform`` (``cypher_transform_name`` and how many examples it changed).
+    ``cypher_system``: applied to the system message of every Cypher example (:func:`is_cypher`) of
+    every source, after ``cypher_transform``; counts then record ``cypher_system`` (the name, the
+    Cypher examples and how many it changed). The samples and the order depend on neither.
     Raises :class:`MixError` before writing anything when a source is missing, unreadable,
     smaller than asked, or when planning sources disagree on prompt layout or answer format."""
     if not takes:
@@ -145,6 +167,7 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
                        "and filter")
     rng = random.Random(seed)
     rows, sources, formats, experts, planning_system, changed = [], [], set(), Counter(), None, 0
+    system_seen = system_changed = 0
     for take in takes:
         counts, lines, sha = _read(take)
         kind = source_kind(counts)
@@ -169,6 +192,17 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
             before = [json.dumps(r, sort_keys=True) for r in taken]
             taken = [cypher_transform(r) for r in taken]
             changed += sum(b != json.dumps(r, sort_keys=True) for b, r in zip(before, taken))
+        if cypher_system is not None and kind in ("cypher", "mix"):
+            for k, row in enumerate(taken):
+                if kind == "cypher" or is_cypher(row):
+                    system_seen += 1
+                    try:
+                        taken[k] = with_cypher_system(row, cypher_system)
+                    except ValueError as exc:
+                        meta = row.get("meta") or {}
+                        raise MixError(f"{take.name}: an example of {meta.get('split')}/{meta.get('scene')}: "
+                                       f"{exc}") from None
+                    system_changed += taken[k] is not row
         for row in taken:
             row.setdefault("meta", {})["mixed_from"] = take.name
         rows.extend(taken)
@@ -188,6 +222,8 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
               "system_prompt": planning_system, "systems_final": True}
     if cypher_transform is not None:
         counts["cypher_transform"] = {"name": cypher_transform_name, "changed": changed}
+    if cypher_system is not None:
+        counts["cypher_system"] = {"name": cypher_system_name, "cypher_examples": system_seen, "changed": system_changed}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for name, text in (("sft.jsonl", "".join(json.dumps(r) + "\n" for r in rows)),
