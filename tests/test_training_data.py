@@ -14,6 +14,7 @@ import pytest
 
 from grasif import dataset, heldout
 from grasif.generate import SPLIT_PREFIX
+from lookplangraph.cypher.intents import HELDOUT_INTENTS
 from lookplangraph.distill.cypher.data import allowed_scenes
 from lookplangraph.distill.training.sft import read_examples
 
@@ -43,7 +44,8 @@ def test_a_set_is_what_its_counts_and_readme_say(directory):
 
 
 def held_out_problems(examples: list[dict], build: Path) -> list[str]:
-    """What in ``examples`` (rows of an sft.jsonl) comes from a held-out task, scene or instruction."""
+    """What in ``examples`` (rows of an sft.jsonl) comes from a held-out task, scene, instruction or
+    intent."""
     tasks = [t for s in (*heldout.POOL_SPLITS, *heldout.EVAL_SPLITS) for t in dataset.load_split(build, s)]
     cypher_scenes = {(t.split, t.id) for t in allowed_scenes(tasks)}
     held_out = {t.instruction.strip().lower() for t in heldout.kept_out_tasks(build)}  # evaluation and dev
@@ -60,6 +62,8 @@ def held_out_problems(examples: list[dict], build: Path) -> list[str]:
                 bad.append(f"{n}: Cypher example on {meta['split']}/{meta['scene']}, not a training scene")
         elif not heldout.in_train_pool(meta["split"], meta["task_id"]):
             bad.append(f"{n}: planning example of {meta['split']}/{meta['task_id']}, not in the train pool")
+        if meta.get("intent") in HELDOUT_INTENTS:
+            bad.append(f"{n}: a question of the held-out intent {meta['intent']}")
         user = next(m["content"] for m in row["messages"] if m["role"] == "user")
         said = [m.strip().lower() for m in re.findall(r"^Instruction: (.*)$", user, re.M)]
         said += [str(meta["instruction"]).strip().lower()] if "instruction" in meta else []
@@ -74,7 +78,8 @@ def test_no_example_comes_from_a_held_out_task_scene_or_instruction(directory, g
 
 def test_the_check_catches_held_out_examples(grasif_build):
     """The guard above on examples made from an evaluation task: as a planning example, as a
-    Cypher example on its scene, and as a generated example that says its instruction."""
+    Cypher example on its scene, and as a generated example that says its instruction; and on an
+    intent example of a held-out intent on a training scene."""
     task = next(t for t in heldout.evaluation_tasks(grasif_build) if t.split == "virtualhome")
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": f"Instruction: {task.instruction}\nScene:"},
             {"role": "assistant", "content": "{}"}]
@@ -85,6 +90,12 @@ def test_the_check_catches_held_out_examples(grasif_build):
     dev = dataset.load_split(grasif_build, "dev")[0]  # a development task: kept out as surely
     examples.append({"messages": [chat[0], {"role": "user", "content": f"Instruction: {dev.instruction}\nScene:"}, chat[2]],
                      "meta": {"split": dev.split, "task_id": dev.id}})
+    tasks = [t for s in (*heldout.POOL_SPLITS, *heldout.EVAL_SPLITS) for t in dataset.load_split(grasif_build, s)]
+    train = allowed_scenes(tasks)[0]
+    examples.append({"messages": chat[:1] + [{"role": "user", "content": "Question: which?"}] + chat[2:],
+                     "meta": {"source": "cypher-gold-intent", "split": train.split, "scene": train.id,
+                              "intent": HELDOUT_INTENTS[0]}})
     problems = held_out_problems(examples, grasif_build)
-    assert [p.split(":")[0] for p in problems] == ["1", "1", "2", "3", "4", "4"]
+    assert [p.split(":")[0] for p in problems] == ["1", "1", "2", "3", "4", "4", "5"]
     assert "not in the train pool" in problems[0] and "not a training scene" in problems[2]
+    assert problems[-1] == f"5: a question of the held-out intent {HELDOUT_INTENTS[0]}"
