@@ -9,9 +9,11 @@
   true``), and the Cypher transforms when there are any.
 
 Planning examples get the system message ``system`` here, once; Cypher examples keep the agent's
-own, rewritten only by ``cypher_system`` (every Cypher example of every source, a committed mix's
-too: ``meta.source`` ``cypher-...``; e.g. :func:`lookplangraph.cypher.agent.classes_at_end`). A source is a ``distill data`` or ``distill dagger`` directory, a ``cypher-data`` directory,
-or a committed mix (``data/training/mix-vN``), taken as it is. Nothing is written unless every
+own, changed only by the Cypher transforms: ``cypher_transform`` (the examples of a Cypher
+source) and ``cypher_system`` (the system message of every Cypher example, a committed mix's too:
+``meta.source`` ``cypher-...``; e.g. :func:`lookplangraph.cypher.agent.classes_at_end`). A
+source is a ``distill data`` or ``distill dagger`` directory, a ``cypher-data`` directory, or a
+committed mix (``data/training/mix-vN``), taken as it is. Nothing is written unless every
 source reads; the files appear whole. Why and how: ``docs/guides/distillation.md``.
 """
 
