@@ -83,6 +83,8 @@ def test_a_contents_answer_that_names_the_containers_own_holder_is_sent_back_onc
     assert check(["apple-2"]) is None
     assert contents_problem(kitchen_store, "What is apple-2 on?") is None  # the holder is the answer here
     assert contents_problem(kitchen_store, "Where is the thing in box-1?") is None
+    # asked for a room, the container's room is the answer, not a relationship read backwards
+    assert contents_problem(kitchen_store, "Could you name the room with the apple on table-1?")("kitchen-1") is None
     lm = ScriptedBackend([q("MATCH (:Asset {name: 'table-1'})-[:IN_ROOM]->(r) RETURN r.name"), a(["kitchen-1"]),
                           a(["apple-2"])])
     res = CypherAgent(lm, kitchen_store).answer_question("Which objects are on table-1?", "set")

@@ -154,16 +154,20 @@ CONTENTS_QUESTION = re.compile(r"\b(on top of|inside|in|on|within)\s+(?:the\s+)?
 def contents_problem(store, question: str) -> Callable[[Any], str | None] | None:
     """The check of an answer to a question about what a named node holds (:data:`CONTENTS_QUESTION`;
     None for other questions, and for "where" questions): an answer that names the node's own
-    holder (what it rests on or in, or its room) read the relationship backwards, and is sent back
-    saying which way it points. Anything else passes."""
+    holder (what it rests on or in, or its room, unless the question asks for a room: "the room
+    with the knife on table-1") read the relationship backwards, and is sent back saying which way
+    it points. Anything else passes."""
     found = CONTENTS_QUESTION.search(question)
     if found is None or re.match(r"\s*where\b", question, re.IGNORECASE):
         return None
     name = found.group(2)
+    holders = (("ON_TOP_OF", "rests on"), ("INSIDE", "is inside"))
+    if not re.search(r"\brooms?\b", question, re.IGNORECASE):
+        holders += (("IN_ROOM", "is in"),)
 
     def check(answer: Any) -> str | None:
         given = answer if isinstance(answer, list) else [answer]
-        for rel, verb in (("ON_TOP_OF", "rests on"), ("INSIDE", "is inside"), ("IN_ROOM", "is in")):
+        for rel, verb in holders:
             try:  # one plain query per relationship: both engines run it
                 rows = store.query(f"MATCH (n {{name: $name}})-[:{rel}]->(h) RETURN h.name", {"name": name}).rows
             except (QueryError, StoreError):
