@@ -199,7 +199,8 @@ def test_an_adapter_that_is_not_shipped_says_how_to_restore_it_and_resolves_once
 
 def test_the_default_adapter_records_its_start_and_runs_in_its_own_view():
     info, training = shipped_record(DEFAULT)
-    assert set(info.metadata) == set(META_KEYS)
+    defaulted = {"lookplangraph.recall", "lookplangraph.cypher_classes_at"}  # absent: here, schema
+    assert set(info.metadata) <= set(META_KEYS) and set(META_KEYS) - set(info.metadata) <= defaulted
     assert training["device"] and training["steps"] > 0 and training["examples"] > 0
     start = json.loads(embedded.REGISTRY_FILE.read_text())
     start = next(e for e in start["adapters"] if e["name"] == DEFAULT)["trained_from"]
@@ -395,3 +396,44 @@ def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_ot
     from lookplangraph.distill.cypher import commands as cypher_data_commands
 
     assert (cypher_commands.DEFAULT_LM, cypher_data_commands.MISTAKES_LM) == (DEFAULT_LM, BASE_LM)
+
+
+def test_the_cypher_layout_is_recorded_from_the_training_prompts_and_settles_ask_s_auto(tmp_path, kitchen_store):
+    import argparse
+
+    from lookplangraph.cypher import commands
+    from lookplangraph.cypher.agent import AgentConfig, CypherAgent, classes_at_end, classes_layout
+    from lookplangraph.distill.training.sft import TrainConfig, TrainError, cypher_layout, prompt_metadata
+    from lookplangraph.lm.scripted import ScriptedBackend
+
+    lm = ScriptedBackend(['{"thought": "t", "tool": "answer", "answer": 1}'])  # scripted: only the prompt matters
+    schema = CypherAgent(lm, kitchen_store, AgentConfig()).answer_question("How many?", "number").transcript[0]["content"]
+    end = classes_at_end(schema)
+    assert (classes_layout(schema), classes_layout(end), classes_layout(system_prompt("full"))) == ("schema", "end", None)
+
+    def data(*systems):
+        path = tmp_path / f"d{len(list(tmp_path.iterdir()))}" / "sft.jsonl"
+        path.parent.mkdir()
+        path.write_text("".join(json.dumps({"messages": [{"role": "system", "content": s},
+                                                         {"role": "user", "content": "q"},
+                                                         {"role": "assistant", "content": "a"}]}) + "\n"
+                                for s in systems))
+        return path
+
+    planning = system_prompt("compact")
+    assert cypher_layout(data(planning)) == "schema"  # no Cypher example: the default
+    assert cypher_layout(data(planning, end, end)) == "end"
+    with pytest.raises(TrainError, match="both layouts"):
+        cypher_layout(data(end, schema))
+    meta = prompt_metadata(TrainConfig(), planning, data(planning, end), "0" * 64)
+    assert meta["lookplangraph.cypher_classes_at"] == "end"
+    assert "lookplangraph.cypher_classes_at" not in prompt_metadata(TrainConfig(), planning, data(schema), "0" * 64)
+    # ask/cypher-eval --classes-at auto: the adapter's record, read from its header; schema without one
+    made = stamp_adapter(write_adapter(tmp_path / "a.gguf"), tmp_path / "end.gguf", meta)
+    assert made.cypher_classes_at == "end" and read_adapter(tmp_path / "a.gguf").cypher_classes_at == "schema"
+    for lm_spec, flag, settled in ((f"llamacpp:{MODEL}+{made.path}", "auto", "end"),
+                                   (f"llamacpp:{MODEL}+{made.path}", "schema", "schema"),
+                                   (f"llamacpp:{MODEL}+{SHIPPED}", "auto", read_adapter(SHIPPED).cypher_classes_at),
+                                   ("openai:gpt-4o", "auto", "schema"),
+                                   (f"llamacpp:{MODEL}+/nowhere/a.gguf", "auto", "schema")):  # the load reports it
+        assert commands._classes_at(argparse.Namespace(classes_at=flag, lm=lm_spec)) == settled

@@ -322,6 +322,18 @@ def classes_at_end(system: str) -> str:
     return f"{rest[:at]}\n\n{line}{rest[at:]}"
 
 
+def classes_layout(system: str) -> str | None:
+    """Where the system prompt ``system`` lists the scene's classes: ``"schema"``, ``"end"`` (after
+    the last line of the fixed text), or None for a prompt with no classes line (the whole-graph
+    baseline, a planning prompt)."""
+    start = system.find("\n" + CLASSES_LINE)
+    if start < 0:
+        return None
+    anchor = template("cypher_system").split("{classes_at_end}")[0].rsplit("\n", 1)[-1]
+    at = system.find(anchor)
+    return "end" if 0 <= at < start else "schema"
+
+
 # -- the agent ------------------------------------------------------------------------------------
 class CypherAgent:
     """Answers questions and grounds instructions over ``store`` (a :class:`~.store.GraphStore`

@@ -83,6 +83,23 @@ def _guarded(fn):
     return run
 
 
+def _classes_at(args) -> str:
+    """``--classes-at``, with ``auto`` settled from the LM's adapter: the layout its Cypher
+    examples had (:attr:`lookplangraph.lm.lora.AdapterInfo.cypher_classes_at`), else ``schema``.
+    Read from the adapter's header without loading a model; an adapter that cannot be read is
+    left to the LM's own loading to report."""
+    from lookplangraph.lm import LMError
+    from lookplangraph.lm.specs import spec_adapter
+
+    if args.classes_at != "auto":
+        return args.classes_at
+    try:
+        adapter = spec_adapter(args.lm)
+    except LMError:
+        return "schema"
+    return adapter.cypher_classes_at if adapter is not None else "schema"
+
+
 def _texts(args) -> list[str]:
     """The questions (or instructions) of ``ask``: its arguments, or with none (or ``-``) the lines
     of standard input, blank lines and ``#`` comments skipped."""
@@ -112,7 +129,7 @@ def cmd_ask(args) -> int:
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel,
                              worked_examples=args.worked_examples, worked_goals=args.worked_goals,
-                             answer_from_rows=args.answer_from_rows, classes_at=args.classes_at)
+                             answer_from_rows=args.answer_from_rows, classes_at=_classes_at(args))
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     texts = _texts(args)
@@ -182,14 +199,14 @@ def cmd_cypher_eval(args) -> int:
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, worked_examples=args.worked_examples,
                              worked_goals=args.worked_goals, answer_from_rows=args.answer_from_rows,
-                             classes_at=args.classes_at)
+                             classes_at=_classes_at(args))
     except ValueError as exc:
         raise _Bad(str(exc)) from None
     store = _store(args)
     meta = {"lm": args.lm, "n_ctx": args.n_ctx, "timeout_s": args.timeout, "max_rows": args.max_rows,
             "max_chars": args.max_chars, "worked_examples": args.worked_examples, "worked_goals": args.worked_goals,
             "answer_from_rows": args.answer_from_rows} | \
-        ({"classes_at": args.classes_at} if args.classes_at != "schema" else {})  # older runs stay resumable
+        ({"classes_at": config.classes_at} if config.classes_at != "schema" else {})  # older runs stay resumable
     try:
         summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
                            splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
@@ -301,10 +318,11 @@ def add_parser(sub) -> None:
                        help="after a query that found rows, a question's answer (names or a number) is free (default), "
                             "constrained to the values the rows hold, or checked against them and sent back once "
                             "(lookplangraph.cypher.row_answers)")
-        p.add_argument("--classes-at", choices=["schema", "end"], default="schema",
-                       help="where the system prompt lists the scene's classes: with the schema (default, as the "
-                            "shipped adapters were trained) or at the end of the fixed text, so that consecutive "
-                            "prompts share a longer prefix and less is evaluated anew")
+        p.add_argument("--classes-at", choices=["auto", "schema", "end"], default="auto",
+                       help="where the system prompt lists the scene's classes: with the schema, or at the end of "
+                            "the fixed text, so that consecutive prompts share a longer prefix and less is evaluated "
+                            "anew; auto (default): where the LM's adapter was trained to read them (its record), "
+                            "else with the schema")
         p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
         p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
         p.add_argument("--max-chars", type=int, default=2000, metavar="N",

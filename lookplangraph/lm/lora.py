@@ -39,6 +39,8 @@ META_KEYS = {
     "lookplangraph.prompt_layout": "the order of the examples' user message (prompts.PROMPT_LAYOUTS)",
     "lookplangraph.answer_format": "the reply format of the training examples (decoding.ANSWER_FORMATS)",
     "lookplangraph.recall": "the view's recall of the training examples (planners.config.RECALL_MODES; absent: here)",
+    "lookplangraph.cypher_classes_at": "where the Cypher examples' system prompts list the scene's classes "
+                                       "(cypher.agent.CLASSES_AT; absent: schema)",
     "lookplangraph.training": "the training record (train.json) as JSON",
 }
 
@@ -197,6 +199,12 @@ class AdapterInfo:
         return self.metadata.get("lookplangraph.system_prompt_name")
 
     @property
+    def cypher_classes_at(self) -> str:
+        """Where its Cypher examples' system prompts listed the scene's classes (``schema`` when
+        not recorded: every adapter before the ``end`` layout)."""
+        return self.metadata.get("lookplangraph.cypher_classes_at", "schema")
+
+    @property
     def answer_format(self) -> str | None:
         """The answer format of its training examples (None: not recorded)."""
         return self.metadata.get("lookplangraph.answer_format")
@@ -339,16 +347,19 @@ def stamp_adapter(src: str | os.PathLike, dst: str | os.PathLike, metadata: dict
 
 def training_metadata(base_sha256: str, system_prompt_name: str, system_prompt: str, prompt_layout: str,
                       answer_format: str, training: dict[str, Any] | None = None,
-                      recall: str = "here") -> dict[str, str]:
+                      recall: str = "here", cypher_classes_at: str = "schema") -> dict[str, str]:
     """The ``lookplangraph.*`` metadata of an adapter trained on ``base_sha256`` with examples
     whose system message was ``system_prompt`` (the ``system_prompt_name`` setting's text), whose
     user message had ``prompt_layout`` and the view's ``recall`` (recorded only when not the
-    default ``here``, so older adapters read the same) and whose replies have ``answer_format``."""
+    default ``here``, so older adapters read the same) and whose replies have ``answer_format``;
+    ``cypher_classes_at``: the layout of its Cypher examples' prompts (recorded when not ``schema``)."""
     meta = {"lookplangraph.base_sha256": base_sha256, "lookplangraph.system_prompt_name": system_prompt_name,
             "lookplangraph.system_prompt": system_prompt, "lookplangraph.prompt_layout": prompt_layout,
             "lookplangraph.answer_format": answer_format}
     if recall != "here":
         meta["lookplangraph.recall"] = recall
+    if cypher_classes_at != "schema":
+        meta["lookplangraph.cypher_classes_at"] = cypher_classes_at
     if training is not None:
         meta["lookplangraph.training"] = json.dumps(training, sort_keys=True)
     return meta

@@ -195,13 +195,29 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
     the base's SHA-256, the system message the examples were trained with (``system``) and its
     name (``config.system_name``), and the prompt layout, answer format and recall the data records
     in its ``counts.json`` (``distill data``; data written before they were recorded had
-    ``scene-history``, ``action+reason`` and ``here``)."""
+    ``scene-history``, ``action+reason`` and ``here``), and the layout of its Cypher prompts
+    (:func:`cypher_layout`)."""
     from lookplangraph.lm.lora import training_metadata
 
     counts = data_counts(data)
     recorded = {key: counts.get(key) or default for key, default in UNRECORDED.items()}
     return training_metadata(base_sha256, config.system_name, system, recorded["prompt_layout"],
-                             recorded["answer_format"], recall=recorded["recall"])
+                             recorded["answer_format"], recall=recorded["recall"],
+                             cypher_classes_at=cypher_layout(data))
+
+
+def cypher_layout(data: str | os.PathLike) -> str:
+    """Where the Cypher examples of ``data`` list the scene's classes in their system prompts
+    (:func:`lookplangraph.cypher.agent.classes_layout`), read from the prompts themselves:
+    ``schema`` when there are none; :class:`TrainError` when they mix both layouts."""
+    from lookplangraph.cypher.agent import classes_layout
+
+    layouts = {classes_layout(m["content"]) for ex in read_examples(data) for m in ex[:1] if m["role"] == "system"}
+    layouts.discard(None)
+    if len(layouts) > 1:
+        raise TrainError("the Cypher examples list the scene's classes in both layouts (schema and end): rewrite "
+                         "them into one with `distill mix --cypher-classes-at end`")
+    return layouts.pop() if layouts else "schema"
 
 
 def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[str]:
