@@ -159,3 +159,51 @@ def test_the_real_model_decodes_a_valid_reply_from_the_same_prompt_tokens(small_
     lm.jump_forward = True
     again = lm.complete(messages, schema=schema)
     assert again.usage.cached_tokens == len(prompt) - 1 and again.text == fast.text
+
+
+def test_a_free_object_is_decoded_greedily_up_to_its_closing_brace():
+    target = json.dumps({"thought": "t", "tool": "answer", "answer": ["cup-1", "a}b"]}).encode() + b"\n trailing"
+    llm = ScriptedLlama(target)
+    text, cached, n, closed = JumpDecoder(llm).free_object([0, 1, 2], 500)
+    assert closed and text == target.split(b"\n")[0]  # a brace inside a string does not close it
+    assert llm.n_tokens == 3 + n - 1  # the closing token is not evaluated
+    # a reply that does not open an object, or stops first, is reported as not closed
+    assert JumpDecoder(ScriptedLlama(b'x{"a": 1}')).free_object([0, 1, 2], 500)[3] is False
+    cut = JumpDecoder(ScriptedLlama(b'{"a": "long text"}')).free_object([0, 1, 2], 4)
+    assert cut[3] is False and cut[2] == 4
+
+
+def test_grammar_text_is_json_as_dumps_writes_it_with_keys_in_the_schemas_order():
+    from lookplangraph.lm.llamacpp import grammar_text
+
+    schema = {"anyOf": [{"type": "object", "properties": {"thought": {"type": "string"}, "tool": {"const": "q"},
+                                                           "query": {"type": "string"}}},
+                        {"$ref": "#/$defs/A"}],
+              "$defs": {"A": {"type": "object", "properties": {"thought": {"type": "string"},
+                                                               "answer": {"type": "array", "items": {"$ref": "#/$defs/N"}}}},
+                        "N": {"type": "object", "properties": {"node": {"type": "string"}, "rel": {"type": "string"}}}}}
+    assert grammar_text('{"thought": "t", "tool": "q", "query": "MATCH (n) RETURN n"}', schema)
+    assert grammar_text('{"thought": "é", "answer": [{"node": "a", "rel": "b"}]}', schema)
+    assert not grammar_text('{"tool": "q", "thought": "t", "query": "x"}', schema)  # keys out of order
+    assert not grammar_text('{"thought": "t", "answer": [{"rel": "b", "node": "a"}]}', schema)  # nested order
+    assert not grammar_text('{"thought":"t", "tool": "q", "query": "x"}', schema)  # other spacing
+    assert not grammar_text('{"thought": "t", "tool": "q", "query": "x"', schema)  # cut off
+
+
+@pytest.mark.lm
+def test_the_real_model_gives_the_grammar_decodes_text_without_the_grammar(small_model_path):
+    from lookplangraph.cypher.agent import AgentConfig, reply_schema
+    from lookplangraph.cypher.answers import answer_schema
+    from lookplangraph.lm import LlamaCppBackend
+
+    lm = LlamaCppBackend(str(small_model_path), n_ctx=2048)
+    messages = [{"role": "system", "content": 'Reply with JSON: {"thought": "...", "tool": "answer", "answer": [...]}'},
+                {"role": "user", "content": "Which fruits are on table-1? Rows: apple-1, pear-2. Answer now."}]
+    schema = reply_schema(answer_schema("set"), AgentConfig(), query=False)
+    fast = lm.complete(messages, schema=schema)
+    lm.jump_forward = False
+    lm.llm.reset()
+    slow = lm.complete(messages, schema=schema)
+    assert slow.error is None and fast.error is None
+    # kept without the grammar only when it is the grammar's own text; else decoded with it
+    assert fast.text == slow.text.rstrip()

@@ -234,6 +234,45 @@ class JumpDecoder:
         return body
 
 
+    def free_object(self, prompt: list[int], max_tokens: int) -> tuple[bytes, int, int, bool]:
+        """Greedy decoding without any constraint, up to the end of the JSON object the reply
+        opens: ``(text, cached, tokens, closed)``. ``closed`` is False when the reply does not
+        open with ``{``, stops (an end-of-turn or other special token) or reaches ``max_tokens``
+        first. The text of the token that closes the object is cut after its ``}``; nothing after
+        the last choice is evaluated."""
+        self._vocab()
+        cached = self._start(prompt)
+        self._n = 0
+        text, depth, in_string, escaped = bytearray(), 0, False, False
+        try:
+            while self._n < max_tokens:
+                token = int(self._logits().argmax())
+                piece = self._pieces[token]
+                if not piece:  # end of turn, or another special token: never part of the JSON text
+                    return bytes(text), cached, self._n, False
+                self._feed.append(token)
+                self._n += 1
+                for i, byte in enumerate(piece):
+                    if depth == 0:
+                        if byte != ord("{"):
+                            return bytes(text + piece), cached, self._n, False
+                        depth = 1
+                    elif in_string:
+                        escaped, in_string = (False, True) if escaped else (byte == ord("\\"), byte != ord('"'))
+                    elif byte == ord('"'):
+                        in_string = True
+                    elif byte in b"{[":
+                        depth += 1
+                    elif byte in b"}]":
+                        depth -= 1
+                        if depth == 0:
+                            return bytes(text + piece[: i + 1]), cached, self._n, True
+                text += piece
+            return bytes(text), cached, self._n, False
+        finally:
+            self._feed = []
+
+
 def _common_prefix(texts: list[bytes]) -> bytes:
     first, last = min(texts), max(texts)
     i = 0

@@ -206,7 +206,11 @@ class LlamaCppBackend:
     back to free JSON). Grammars are cached per schema. A greedy reply to a flat schema (the
     planner's decisions) is decoded without the grammar by jump-forward decoding
     (:mod:`lookplangraph.lm.jump`: the model runs only where the schema leaves a choice, fixed
-    text is evaluated in batches); ``jump_forward=False`` keeps every request on the grammar.
+    text is evaluated in batches). A greedy reply to any other schema is first decoded without
+    the grammar and kept when it is text the grammar allows (:func:`grammar_text`): then it is
+    the text the grammar decode would give, since each of its tokens was the model's first choice
+    and allowed; otherwise it is decoded again with the grammar (counted in
+    :attr:`grammar_fallbacks`). ``jump_forward=False`` keeps every request on the grammar.
 
     Prompt cache: llama-cpp-python keeps the tokens of the previous call in its KV cache and only
     evaluates the part of the new prompt after the longest common token prefix. ``cached_tokens``
@@ -297,6 +301,9 @@ class LlamaCppBackend:
         #: (:mod:`lookplangraph.lm.jump`); other requests go through the grammar
         self.jump_forward = bool(jump_forward)
         self._jump: JumpDecoder | None = None
+        #: replies to other schemas whose free greedy decode the grammar would not give, so that
+        #: they were decoded again with the grammar (:meth:`_complete_free`)
+        self.grammar_fallbacks = 0
         self._formatter = None
 
     def _grammar(self, schema: dict[str, Any] | None, gbnf: str | None = None) -> Any:
@@ -347,12 +354,19 @@ class LlamaCppBackend:
                                             and "tokenizer.chat_template" in self.llm.metadata) else None
         if flat is not None:
             return self._complete_jump(messages, flat, schema, max_tokens)
+        t0 = time.perf_counter()
+        first_try = None
+        if wire_schema is not None and self.jump_forward and grammar is None and not images \
+                and self.temperature == 0 and self.vision is None and "tokenizer.chat_template" in self.llm.metadata:
+            done, first_try = self._complete_free(messages, schema, wire_schema, max_tokens)
+            if done is not None:
+                return done
+            self.grammar_fallbacks += 1
         if grammar is not None:
             grammar = self._grammar(None, grammar)
         elif wire_schema is not None:
             grammar = self._grammar(wire_schema)
         before = self.llm.input_ids[: self.llm.n_tokens].tolist()
-        t0 = time.perf_counter()
         try:
             out = self.llm.create_chat_completion(
                 messages=messages, temperature=self.temperature,
@@ -371,7 +385,10 @@ class LlamaCppBackend:
                 break
             common += 1
         cached = min(common, max(n_prompt - 1, 0))  # a fully cached prompt replays its last token
-        usage = Usage(prompt_tokens=n_prompt, completion_tokens=int(u.get("completion_tokens", 0)), cached_tokens=cached)
+        if first_try is not None:  # what the free decode found in the cache, and its tokens too
+            cached = first_try.cached_tokens
+        usage = Usage(prompt_tokens=n_prompt, cached_tokens=cached, completion_tokens=int(u.get("completion_tokens", 0))
+                      + (first_try.completion_tokens if first_try is not None else 0))
         text = out["choices"][0]["message"].get("content") or ""
         return checked_completion(text, schema, usage, seconds)
 
@@ -390,6 +407,28 @@ class LlamaCppBackend:
         result = self._formatter(messages=messages)
         return self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
 
+    def _complete_free(self, messages: list[dict[str, Any]], schema: Any, wire_schema: dict[str, Any],
+                       max_tokens: int | None) -> tuple[Completion | None, Usage | None]:
+        """A reply to a schema decoded greedily without the grammar
+        (:meth:`~lookplangraph.lm.jump.JumpDecoder.free_object`), kept only when it is text the
+        grammar allows (:func:`grammar_text`), hence the text a greedy grammar decode gives;
+        ``(None, usage)`` otherwise, for the caller to decode again with the grammar."""
+        t0 = time.perf_counter()
+        prompt = self.prompt_tokens(messages)
+        if len(prompt) >= self.llm.n_ctx():
+            raise ContextOverflow(f"{self.name}: Requested tokens ({len(prompt)}) exceed context window of "
+                                  f"{self.llm.n_ctx()} (raise n_ctx in lm_options)")
+        if self._jump is None:
+            self._jump = JumpDecoder(self.llm)
+        budget = min(self.max_tokens if max_tokens is None else max_tokens, self.llm.n_ctx() - len(prompt))
+        raw, cached, n, closed = self._jump.free_object(prompt, budget)
+        usage = Usage(prompt_tokens=len(prompt), completion_tokens=n, cached_tokens=cached)
+        text = raw.decode("utf-8", "replace")
+        if not closed or not grammar_text(text, wire_schema):
+            return None, usage
+        done = checked_completion(text, schema, usage, time.perf_counter() - t0)
+        return (done, usage) if done.error is None else (None, usage)
+
     def _complete_jump(self, messages: list[dict[str, Any]], flat: FlatSchema, schema: Any,
                        max_tokens: int | None) -> Completion:
         """:meth:`complete` of a flat schema by :class:`~lookplangraph.lm.jump.JumpDecoder` (a model
@@ -405,6 +444,41 @@ class LlamaCppBackend:
         text, cached, n = self._jump.decode(prompt, flat, budget)
         usage = Usage(prompt_tokens=len(prompt), completion_tokens=n, cached_tokens=cached)
         return checked_completion(text, schema, usage, time.perf_counter() - t0)
+
+
+def grammar_text(text: str, schema: dict[str, Any]) -> bool:
+    """Whether ``text`` is a reply the grammar of ``schema`` allows, as far as the free decode
+    needs to know (:meth:`LlamaCppBackend._complete_free`): JSON written exactly as ``json.dumps``
+    writes it (one space after ``:`` and ``,``, the only spacing the grammar's optional space and
+    the trained replies agree on) with every object's keys in its schema's order. Whether the
+    value fits the schema is :func:`~lookplangraph.lm.base.checked_completion`'s to say."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return json.dumps(value, ensure_ascii=False) == text and _in_order(value, schema, schema)
+
+
+def _in_order(value: Any, schema: Any, root: dict[str, Any]) -> bool:
+    if not isinstance(schema, dict):
+        return True
+    while "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = (root.get("$defs") or root.get("definitions") or {}).get(name, {})
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        return any(_in_order(value, option, root) for option in options)
+    if isinstance(value, dict):
+        order = list(schema.get("properties") or {})
+        if not order:
+            return True
+        if any(k not in order for k in value):
+            return False
+        places = [order.index(k) for k in value]
+        return places == sorted(places) and all(_in_order(v, schema["properties"][k], root) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_in_order(v, schema.get("items"), root) for v in value)
+    return True
 
 
 def resolve_adapter(model: str, adapter: str) -> Path:
