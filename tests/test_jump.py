@@ -207,3 +207,32 @@ def test_the_real_model_gives_the_grammar_decodes_text_without_the_grammar(small
     assert slow.error is None and fast.error is None
     # kept without the grammar only when it is the grammar's own text; else decoded with it
     assert fast.text == slow.text.rstrip()
+
+
+CYPHER_LIKE = {"anyOf": [
+    {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 50}, "tool": {"const": "query"},
+                                      "query": {"type": "string", "maxLength": 80}},
+     "required": ["thought", "tool", "query"], "additionalProperties": False},
+    {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 50}, "tool": {"const": "answer"},
+                                      "answer": {"type": "array", "items": {"type": "string"}}},
+     "required": ["thought", "tool", "answer"], "additionalProperties": False}]}
+
+
+def test_with_values_it_decodes_variants_with_other_keys_and_any_json_value():
+    from lookplangraph.lm.jump import Unsure
+
+    assert flat_schema(CYPHER_LIKE) is None  # the planner's strict form leaves it to the grammar
+    keyed = flat_schema(CYPHER_LIKE, values=True)
+    for target in ({"thought": "t", "tool": "answer", "answer": ["cup-1", "a,b}"]},
+                   {"thought": "go", "tool": "query", "query": "MATCH (n {name: 'x'}) RETURN n"}):
+        text = json.dumps(target).encode()
+        out, _, n = JumpDecoder(ScriptedLlama(text)).decode([0, 1, 2], keyed, 500, strict=True)
+        assert out == text.decode()
+    # strict: an escape the model wants in a free string is not silently dropped
+    escaped = json.dumps({"thought": "t", "tool": "query", "query": 'say "hi"'}).encode()
+    with pytest.raises(Unsure):
+        JumpDecoder(ScriptedLlama(escaped)).decode([0, 1, 2], keyed, 500, strict=True)
+    # and a value the reply never closes is unsure too
+    with pytest.raises(Unsure):
+        JumpDecoder(ScriptedLlama(b'{"thought": "t", "tool": "answer", "answer": ["a"')).decode(
+            [0, 1, 2], keyed, 500, strict=True)

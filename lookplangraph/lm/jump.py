@@ -25,23 +25,43 @@ from typing import Any
 
 import numpy as np
 
-#: a value slot: a tuple of JSON literals (``" \\"kitchen-1\\""``, ``" null"``), or an int: a
-#: free string of at most that many characters
-Slot = "tuple[str, ...] | int"
+#: a value slot: a tuple of JSON literals (``" \\"kitchen-1\\""``, ``" null"``), an int: a
+#: free string of at most that many characters, or :data:`VALUE`: any JSON value
+Slot = "tuple[str, ...] | int | str"
+#: a slot of any JSON value (a number, a list ...), written by the model unconstrained; only in
+#: schemas read with ``flat_schema(..., values=True)``, whose replies the caller validates
+VALUE = "value"
+
+
+class Unsure(Exception):
+    """The decode left the model's first choice (:meth:`JumpDecoder.decode` with ``strict``): the
+    caller decodes the reply another way."""
 
 
 @dataclass(frozen=True)
 class FlatSchema:
     """A schema :class:`JumpDecoder` can decode: the keys in order and, per variant of an
-    ``anyOf``, the allowed values of each key (:data:`Slot`)."""
+    ``anyOf``, the allowed values of each key (:data:`Slot`). ``variant_keys``: each variant's own
+    keys when they differ (``flat_schema(..., values=True)``); the variants still alive at a
+    position must agree on its key."""
 
     keys: tuple[str, ...]
     variants: tuple[tuple[Any, ...], ...]
+    variant_keys: tuple[tuple[str, ...], ...] | None = None
+
+    def keys_of(self, variant: int) -> tuple[str, ...]:
+        return self.variant_keys[variant] if self.variant_keys else self.keys
 
 
-def _literals(prop: dict) -> "tuple[str, ...] | int | None":
-    """The values one property allows: JSON literals, a free string's cap, or None (unsupported)."""
+def _literals(prop: dict, values: bool = False) -> "tuple[str, ...] | int | str | None":
+    """The values one property allows: JSON literals, a free string's cap, or None (unsupported);
+    with ``values``, a constant is a literal and anything else is :data:`VALUE`."""
     prop = {k: v for k, v in prop.items() if k not in ("description", "title")}
+    if values:
+        if "const" in prop and set(prop) <= {"const", "type"}:
+            return (json.dumps(prop["const"]),)
+        found = _literals(prop)
+        return VALUE if found is None else found
     if prop.get("type") == "null" and len(prop) == 1:
         return ("null",)
     if prop.get("type") == "string" and set(prop) <= {"type", "enum"} and "enum" in prop:
@@ -59,25 +79,32 @@ def _literals(prop: dict) -> "tuple[str, ...] | int | None":
     return None
 
 
-def flat_schema(schema: dict | None) -> FlatSchema | None:
-    """The :class:`FlatSchema` of a JSON schema (module doc), None for one outside that form."""
+def flat_schema(schema: dict | None, values: bool = False) -> FlatSchema | None:
+    """The :class:`FlatSchema` of a JSON schema (module doc), None for one outside that form.
+    With ``values``, also objects with other values (:data:`VALUE` slots) and an ``anyOf`` whose
+    objects have different keys; such a reply must be validated by the caller."""
     if not isinstance(schema, dict):
         return None
     objects = schema["anyOf"] if set(schema) - {"title", "description"} == {"anyOf"} else [schema]
-    keys, variants = None, []
+    keys, variants, variant_keys = None, [], []
     for obj in objects:
         if not isinstance(obj, dict) or obj.get("type") != "object" or obj.get("additionalProperties") is not False:
             return None
         props = obj.get("properties") or {}
         order = tuple(props)
-        if not order or list(obj.get("required") or []) != list(order) or (keys is not None and order != keys):
+        if not order or list(obj.get("required") or []) != list(order) or (keys is not None and order != keys
+                                                                            and not values):
             return None
-        keys = order
-        slots = tuple(_literals(props[k]) for k in order)
+        keys = keys or order
+        slots = tuple(_literals(props[k], values) for k in order)
         if any(s is None for s in slots):
             return None
         variants.append(slots)
-    return FlatSchema(keys, tuple(variants)) if keys else None
+        variant_keys.append(order)
+    if not keys:
+        return None
+    differ = any(k != keys for k in variant_keys)
+    return FlatSchema(keys, tuple(variants), tuple(variant_keys) if differ else None)
 
 
 class JumpDecoder:
@@ -142,33 +169,59 @@ class JumpDecoder:
         return np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
 
     # -- decoding ----------------------------------------------------------------------------
-    def decode(self, prompt: list[int], schema: FlatSchema, max_tokens: int) -> tuple[str, int, int]:
+    def decode(self, prompt: list[int], schema: FlatSchema, max_tokens: int,
+               strict: bool = False) -> tuple[str, int, int]:
         """The reply text for ``prompt`` (chat-formatted tokens), with the number of prompt tokens
         served from the KV cache and the reply's token count. Fixed text is fed to the model
-        only when a later choice needs it: nothing after the last choice is evaluated."""
+        only when a later choice needs it: nothing after the last choice is evaluated.
+        ``strict``: raise :class:`Unsure` where a free string would leave the model's first
+        choice (an escape, a quote the schema does not allow there, the cap), where a value
+        ends the reply, or where the variants still possible disagree on the next key."""
         self._vocab()
         cached = self._start(prompt)
         self._n = 0
         out: list[bytes] = []
         alive = list(range(len(schema.variants)))
-        last = len(schema.keys) - 1
-        for k, key in enumerate(schema.keys):
-            lead = (b"{" if k == 0 else b" ") + json.dumps(key).encode() + b":"
-            tail = b"}" if k == last else b","
-            slots = [schema.variants[v][k] for v in alive]
-            if isinstance(slots[0], int):
-                self._fix(lead + b' "')
-                body = self._free_string(min(s for s in slots if isinstance(s, int)), tail, max_tokens)
-                out.append(lead + b' "' + body + b'"' + tail)
-                continue
-            self._fix(lead)
-            values = list(dict.fromkeys(v for s in slots if isinstance(s, tuple) for v in s))
-            chosen = self._choose([b" " + v.encode() + tail for v in values])
-            out.append(lead + b" " + values[chosen].encode() + tail)
-            alive = [v for v in alive
-                     if isinstance(schema.variants[v][k], tuple) and values[chosen] in schema.variants[v][k]]
-        self._feed = []
+        k = 0
+        try:
+            while True:
+                keys = {schema.keys_of(v)[k] if k < len(schema.keys_of(v)) else None for v in alive}
+                lasts = {k == len(schema.keys_of(v)) - 1 for v in alive}
+                if len(keys) > 1 or len(lasts) > 1:
+                    raise Unsure("the variants still possible disagree on the next key")
+                key = keys.pop()
+                if key is None:
+                    break
+                lead = (b"{" if k == 0 else b" ") + json.dumps(key).encode() + b":"
+                tail = b"}" if lasts.pop() else b","
+                slots = [schema.variants[v][k] for v in alive]
+                if all(s == VALUE for s in slots):
+                    self._fix(lead)
+                    out.append(lead + self._free_value(tail, max_tokens) + tail)
+                elif isinstance(slots[0], int):
+                    self._fix(lead + b' "')
+                    body = self._free_string(min(s for s in slots if isinstance(s, int)), tail, max_tokens, strict)
+                    out.append(lead + b' "' + body + b'"' + tail)
+                elif any(not isinstance(s, tuple) for s in slots):
+                    raise Unsure("a choice among literals and other values")
+                else:
+                    self._fix(lead)
+                    values = list(dict.fromkeys(v for s in slots for v in s))
+                    chosen = self._choose([b" " + v.encode() + tail for v in values])
+                    out.append(lead + b" " + values[chosen].encode() + tail)
+                    alive = [v for v in alive
+                             if isinstance(schema.variants[v][k], tuple) and values[chosen] in schema.variants[v][k]]
+                if tail == b"}":
+                    break
+                k += 1
+        finally:
+            self._feed = []
         return b"".join(out).decode("utf-8", "replace"), cached, self._n
+
+    @property
+    def tokens_decoded(self) -> int:
+        """The tokens of the last reply so far (also after an :class:`Unsure`)."""
+        return self._n
 
     def _fix(self, text: bytes) -> None:
         """Text the schema fixes: fed with the next evaluation."""
@@ -207,10 +260,11 @@ class JumpDecoder:
         self._fix(candidates[alive[0]][pos:])
         return alive[0]
 
-    def _free_string(self, max_chars: int, tail: bytes, max_tokens: int) -> bytes:
+    def _free_string(self, max_chars: int, tail: bytes, max_tokens: int, strict: bool = False) -> bytes:
         """A free string's body, decoded after its opening quote until the model closes it (a
         token ``"`` plus the start of ``tail``), it reaches ``max_chars`` characters, or the
-        reply reaches ``max_tokens``; the closing quote and the rest of ``tail`` are fixed."""
+        reply reaches ``max_tokens``; the closing quote and the rest of ``tail`` are fixed.
+        ``strict``: :class:`Unsure` unless every token is the model's first choice."""
         body = b""
         chars = 0
         closers = {self._ids[c]: c for c in (b'"' + tail[:i] for i in range(len(tail) + 1)) if c in self._ids}
@@ -219,6 +273,8 @@ class JumpDecoder:
             masked = np.where(self._safe & (self._chars + chars <= max_chars), logits, -np.inf)
             best = int(masked.argmax())
             close = max(closers, key=lambda t: logits[t]) if closers else None
+            if strict and int(logits.argmax()) not in (best, close):
+                raise Unsure("the model's first choice is not allowed in the string")
             if close is not None and (not np.isfinite(masked[best]) or logits[close] >= masked[best]):
                 self._feed.append(close)
                 self._n += 1
@@ -233,6 +289,35 @@ class JumpDecoder:
         self._fix(b'"' + tail)
         return body
 
+
+    def _free_value(self, tail: bytes, max_tokens: int) -> bytes:
+        """Any JSON value after its key's colon, the model's first choice token by token, until it
+        writes ``tail`` outside the value (what follows in the token is dropped: the schema fixes
+        ``tail``); :class:`Unsure` when the reply ends or runs out of tokens first."""
+        text, depth, in_string, escaped = bytearray(), 0, False, False
+        while self._n < max_tokens:
+            token = int(self._logits().argmax())
+            piece = self._pieces[token]
+            if not piece:
+                break
+            self._feed.append(token)
+            self._n += 1
+            for i, byte in enumerate(piece):
+                if in_string:
+                    escaped, in_string = (False, True) if escaped else (byte == ord("\\"), byte != ord('"'))
+                elif depth == 0 and byte == tail[0]:  # the value ends inside this token: it is not
+                    self._feed.pop()                    # evaluated; what it held of the value and the
+                    self._n -= 1                        # tail are fixed text
+                    self._fix(piece[:i] + tail)
+                    return bytes(text + piece[:i])
+                elif byte == ord('"'):
+                    in_string = True
+                elif byte in b"{[":
+                    depth += 1
+                elif byte in b"}]":
+                    depth -= 1
+            text += piece
+        raise Unsure("the reply ended inside a value")
 
     def free_object(self, prompt: list[int], max_tokens: int) -> tuple[bytes, int, int, bool]:
         """Greedy decoding without any constraint, up to the end of the JSON object the reply

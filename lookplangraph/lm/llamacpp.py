@@ -16,7 +16,7 @@ from lookplangraph.lm.base import (
     AdapterError, Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion,
 )
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
-from lookplangraph.lm.jump import FlatSchema, JumpDecoder, flat_schema
+from lookplangraph.lm.jump import FlatSchema, JumpDecoder, Unsure, flat_schema
 from lookplangraph.lm.lora import check_adapter, merged_record
 
 
@@ -409,10 +409,13 @@ class LlamaCppBackend:
 
     def _complete_free(self, messages: list[dict[str, Any]], schema: Any, wire_schema: dict[str, Any],
                        max_tokens: int | None) -> tuple[Completion | None, Usage | None]:
-        """A reply to a schema decoded greedily without the grammar
-        (:meth:`~lookplangraph.lm.jump.JumpDecoder.free_object`), kept only when it is text the
-        grammar allows (:func:`grammar_text`), hence the text a greedy grammar decode gives;
-        ``(None, usage)`` otherwise, for the caller to decode again with the grammar."""
+        """A reply to a schema decoded greedily without the grammar, kept only when it is text the
+        grammar allows (:func:`grammar_text`) and valid, hence the text a greedy grammar decode
+        gives; ``(None, usage)`` otherwise, for the caller to decode again with the grammar. First
+        by jump-forward decoding with every free token the model's first choice
+        (``flat_schema(..., values=True)``, ``decode(strict=True)``), where the schema is an object
+        or an ``anyOf`` of objects; then, or else, token by token
+        (:meth:`~lookplangraph.lm.jump.JumpDecoder.free_object`)."""
         t0 = time.perf_counter()
         prompt = self.prompt_tokens(messages)
         if len(prompt) >= self.llm.n_ctx():
@@ -421,8 +424,22 @@ class LlamaCppBackend:
         if self._jump is None:
             self._jump = JumpDecoder(self.llm)
         budget = min(self.max_tokens if max_tokens is None else max_tokens, self.llm.n_ctx() - len(prompt))
-        raw, cached, n, closed = self._jump.free_object(prompt, budget)
-        usage = Usage(prompt_tokens=len(prompt), completion_tokens=n, cached_tokens=cached)
+        spent, cached = 0, None
+        keyed = flat_schema(wire_schema, values=True)
+        if keyed is not None:  # the schema's fixed text evaluated in batches, the rest the model's first choice
+            try:
+                text, cached, n = self._jump.decode(prompt, keyed, budget, strict=True)
+                usage = Usage(prompt_tokens=len(prompt), completion_tokens=n, cached_tokens=cached)
+                if grammar_text(text, wire_schema):
+                    done = checked_completion(text, schema, usage, time.perf_counter() - t0)
+                    if done.error is None:
+                        return done, usage
+                spent = n
+            except Unsure:
+                spent = self._jump.tokens_decoded
+        raw, again, n, closed = self._jump.free_object(prompt, budget)
+        usage = Usage(prompt_tokens=len(prompt), completion_tokens=spent + n,
+                      cached_tokens=again if cached is None else cached)
         text = raw.decode("utf-8", "replace")
         if not closed or not grammar_text(text, wire_schema):
             return None, usage
