@@ -437,3 +437,21 @@ def test_the_cypher_layout_is_recorded_from_the_training_prompts_and_settles_ask
                                    ("openai:gpt-4o", "auto", "schema"),
                                    (f"llamacpp:{MODEL}+/nowhere/a.gguf", "auto", "schema")):  # the load reports it
         assert commands._classes_at(argparse.Namespace(classes_at=flag, lm=lm_spec)) == settled
+
+
+def test_the_registry_chooses_the_cypher_layout_of_an_adapter_before_its_record(tmp_path, monkeypatch):
+    import argparse
+
+    from lookplangraph.cypher import commands
+
+    plain = write_adapter(tmp_path / "plain.gguf")  # records nothing: schema
+    spec = embedded.AdapterSpec("test", "test-model", "plain.gguf", sha(plain), size=plain.stat().st_size,
+                                cypher={"classes_at": "end"})
+    monkeypatch.setitem(embedded.ADAPTERS, "test-model", {"test": spec})
+    assert embedded.registered_settings(plain, "cypher") == {"classes_at": "end"}
+    assert embedded.registered_settings(plain) == {}  # the planner's settings are another field
+    settle = lambda flag: commands._classes_at(argparse.Namespace(classes_at=flag, lm=f"llamacpp:{MODEL}+{plain}"))
+    assert (settle("auto"), settle("schema")) == ("end", "schema")  # an explicit setting wins
+    for specs in embedded.ADAPTERS.values():  # every entry's Cypher choices are settings of the agent
+        for entry in specs.values():
+            assert set(entry.cypher) <= {"classes_at"}, entry.name

@@ -84,11 +84,13 @@ def _guarded(fn):
 
 
 def _classes_at(args) -> str:
-    """``--classes-at``, with ``auto`` settled from the LM's adapter: the layout its Cypher
-    examples had (:attr:`lookplangraph.lm.lora.AdapterInfo.cypher_classes_at`), else ``schema``.
-    Read from the adapter's header without loading a model; an adapter that cannot be read is
-    left to the LM's own loading to report."""
+    """``--classes-at``, with ``auto`` settled from the LM's adapter: the layout the adapter
+    registry chose for it on the development part (its entry's ``cypher``), else the layout its
+    Cypher examples had (:attr:`lookplangraph.lm.lora.AdapterInfo.cypher_classes_at`), else
+    ``schema``. Read from the adapter's file without loading a model; an adapter that cannot be
+    read is left to the LM's own loading to report."""
     from lookplangraph.lm import LMError
+    from lookplangraph.lm.embedded import registered_settings
     from lookplangraph.lm.specs import spec_adapter
 
     if args.classes_at != "auto":
@@ -97,7 +99,9 @@ def _classes_at(args) -> str:
         adapter = spec_adapter(args.lm)
     except LMError:
         return "schema"
-    return adapter.cypher_classes_at if adapter is not None else "schema"
+    if adapter is None:
+        return "schema"
+    return registered_settings(adapter.path, "cypher").get("classes_at") or adapter.cypher_classes_at
 
 
 def _texts(args) -> list[str]:
@@ -321,8 +325,8 @@ def add_parser(sub) -> None:
         p.add_argument("--classes-at", choices=["auto", "schema", "end"], default="auto",
                        help="where the system prompt lists the scene's classes: with the schema, or at the end of "
                             "the fixed text, so that consecutive prompts share a longer prefix and less is evaluated "
-                            "anew; auto (default): where the LM's adapter was trained to read them (its record), "
-                            "else with the schema")
+                            "anew; auto (default): as the adapter registry chose for the LM's adapter, else where "
+                            "the adapter was trained to read them (its record), else with the schema")
         p.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds per query (default 5)")
         p.add_argument("--max-rows", type=int, default=50, metavar="N", help="rows a query may return (default 50)")
         p.add_argument("--max-chars", type=int, default=2000, metavar="N",

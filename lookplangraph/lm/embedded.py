@@ -110,6 +110,9 @@ class AdapterSpec:
     #: split; see :func:`registered_settings`)
     run: dict[str, Any] = field(default_factory=dict)
     size: int | None = None
+    #: the Cypher agent's settings this adapter runs with unless a command sets them (chosen on
+    #: the Cypher benchmark's development part; ``lookplangraph.cypher.commands``)
+    cypher: dict[str, Any] = field(default_factory=dict)
 
     def restore_command(self) -> str:
         """The command that puts an adapter that is not shipped where :meth:`path` looks for it."""
@@ -140,7 +143,7 @@ def _load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, Adap
     for e in doc["adapters"]:
         adapters.setdefault(e["model"], {})[e["name"]] = AdapterSpec(
             e["name"], e["model"], e["file"], e["sha256"], e["shipped"], e.get("commit"), dict(e.get("run", {})),
-            e.get("bytes"))
+            e.get("bytes"), dict(e.get("cypher", {})))
     return adapters, dict(doc["default"])
 
 
@@ -154,11 +157,12 @@ def default_adapter(model: str = DEFAULT_MODEL) -> str | None:
     return DEFAULT_ADAPTERS.get(model)
 
 
-def registered_settings(path: str | os.PathLike | None) -> dict[str, Any]:
+def registered_settings(path: str | os.PathLike | None, kind: str = "run") -> dict[str, Any]:
     """The planner settings the registry chooses for the adapter file at ``path`` (its entry's
-    ``run``: e.g. ``{"reason_max_length": 0}``), found by the file's SHA-256, so an adapter named
-    by path runs as the same adapter named by name does; ``{}`` for a file no entry names (one
-    just trained, a merged model) or None."""
+    ``run``: e.g. ``{"reason_max_length": 0}``; with ``kind="cypher"`` the Cypher agent's, its
+    entry's ``cypher``), found by the file's SHA-256, so an adapter named by path runs as the
+    same adapter named by name does; ``{}`` for a file no entry names (one just trained, a merged
+    model) or None."""
     if path is None:
         return {}
     path = Path(path)
@@ -166,13 +170,14 @@ def registered_settings(path: str | os.PathLike | None) -> dict[str, Any]:
         st = path.stat()
     except OSError:
         return {}
-    candidates = [s for specs in ADAPTERS.values() for s in specs.values() if s.run and s.size == st.st_size]
+    candidates = [s for specs in ADAPTERS.values() for s in specs.values()
+                  if getattr(s, kind) and s.size == st.st_size]
     if not candidates:
         return {}
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _HASHES:
         _HASHES[key] = sha256_file(path)
-    return next((dict(s.run) for s in candidates if s.sha256 == _HASHES[key]), {})
+    return next((dict(getattr(s, kind)) for s in candidates if s.sha256 == _HASHES[key]), {})
 
 
 #: SHA-256 of adapter files read by :func:`registered_settings`, by (path, size, mtime)
