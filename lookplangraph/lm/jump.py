@@ -294,7 +294,7 @@ class JumpDecoder:
         """Any JSON value after its key's colon, the model's first choice token by token, until it
         writes ``tail`` outside the value (what follows in the token is dropped: the schema fixes
         ``tail``); :class:`Unsure` when the reply ends or runs out of tokens first."""
-        text, depth, in_string, escaped = bytearray(), 0, False, False
+        text, scan = bytearray(), _JsonScan()
         while self._n < max_tokens:
             token = int(self._logits().argmax())
             piece = self._pieces[token]
@@ -303,19 +303,12 @@ class JumpDecoder:
             self._feed.append(token)
             self._n += 1
             for i, byte in enumerate(piece):
-                if in_string:
-                    escaped, in_string = (False, True) if escaped else (byte == ord("\\"), byte != ord('"'))
-                elif depth == 0 and byte == tail[0]:  # the value ends inside this token: it is not
-                    self._feed.pop()                    # evaluated; what it held of the value and the
-                    self._n -= 1                        # tail are fixed text
+                if scan.depth == 0 and not scan.in_string and byte == tail[0]:  # the value ends in this
+                    self._feed.pop()  # token: it is not evaluated; what it held of the value and the
+                    self._n -= 1      # tail are fixed text
                     self._fix(piece[:i] + tail)
                     return bytes(text + piece[:i])
-                elif byte == ord('"'):
-                    in_string = True
-                elif byte in b"{[":
-                    depth += 1
-                elif byte in b"}]":
-                    depth -= 1
+                scan.take(byte)
             text += piece
         raise Unsure("the reply ended inside a value")
 
@@ -328,7 +321,7 @@ class JumpDecoder:
         self._vocab()
         cached = self._start(prompt)
         self._n = 0
-        text, depth, in_string, escaped = bytearray(), 0, False, False
+        text, scan = bytearray(), _JsonScan()
         try:
             while self._n < max_tokens:
                 token = int(self._logits().argmax())
@@ -338,24 +331,33 @@ class JumpDecoder:
                 self._feed.append(token)
                 self._n += 1
                 for i, byte in enumerate(piece):
-                    if depth == 0:
-                        if byte != ord("{"):
-                            return bytes(text + piece), cached, self._n, False
-                        depth = 1
-                    elif in_string:
-                        escaped, in_string = (False, True) if escaped else (byte == ord("\\"), byte != ord('"'))
-                    elif byte == ord('"'):
-                        in_string = True
-                    elif byte in b"{[":
-                        depth += 1
-                    elif byte in b"}]":
-                        depth -= 1
-                        if depth == 0:
-                            return bytes(text + piece[: i + 1]), cached, self._n, True
+                    if not text and i == 0 and byte != ord("{"):
+                        return bytes(piece), cached, self._n, False
+                    scan.take(byte)
+                    if scan.depth == 0:
+                        return bytes(text + piece[: i + 1]), cached, self._n, True
                 text += piece
             return bytes(text), cached, self._n, False
         finally:
             self._feed = []
+
+
+class _JsonScan:
+    """Where JSON text read byte by byte stands: the nesting depth of objects and lists, and
+    whether it is inside a string (and after a backslash there)."""
+
+    def __init__(self) -> None:
+        self.depth, self.in_string, self.escaped = 0, False, False
+
+    def take(self, byte: int) -> None:
+        if self.in_string:
+            self.escaped, self.in_string = (False, True) if self.escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            self.in_string = True
+        elif byte in b"{[":
+            self.depth += 1
+        elif byte in b"}]":
+            self.depth -= 1
 
 
 def _common_prefix(texts: list[bytes]) -> bytes:

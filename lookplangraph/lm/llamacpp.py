@@ -407,6 +407,17 @@ class LlamaCppBackend:
         result = self._formatter(messages=messages)
         return self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
 
+    def _jump_start(self, messages: list[dict[str, Any]], max_tokens: int | None) -> tuple[list[int], int]:
+        """The prompt's tokens and the reply's token budget for the jump decoder (made on first
+        use); :class:`ContextOverflow` for a prompt the context cannot hold."""
+        prompt = self.prompt_tokens(messages)
+        if len(prompt) >= self.llm.n_ctx():
+            raise ContextOverflow(f"{self.name}: Requested tokens ({len(prompt)}) exceed context window of "
+                                  f"{self.llm.n_ctx()} (raise n_ctx in lm_options)")
+        if self._jump is None:
+            self._jump = JumpDecoder(self.llm)
+        return prompt, min(self.max_tokens if max_tokens is None else max_tokens, self.llm.n_ctx() - len(prompt))
+
     def _complete_free(self, messages: list[dict[str, Any]], schema: Any, wire_schema: dict[str, Any],
                        max_tokens: int | None) -> tuple[Completion | None, Usage | None]:
         """A reply to a schema decoded greedily without the grammar, kept only when it is text the
@@ -417,13 +428,7 @@ class LlamaCppBackend:
         or an ``anyOf`` of objects; then, or else, token by token
         (:meth:`~lookplangraph.lm.jump.JumpDecoder.free_object`)."""
         t0 = time.perf_counter()
-        prompt = self.prompt_tokens(messages)
-        if len(prompt) >= self.llm.n_ctx():
-            raise ContextOverflow(f"{self.name}: Requested tokens ({len(prompt)}) exceed context window of "
-                                  f"{self.llm.n_ctx()} (raise n_ctx in lm_options)")
-        if self._jump is None:
-            self._jump = JumpDecoder(self.llm)
-        budget = min(self.max_tokens if max_tokens is None else max_tokens, self.llm.n_ctx() - len(prompt))
+        prompt, budget = self._jump_start(messages, max_tokens)
         spent, cached = 0, None
         keyed = flat_schema(wire_schema, values=True)
         if keyed is not None:  # the schema's fixed text evaluated in batches, the rest the model's first choice
@@ -451,13 +456,7 @@ class LlamaCppBackend:
         """:meth:`complete` of a flat schema by :class:`~lookplangraph.lm.jump.JumpDecoder` (a model
         whose GGUF has a chat template; others take the grammar path)."""
         t0 = time.perf_counter()
-        prompt = self.prompt_tokens(messages)
-        if len(prompt) >= self.llm.n_ctx():
-            raise ContextOverflow(f"{self.name}: Requested tokens ({len(prompt)}) exceed context window of "
-                                  f"{self.llm.n_ctx()} (raise n_ctx in lm_options)")
-        if self._jump is None:
-            self._jump = JumpDecoder(self.llm)
-        budget = min(self.max_tokens if max_tokens is None else max_tokens, self.llm.n_ctx() - len(prompt))
+        prompt, budget = self._jump_start(messages, max_tokens)
         text, cached, n = self._jump.decode(prompt, flat, budget)
         usage = Usage(prompt_tokens=len(prompt), completion_tokens=n, cached_tokens=cached)
         return checked_completion(text, schema, usage, time.perf_counter() - t0)
