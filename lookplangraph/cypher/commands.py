@@ -335,7 +335,7 @@ def add_parser(sub) -> None:
             p.add_argument("--allow-relabel", action=argparse.BooleanOptionalAction, default=False,
                            help="offer the LM the write tool relabel_object (default: off)")
 
-    p = sub.add_parser("ask", help="answer a question about a scene graph with Cypher queries", formatter_class=raw, allow_abbrev=False,
+    p = sub.add_parser("ask", help="answer questions about a scene graph with Cypher queries", formatter_class=raw, allow_abbrev=False,
                        description="Answer questions about a scene graph file: the graph is loaded into a graph "
                                    "database and an LM agent queries it with read-only Cypher; each answer is printed "
                                    "as one JSON line (null when none was found), each query on stderr. With --ground "
