@@ -40,17 +40,18 @@ class Unsure(Exception):
 
 @dataclass(frozen=True)
 class FlatSchema:
-    """A schema :class:`JumpDecoder` can decode: the keys in order and, per variant of an
-    ``anyOf``, the allowed values of each key (:data:`Slot`). ``variant_keys``: each variant's own
-    keys when they differ (``flat_schema(..., values=True)``); the variants still alive at a
-    position must agree on its key."""
+    """A schema :class:`JumpDecoder` can decode: per variant of an ``anyOf``, its keys in order
+    and the allowed values of each key (:data:`Slot`). The variants' keys are the same except
+    with ``flat_schema(..., values=True)``, where the variants still alive at a position must
+    agree on its key."""
 
-    keys: tuple[str, ...]
+    variant_keys: tuple[tuple[str, ...], ...]
     variants: tuple[tuple[Any, ...], ...]
-    variant_keys: tuple[tuple[str, ...], ...] | None = None
 
-    def keys_of(self, variant: int) -> tuple[str, ...]:
-        return self.variant_keys[variant] if self.variant_keys else self.keys
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The first variant's keys (every variant's, outside ``values=True``)."""
+        return self.variant_keys[0]
 
 
 def _literals(prop: dict, values: bool = False) -> "tuple[str, ...] | int | str | None":
@@ -86,25 +87,21 @@ def flat_schema(schema: dict | None, values: bool = False) -> FlatSchema | None:
     if not isinstance(schema, dict):
         return None
     objects = schema["anyOf"] if set(schema) - {"title", "description"} == {"anyOf"} else [schema]
-    keys, variants, variant_keys = None, [], []
+    variants, variant_keys = [], []
     for obj in objects:
         if not isinstance(obj, dict) or obj.get("type") != "object" or obj.get("additionalProperties") is not False:
             return None
         props = obj.get("properties") or {}
         order = tuple(props)
-        if not order or list(obj.get("required") or []) != list(order) or (keys is not None and order != keys
+        if not order or list(obj.get("required") or []) != list(order) or (variant_keys and order != variant_keys[0]
                                                                             and not values):
             return None
-        keys = keys or order
         slots = tuple(_literals(props[k], values) for k in order)
         if any(s is None for s in slots):
             return None
         variants.append(slots)
         variant_keys.append(order)
-    if not keys:
-        return None
-    differ = any(k != keys for k in variant_keys)
-    return FlatSchema(keys, tuple(variants), tuple(variant_keys) if differ else None)
+    return FlatSchema(tuple(variant_keys), tuple(variants)) if variant_keys else None
 
 
 class JumpDecoder:
@@ -185,8 +182,8 @@ class JumpDecoder:
         k = 0
         try:
             while True:
-                keys = {schema.keys_of(v)[k] if k < len(schema.keys_of(v)) else None for v in alive}
-                lasts = {k == len(schema.keys_of(v)) - 1 for v in alive}
+                keys = {schema.variant_keys[v][k] if k < len(schema.variant_keys[v]) else None for v in alive}
+                lasts = {k == len(schema.variant_keys[v]) - 1 for v in alive}
                 if len(keys) > 1 or len(lasts) > 1:
                     raise Unsure("the variants still possible disagree on the next key")
                 key = keys.pop()
@@ -289,6 +286,15 @@ class JumpDecoder:
         self._fix(b'"' + tail)
         return body
 
+    def _first_choice(self) -> bytes | None:
+        """The model's first choice of the next token, fed with the next evaluation: its text, or
+        None for an end of turn or another special token (never part of JSON text; not fed)."""
+        token = int(self._logits().argmax())
+        if not self._pieces[token]:
+            return None
+        self._feed.append(token)
+        self._n += 1
+        return self._pieces[token]
 
     def _free_value(self, tail: bytes, max_tokens: int) -> bytes:
         """Any JSON value after its key's colon, the model's first choice token by token, until it
@@ -296,12 +302,9 @@ class JumpDecoder:
         ``tail``); :class:`Unsure` when the reply ends or runs out of tokens first."""
         text, scan = bytearray(), _JsonScan()
         while self._n < max_tokens:
-            token = int(self._logits().argmax())
-            piece = self._pieces[token]
-            if not piece:
+            piece = self._first_choice()
+            if piece is None:
                 break
-            self._feed.append(token)
-            self._n += 1
             for i, byte in enumerate(piece):
                 if scan.depth == 0 and not scan.in_string and byte == tail[0]:  # the value ends in this
                     self._feed.pop()  # token: it is not evaluated; what it held of the value and the
@@ -324,12 +327,9 @@ class JumpDecoder:
         text, scan = bytearray(), _JsonScan()
         try:
             while self._n < max_tokens:
-                token = int(self._logits().argmax())
-                piece = self._pieces[token]
-                if not piece:  # end of turn, or another special token: never part of the JSON text
+                piece = self._first_choice()
+                if piece is None:
                     return bytes(text), cached, self._n, False
-                self._feed.append(token)
-                self._n += 1
                 for i, byte in enumerate(piece):
                     if not text and i == 0 and byte != ord("{"):
                         return bytes(piece), cached, self._n, False

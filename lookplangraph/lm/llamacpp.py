@@ -349,15 +349,15 @@ class LlamaCppBackend:
         if grammar is not None and schema is not None:
             raise ValueError("complete() takes a schema or a grammar, not both")
         wire_schema = structured.json_schema(schema)
-        flat = flat_schema(wire_schema) if (self.jump_forward and grammar is None and not images
-                                            and self.temperature == 0 and self.vision is None
-                                            and "tokenizer.chat_template" in self.llm.metadata) else None
+        greedy_json = (wire_schema is not None and self.jump_forward and grammar is None and not images
+                       and self.temperature == 0 and self.vision is None
+                       and "tokenizer.chat_template" in self.llm.metadata)
+        flat = flat_schema(wire_schema) if greedy_json else None
         if flat is not None:
             return self._complete_jump(messages, flat, schema, max_tokens)
         t0 = time.perf_counter()
         first_try = None
-        if wire_schema is not None and self.jump_forward and grammar is None and not images \
-                and self.temperature == 0 and self.vision is None and "tokenizer.chat_template" in self.llm.metadata:
+        if greedy_json:
             done, first_try = self._complete_free(messages, schema, wire_schema, max_tokens)
             if done is not None:
                 return done
@@ -429,27 +429,29 @@ class LlamaCppBackend:
         (:meth:`~lookplangraph.lm.jump.JumpDecoder.free_object`)."""
         t0 = time.perf_counter()
         prompt, budget = self._jump_start(messages, max_tokens)
+
+        def kept(text: str, usage: Usage) -> Completion | None:
+            if not grammar_text(text, wire_schema):
+                return None
+            done = checked_completion(text, schema, usage, time.perf_counter() - t0)
+            return done if done.error is None else None
+
         spent, cached = 0, None
         keyed = flat_schema(wire_schema, values=True)
         if keyed is not None:  # the schema's fixed text evaluated in batches, the rest the model's first choice
             try:
-                text, cached, n = self._jump.decode(prompt, keyed, budget, strict=True)
-                usage = Usage(prompt_tokens=len(prompt), completion_tokens=n, cached_tokens=cached)
-                if grammar_text(text, wire_schema):
-                    done = checked_completion(text, schema, usage, time.perf_counter() - t0)
-                    if done.error is None:
-                        return done, usage
-                spent = n
+                text, cached, spent = self._jump.decode(prompt, keyed, budget, strict=True)
+                usage = Usage(prompt_tokens=len(prompt), completion_tokens=spent, cached_tokens=cached)
+                done = kept(text, usage)
+                if done is not None:
+                    return done, usage
             except Unsure:
                 spent = self._jump.tokens_decoded
         raw, again, n, closed = self._jump.free_object(prompt, budget)
         usage = Usage(prompt_tokens=len(prompt), completion_tokens=spent + n,
                       cached_tokens=again if cached is None else cached)
-        text = raw.decode("utf-8", "replace")
-        if not closed or not grammar_text(text, wire_schema):
-            return None, usage
-        done = checked_completion(text, schema, usage, time.perf_counter() - t0)
-        return (done, usage) if done.error is None else (None, usage)
+        done = kept(raw.decode("utf-8", "replace"), usage) if closed else None
+        return done, usage
 
     def _complete_jump(self, messages: list[dict[str, Any]], flat: FlatSchema, schema: Any,
                        max_tokens: int | None) -> Completion:
@@ -479,8 +481,7 @@ def _in_order(value: Any, schema: Any, root: dict[str, Any]) -> bool:
     if not isinstance(schema, dict):
         return True
     while "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        schema = (root.get("$defs") or root.get("definitions") or {}).get(name, {})
+        schema = structured.resolve_ref(schema["$ref"], root) or {}
     options = schema.get("anyOf") or schema.get("oneOf")
     if options:
         return any(_in_order(value, option, root) for option in options)

@@ -71,7 +71,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
+def resolve_ref(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a local ``$ref`` (``#/$defs/Name``) names in ``root``; None when it names none."""
     if not ref.startswith("#/"):
         return None
     node: Any = root
@@ -89,7 +90,7 @@ def _validate(value: Any, schema: Any, path: str, root: dict[str, Any], errors: 
         errors.append(f"{path}: not allowed")
         return
     if "$ref" in schema:
-        target = _resolve(schema["$ref"], root)
+        target = resolve_ref(schema["$ref"], root)
         if target is None:
             errors.append(f"{path}: cannot resolve {schema['$ref']}")
             return
