@@ -298,28 +298,9 @@ def graph_text(graph: SceneGraph) -> str:
 CLASSES_LINE = "Classes present: "
 
 
-def classes_at_end(system: str) -> str:
-    """``system``, a system prompt of :meth:`CypherAgent._system` with ``classes_at="schema"``, as
-    ``classes_at="end"`` writes it: its ``Classes present: ...`` line moved from after the schema's
-    "Meaning:" paragraph to after the last line of the fixed text (before any worked examples).
-    Unchanged when it has no such line or has it there already (the whole-graph baseline, a
-    planning prompt, an ``end`` prompt); ``ValueError`` when it has two, or lacks the fixed text's
-    last line (another prompt)."""
-    anchor = template("cypher_system").split("{classes_at_end}")[0].rsplit("\n", 1)[-1]
-    if system.count("\n" + CLASSES_LINE) > 1:
-        raise ValueError("a Cypher system prompt with more than one classes line")
-    start = system.find("\n" + CLASSES_LINE) + 1
-    if not start:
-        return system
-    at = system.find(anchor)
-    if at < 0:
-        raise ValueError(f"not a Cypher system prompt of this version: no line {anchor[:40]!r}...")
-    if at < start:
-        return system
-    end = system.index("\n", start)
-    line, rest = system[start:end], system[:start] + system[end + 1:]
-    at = rest.find(anchor) + len(anchor)
-    return f"{rest[:at]}\n\n{line}{rest[at:]}"
+def _fixed_text_end() -> str:
+    """The last line of the system prompt's fixed text (the end layout's classes line follows it)."""
+    return template("cypher_system").split("{classes_at_end}")[0].rsplit("\n", 1)[-1]
 
 
 def classes_layout(system: str) -> str | None:
@@ -329,9 +310,29 @@ def classes_layout(system: str) -> str | None:
     start = system.find("\n" + CLASSES_LINE)
     if start < 0:
         return None
-    anchor = template("cypher_system").split("{classes_at_end}")[0].rsplit("\n", 1)[-1]
-    at = system.find(anchor)
+    at = system.find(_fixed_text_end())
     return "end" if 0 <= at < start else "schema"
+
+
+def classes_at_end(system: str) -> str:
+    """``system``, a system prompt of :meth:`CypherAgent._system` with ``classes_at="schema"``, as
+    ``classes_at="end"`` writes it: its ``Classes present: ...`` line moved from after the schema's
+    "Meaning:" paragraph to after the last line of the fixed text (before any worked examples).
+    Unchanged when it has no such line or has it there already (the whole-graph baseline, a
+    planning prompt, an ``end`` prompt); ``ValueError`` when it has two, or lacks the fixed text's
+    last line (another prompt)."""
+    if system.count("\n" + CLASSES_LINE) > 1:
+        raise ValueError("a Cypher system prompt with more than one classes line")
+    if classes_layout(system) != "schema":
+        return system
+    anchor = _fixed_text_end()
+    if anchor not in system:
+        raise ValueError(f"not a Cypher system prompt of this version: no line {anchor[:40]!r}...")
+    start = system.find("\n" + CLASSES_LINE) + 1
+    end = system.index("\n", start)
+    line, rest = system[start:end], system[:start] + system[end + 1:]
+    at = rest.find(anchor) + len(anchor)
+    return f"{rest[:at]}\n\n{line}{rest[at:]}"
 
 
 # -- the agent ------------------------------------------------------------------------------------
@@ -399,7 +400,7 @@ class CypherAgent:
             write = ("\nor, only when the user tells you an object is mislabelled, a correction of its class:\n"
                      '{"thought": "...", "tool": "relabel_object", "node": "name", "new_class": "class"}')
         limit = cfg.max_queries if cfg.variant == "agentic" else 1
-        classes = f"Classes present: {self._labelspace()}\n"
+        classes = f"{CLASSES_LINE}{self._labelspace()}\n"
         at_end = cfg.classes_at == "end"
         return template("cypher_system").format(task_kind=task_kind, max_queries=limit,
                                                 schema=self.store.schema_text(),

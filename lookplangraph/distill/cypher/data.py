@@ -203,13 +203,8 @@ def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: 
               templates: tuple[str, ...] | None = None, config: AgentConfig | None = None) -> None:
     pairs = training_questions(tasks, n_per_split, seed, templates)
     graphs = {(t.split, t.id): t.graph for t in tasks}
-    turns, loaded = {}, None
-    for i in sorted(range(len(pairs)), key=lambda i: (pairs[i][0].split, pairs[i][0].scene)):  # one load per scene
-        q, asked = pairs[i]
-        if (q.split, q.scene) != loaded:
-            store.load(graphs[(q.split, q.scene)])
-            loaded = (q.split, q.scene)
-        turns[i] = _gold_turns(q, asked, store, config)
+    turns = turns_by_scene([q for q, _ in pairs], store, graphs,
+                           lambda i: _gold_turns(pairs[i][0], pairs[i][1], store, config))
     for i, (q, asked) in enumerate(pairs):  # written in the questions' own order
         meta = {"source": "cypher-gold", "split": q.split, "scene": q.scene, "template": q.template,
                 "question": asked.question}
@@ -219,6 +214,21 @@ def _write_qa(f, tasks: list[Task], store, n_per_split: int, seed: int, counts: 
         counts["questions"] += 1
         counts["by_template"][q.template] = counts["by_template"].get(q.template, 0) + 1
         counts["by_split"][q.split] = counts["by_split"].get(q.split, 0) + 1
+
+
+def turns_by_scene(questions: list, store, graphs: dict[tuple[str, str], Any],
+                   turns: Callable[[int], Any]) -> dict[int, Any]:
+    """``turns(i)`` for each index of ``questions``, worked out scene by scene with each scene
+    (``graphs[(split, scene)]``) loaded into ``store`` once; by index, so the caller writes them in
+    the questions' own order."""
+    out, loaded = {}, None
+    for i in sorted(range(len(questions)), key=lambda i: (questions[i].split, questions[i].scene)):
+        scene = (questions[i].split, questions[i].scene)
+        if scene != loaded:
+            store.load(graphs[scene])
+            loaded = scene
+        out[i] = turns(i)
+    return out
 
 
 def _gold_turns(q: Question, asked: Question, store, config: AgentConfig | None = None) -> list[dict[str, str]]:

@@ -25,7 +25,7 @@ from lookplangraph.cypher.gold import GoldError
 from lookplangraph.cypher.intent_bench import IntentQuestion, intent_questions
 from lookplangraph.cypher.intents import HELDOUT_INTENTS, TRAIN_INTENTS, check_intents, intent_gold
 from lookplangraph.cypher.store import QueryError
-from lookplangraph.distill.cypher.data import GoldPolicy, _by_split, allowed_scenes, write_turns
+from lookplangraph.distill.cypher.data import GoldPolicy, _by_split, allowed_scenes, turns_by_scene, write_turns
 from lookplangraph.distill.cypher.grounding_gold import EVAL_LIMITS
 
 #: ``meta.source`` of the intent examples
@@ -116,17 +116,13 @@ def write_intents(f, questions: list[IntentQuestion], scenes: dict[tuple[str, st
     outside = sorted({f"{q.split}/{q.scene}" for q in questions if (q.split, q.scene) not in scenes})
     if outside:
         raise ValueError(f"intent questions on scenes that are not allowed training scenes: {', '.join(outside[:8])}")
-    turns: dict[int, list | IntentRejected] = {}
-    loaded = None
-    for i in sorted(range(len(questions)), key=lambda i: (questions[i].split, questions[i].scene)):  # one load per scene
-        q = questions[i]
-        if (q.split, q.scene) != loaded:
-            store.load(scenes[(q.split, q.scene)].graph)
-            loaded = (q.split, q.scene)
+    def turns_or_why(i: int) -> list | IntentRejected:
         try:
-            turns[i] = intent_turns(q, store, config)
+            return intent_turns(questions[i], store, config)
         except IntentRejected as exc:
-            turns[i] = exc
+            return exc
+
+    turns = turns_by_scene(questions, store, {key: t.graph for key, t in scenes.items()}, turns_or_why)
     counts: dict[str, Any] = {"questions": 0, "examples": 0, "by_split": {}, "by_intent": {}, "rejected": {}}
     for i, q in enumerate(questions):
         if isinstance(turns[i], IntentRejected):
