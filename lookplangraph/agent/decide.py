@@ -65,9 +65,18 @@ def reply_of(text: str, usage: Usage, seconds: float) -> LMReply:
     return LMReply(text=text, action=action, reason=reason, error=error, usage=usage, seconds=seconds)
 
 
-def decision_messages(static: str, dynamic: str) -> list[dict[str, str]]:
-    """The decision's prompt as chat messages: ``static`` the system message, ``dynamic`` the user's."""
-    return [{"role": "system", "content": static}, {"role": "user", "content": dynamic}]
+#: the decision's prompt after its system message: the user message, or (the conversation layout,
+#: :mod:`lookplangraph.agent.conversation`) the episode's turns so far, ending with a user turn
+Dynamic = "str | list[dict[str, str]]"
+
+
+def decision_messages(static: str, dynamic: "Dynamic") -> list[dict[str, str]]:
+    """The decision's prompt as chat messages: ``static`` the system message, then ``dynamic``: the
+    user's message, or the turns of a conversation (user and assistant, ending with a user turn)."""
+    turns = [{"role": "user", "content": dynamic}] if isinstance(dynamic, str) else [dict(m) for m in dynamic]
+    if not turns or turns[-1]["role"] != "user":
+        raise ValueError("a decision's turns end with a user turn")
+    return [{"role": "system", "content": static}, *turns]
 
 
 def reason_cap(lm: LMBackend, reason_max_length: int | None) -> int | None:
@@ -77,7 +86,7 @@ def reason_cap(lm: LMBackend, reason_max_length: int | None) -> int | None:
     return DEFAULT_REASON_MAX_LENGTH.get(lm.name.partition(":")[0])
 
 
-def decide(lm: LMBackend, static: str, dynamic: str, names: "list[str] | Vocabulary | None",
+def decide(lm: LMBackend, static: str, dynamic: "Dynamic", names: "list[str] | Vocabulary | None",
            excluded: Sequence[ActionKey] = (), *, reason_first: bool = False,
            reason_max_length: int | None = None) -> LMReply:
     """The next action for the planner's prompt (module doc), from one ``lm.complete()``. Raises
@@ -100,7 +109,7 @@ def decide(lm: LMBackend, static: str, dynamic: str, names: "list[str] | Vocabul
 EXPLAIN_MAX_LENGTH = 300
 
 
-def explain(lm: LMBackend, static: str, dynamic: str, action: Action, *,
+def explain(lm: LMBackend, static: str, dynamic: "Dynamic", action: Action, *,
             reason_max_length: int | None = None) -> LMReply:
     """The LM's reason for ``action`` on the decision's prompt (module doc): a reply whose action
     keys are fixed to ``action``'s values and whose ``reason`` is decoded freely, at most

@@ -75,7 +75,13 @@ def add_parsers(sub) -> None:
                         "checked against the held-out tasks first")
     d.add_argument("--prompt-layout", choices=PROMPT_LAYOUTS, default="scene-history",
                    help="the examples' user message: scene then steps (default), or steps before "
-                        "the scene (history-scene: the KV cache serves the steps at run time)")
+                        "the scene (history-scene: the KV cache serves the steps at run time); conversation: "
+                        "one example per episode, its whole chat, every accepted answer trained")
+    d.add_argument("--mistakes", type=float, default=0.0, metavar="SHARE",
+                   help="conversation layout: the share of episodes (0..1) given one injected wrong answer, "
+                        "untrained, followed by the simulator's feedback and the expert's trained answer "
+                        "(default 0)")
+    d.add_argument("--mistake-seed", type=int, default=0, metavar="N", help="seed of the injected mistakes (default 0)")
     d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
                    help="the examples' replies: the action then a reason (default), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
@@ -318,19 +324,26 @@ def cmd_distill(args) -> int:
     bad = sorted(set(kinds) - set(trajectories.AUGMENTATIONS))
     if bad:
         raise UsageError(f"--augment: unknown kind(s) {', '.join(bad)}; use {', '.join(trajectories.AUGMENTATIONS)} or none")
+    if not 0 <= args.mistakes <= 1:
+        raise UsageError(f"--mistakes is a share of the episodes, 0 to 1, not {args.mistakes}")
+    if args.mistakes and args.prompt_layout != "conversation":
+        raise UsageError("--mistakes needs --prompt-layout conversation (a mistake stands untrained in its episode's chat)")
     held = kept_out_tasks(root) if generated else []
     try:
         counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
                                          max_actions=args.max_actions, progress=progress_bar("expert episodes"),
                                          prompt_layout=args.prompt_layout, answer_format=args.answer_format,
                                          generated=generated, heldout=held, expert=_expert(args.expert),
-                                         recall=args.recall)
+                                         recall=args.recall, mistakes=args.mistakes, mistake_seed=args.mistake_seed)
     except GeneratedLeak as exc:
         raise UsageError(str(exc)) from None
     print(f"{len(pool)} train-pool tasks and {len(generated)} generated tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
           f"by augmentation {counts.by_kind}; {counts.augmentations_left_out} augmented copies left out as unsolvable; "
           f"{counts.unmoved_left_out} dynamic episodes left out because the dynamic mode moved nothing: the static "
           "episode again)")
+    if args.prompt_layout == "conversation":
+        print(f"{counts.examples} conversations, {counts.decisions} trained decisions; injected mistakes: "
+              f"{counts.mistakes or 'none'}")
     print(f"{counts.examples} examples ({', '.join(f'{k} {v}' for k, v in sorted(counts.by_source.items()))}); "
           f"prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} ({counts.tokenizer})")
     print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "

@@ -181,8 +181,10 @@ class PlannerConfig:
                                          "train --system-prompt compact); a prompt other than an adapter's own only "
                                          "when set explicitly", choices=("auto", "full", "compact"))
     prompt_layout: str = setting("auto", "LookPlanGraph's user message: auto (the LM adapter's own, else "
-                                          "scene-history), scene-history (instruction, scene, steps) or history-scene "
-                                          "(instruction, places, steps, then the scene: the KV cache serves the steps)",
+                                          "scene-history), scene-history (instruction, scene, steps), history-scene "
+                                          "(instruction, places, steps, then the scene: the KV cache serves the steps), "
+                                          "journal (one append-only user message) or conversation (the episode as "
+                                          "one chat: each answer an assistant turn, what happened the next user turn)",
                                  choices=("auto", *PROMPT_LAYOUTS))
     recall: str = setting("auto", "LookPlanGraph's view of unseen priors: auto (the LM adapter's own, else here), "
                                   "here (the paper's: only those in the agent's room) or named (also those of the "

@@ -33,6 +33,7 @@ from sgs.simulator import TARGET_STATE, Infeasible, run_plan
 
 from lookplangraph.agent.decide import LMReply, decide, explain
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
+from lookplangraph.agent.conversation import Conversation
 from lookplangraph.agent.decoding import ActionKey, action_key, flat_names
 from lookplangraph.agent.grounding import refusal
 from lookplangraph.agent.journal import Journal
@@ -72,8 +73,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
                                                  cfg.demonstration_chars)
     history: list[tuple[str, str, str]] = []
     journal = Journal(task.instruction) if cfg.prompt_layout == "journal" else None
-    if journal is not None and cfg.graph_style != "text":
-        raise ValueError(f"the journal prompt layout writes the text view, not graph_style {cfg.graph_style!r}")
+    chat = Conversation(task.instruction) if cfg.prompt_layout == "conversation" else None
+    if (journal is not None or chat is not None) and cfg.graph_style != "text":
+        raise ValueError(f"the {cfg.prompt_layout} prompt layout writes the text view, not graph_style {cfg.graph_style!r}")
     log = EpisodeLog(on_step)
     feedback: str | None = None
     unresolved = failed_in_row = 0
@@ -102,6 +104,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
                          if k not in refused]
         if journal is not None:
             dynamic = journal.prompt(shown, memory.missing)
+        elif chat is not None:
+            dynamic = chat.prompt(shown, memory.missing)
         else:
             dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
                                      cfg.prompt_layout)
@@ -137,6 +141,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             history.append((reply.reason or "", rec.proposed, feedback or _as_done(rec)))
         if journal is not None:
             journal.answered(rec.proposed, reply.reason, feedback, _as_done(rec) if rec.accepted else "")
+        if chat is not None:
+            chat.answered(reply.text, rec.accepted, feedback, _as_done(rec) if rec.accepted else "")
         if new_state != state:
             state, refused = new_state, {}
         elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None:

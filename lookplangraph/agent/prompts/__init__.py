@@ -49,8 +49,10 @@ def system_prompt(name: str) -> str:
 #: backend's prefix cache (llama.cpp in process, a server's prefix caching) serves all of it and
 #: evaluates only the scene of this step and the feedback anew. ``journal``: append-only, each
 #: prompt the previous one with what happened since (:mod:`lookplangraph.agent.journal`; the loop
-#: writes it, not :func:`dynamic_prompt`).
-PROMPT_LAYOUTS = ("scene-history", "history-scene", "journal")
+#: writes it, not :func:`dynamic_prompt`). ``conversation``: the journal's lines as a chat, each
+#: answer an assistant turn exactly as the model gave it and what became of it the next user turn
+#: (:mod:`lookplangraph.agent.conversation`): an episode is one conversation, trained whole.
+PROMPT_LAYOUTS = ("scene-history", "history-scene", "journal", "conversation")
 
 
 def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, str]], feedback: str | None,
@@ -67,8 +69,9 @@ def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, s
     fb = f"Feedback on your last answer: {feedback}\n" if feedback else ""
     if layout == "scene-history":
         return template("dynamic").format(instruction=instruction, scene=scene, history=steps, feedback=fb)
-    if layout == "journal":
-        raise ValueError("the journal layout is written step by step by lookplangraph.agent.journal.Journal")
+    if layout in ("journal", "conversation"):
+        raise ValueError(f"the {layout} layout is written step by step (lookplangraph.agent.journal, "
+                         "lookplangraph.agent.conversation)")
     if layout != "history-scene":
         raise ValueError(f"unknown prompt layout {layout!r}; layouts: {', '.join(PROMPT_LAYOUTS)}")
     first, _, rest = scene.partition("\n")

@@ -36,6 +36,9 @@ from sgs.simulator import check
 
 from lookplangraph.agent.demonstrations import Demonstration, write_demonstrations
 from lookplangraph.agent.replies import parse_reply
+from lookplangraph.distill.planning.conversations import (
+    MistakeInjector, episode_conversation, trained,
+)
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env
 from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
@@ -83,6 +86,9 @@ class Counts:
     expert: str = ""  # the teacher's name (Expert.name: which search)
     by_kind: dict[str, int] = field(default_factory=dict)
     by_source: dict[str, int] = field(default_factory=dict)  # examples per split (virtualhome, generated-office ...)
+    # the conversation layout only (one example per episode): its decisions trained, the injected mistakes
+    decisions: int = 0
+    mistakes: dict[str, Any] = field(default_factory=dict)
 
 
 def data_config(answer_format: str, prompt_layout: str, correction: str = "rules", max_actions: int = 60,
@@ -108,10 +114,14 @@ def augmented(task: Task, kind: str | None, seed: int = 0) -> Task | None:
         return None
 
 
-def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: Expert | None = None):
-    """One expert episode of LookPlanGraph: ``(result, [(messages, answer, accepted)], demonstration)``."""
+def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Expert | MistakeInjector | None" = None):
+    """One expert episode of LookPlanGraph: ``(result, [(messages, answer, accepted)], demonstration)``.
+    ``expert`` may be a :class:`~lookplangraph.distill.planning.conversations.MistakeInjector`
+    around the expert (its mistakes are then among the answers; its ``injected`` says which)."""
     lm = RecordingLM(expert or Expert())
     env = make_env(task, seed)
+    if isinstance(lm.lm, MistakeInjector):
+        lm.lm.episode_key = f"seed={seed}"
     lm.begin_episode(task, env, "lookplangraph", cfg)
     records = []
     result = run_episode(task, env, lm, cfg, on_step=records.append)
@@ -138,7 +148,8 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                correction: str = "rules", max_actions: int = 60, progress: Callable[[int, int, dict], None] | None = None,
                manifest: dict | None = None, prompt_layout: str = "scene-history",
                answer_format: str = "action+reason", generated: list[Task] = (),
-               heldout: list[Task] | None = None, expert: Expert | None = None, recall: str = "here") -> Counts:
+               heldout: list[Task] | None = None, expert: Expert | None = None, recall: str = "here",
+               mistakes: float = 0.0, mistake_seed: int = 0) -> Counts:
     """Write ``sft.jsonl``, ``episodes.jsonl``, ``demonstrations.jsonl.gz`` and ``counts.json``
     into ``out`` (module doc); each file appears whole or not at all. ``prompt_layout`` (the
     user message's order) and ``answer_format`` (:data:`~lookplangraph.planners.config.ANSWER_FORMATS`)
@@ -147,7 +158,13 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     ``generated``: tasks of :mod:`grasif.generate`, checked against ``heldout`` (the evaluation
     tasks, required with them) by :func:`grasif.generate.leaks.check_training` first. ``expert``: the
     teacher (default :class:`~lookplangraph.distill.teacher.expert.Expert`, the belief-space search);
-    its name is recorded in ``counts.json``."""
+    its name is recorded in ``counts.json``.
+
+    In the ``conversation`` layout each successful episode is one example, its whole chat
+    (:mod:`~lookplangraph.distill.planning.conversations`: refused answers and injected mistakes
+    untrained), and ``mistakes`` is the share of episodes given one injected mistake (seeded by
+    ``mistake_seed``); ``counts.json`` then also says how many decisions are trained and what
+    was injected."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:
         raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
@@ -159,8 +176,12 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
         check_training(list(generated), heldout)
         tasks = [*tasks, *generated]
     cfg = data_config(answer_format, prompt_layout, correction, max_actions, recall)
+    chats = prompt_layout == "conversation"
+    if mistakes and not chats:
+        raise ValueError("injected mistakes are written only in the conversation layout (--prompt-layout conversation)")
     out.mkdir(parents=True, exist_ok=True)
     expert = expert or Expert()
+    teacher = MistakeInjector(expert, mistakes, mistake_seed) if chats and mistakes > 0 else expert
     counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format, recall=recall, expert=expert.name)
     tokens = _token_counter()
     counts.tokenizer = tokens.__doc__ or ""
@@ -180,7 +201,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     if seed is not None and not dynamic_moves(copy, seed):
                         counts.unmoved_left_out += 1  # the dynamic mode leaves this task as it is: the static episode again
                         continue
-                    result, examples, demo = expert_episode(copy, seed, cfg, expert)
+                    result, examples, demo = expert_episode(copy, seed, cfg, teacher)
                     meta = {"split": task.split, "task_id": task.id, "seed": seed,
                             "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
                             "correction": correction}
@@ -195,6 +216,9 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     counts.successful += 1
                     if kind is None and not is_generated(task):  # the shipped demonstrations are the train pool's
                         demos.append(demo)
+                    if chats:
+                        _write_conversation(sft, examples, teacher, meta, counts, tokens, task.split)
+                        continue
                     for step, (messages, answer, accepted) in enumerate(examples, 1):
                         if not accepted:
                             continue
@@ -208,8 +232,40 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     sft_tmp.replace(out / "sft.jsonl")
     ep_tmp.replace(out / "episodes.jsonl")
     write_demonstrations(demos, out / "demonstrations.jsonl.gz")
-    (out / "counts.json").write_text(json.dumps(counts.__dict__, indent=1) + "\n")
+    record = dict(counts.__dict__)
+    if not chats:
+        record.pop("decisions")
+        record.pop("mistakes")
+    (out / "counts.json").write_text(json.dumps(record, indent=1) + "\n")
     return counts
+
+
+def _write_conversation(sft, examples, teacher, meta: dict, counts: Counts, tokens: Callable[[str], int],
+                        source: str) -> None:
+    """One episode's conversation as an ``sft.jsonl`` line: its accepted answers trained, refused
+    ones and injected mistakes not (:func:`~lookplangraph.distill.planning.conversations.episode_conversation`)."""
+    injected = teacher.injected if isinstance(teacher, MistakeInjector) else None
+    wrong = set(injected.steps) if injected else set()
+    marks = [accepted and step not in wrong for step, (_, _, accepted) in enumerate(examples, 1)]
+    chat = episode_conversation([(messages, answer) for messages, answer, _ in examples], marks)
+    mistakes = [{"step": s, "kind": k, "refused": not examples[s - 1][2]}
+                for s, k in zip(injected.steps, injected.kinds)] if injected else []
+    sft.write(json.dumps({"messages": chat, "meta": {**meta, "decisions": len(examples), "trained": sum(marks),
+                                                      "mistakes": mistakes}}) + "\n")
+    counts.examples += 1
+    counts.decisions += sum(marks)
+    counts.by_source[source] = counts.by_source.get(source, 0) + 1
+    for m in chat:
+        if trained(m):
+            counts.answer_tokens += tokens(m["content"])
+        else:
+            counts.prompt_tokens += tokens(m["content"])
+    if mistakes:
+        got = counts.mistakes
+        got["episodes"] = got.get("episodes", 0) + 1
+        for m in mistakes:
+            got[m["kind"]] = got.get(m["kind"], 0) + 1
+            got["refused"] = got.get("refused", 0) + m["refused"]
 
 
 def _token_counter() -> Callable[[str], int]:
@@ -278,18 +334,23 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
         if progress:
             progress(n, len(episodes), {"task_id": ep["task_id"], "success": True})
     for n, line in enumerate((out / "sft.jsonl").read_text().splitlines(), 1):
-        ex = json.loads(line)
+        messages = json.loads(line)["messages"]
         report.examples += 1
-        action, reason, error = parse_reply(ex["messages"][-1]["content"])
-        if action is None:
-            report.problems.append(f"sft.jsonl line {n}: the answer is not an action ({error})")
-            continue
-        prompt = ex["messages"][-2]["content"]
-        for name in (action.node, action.destination):
-            if name and name not in prompt:
-                report.problems.append(f"sft.jsonl line {n}: {action} names {name}, which its prompt does not show")
-        unseen = ungrounded(reason, prompt) if reason else []
-        if unseen:
-            report.problems.append(f"sft.jsonl line {n}: the reason names {', '.join(unseen)}, which its prompt does "
-                                   f"not show: {reason!r}")
+        turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+        for i in turns if len(turns) > 1 else turns[-1:]:  # a conversation: every trained answer
+            if len(turns) > 1 and not trained(messages[i]):
+                continue
+            where = f"sft.jsonl line {n}" + (f", turn {i}" if len(turns) > 1 else "")
+            action, reason, error = parse_reply(messages[i]["content"])
+            if action is None:
+                report.problems.append(f"{where}: the answer is not an action ({error})")
+                continue
+            prompt = "\n".join(m["content"] for m in messages[:i] if m["role"] == "user")
+            for name in (action.node, action.destination):
+                if name and name not in prompt:
+                    report.problems.append(f"{where}: {action} names {name}, which its prompt does not show")
+            unseen = ungrounded(reason, prompt) if reason else []
+            if unseen:
+                report.problems.append(f"{where}: the reason names {', '.join(unseen)}, which its prompt does "
+                                       f"not show: {reason!r}")
     return report

@@ -64,7 +64,8 @@ class Expert(Policy):
             return self._reply(self._react_command(action))
         # the feedback after the last answer (the journal layout keeps earlier ones above it)
         action, reason = self.next_action(FEEDBACK_MARK in last.rpartition("\n- ")[2])
-        reason = grounded(reason, last)
+        # what the prompt shows: its user message, or every user turn of a conversation
+        reason = grounded(reason, "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user"))
         reply = action.model_dump()
         keys = _schema_keys(request.get("schema"))
         if not keys or "reason" in keys:  # free replies, or a schema with a reason (first or last)

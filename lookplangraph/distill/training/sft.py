@@ -80,6 +80,9 @@ class TrainConfig:
     ``init_adapter``: a GGUF LoRA file (e.g. a shipped adapter) whose weights the run starts from
     instead of PEFT's fresh initialisation (it must have ``rank``, ``alpha`` and ``targets``); None:
     a fresh adapter.
+    ``pack``: examples (in their shuffled order) share sequences of up to ``max_length`` tokens,
+    kept apart by restarting ``position_ids`` (:func:`pack_rows`); a batch of ``batch_size`` such
+    sequences. Off: one example per row, padded within a batch.
     """
 
     rank: int = 16
@@ -105,6 +108,7 @@ class TrainConfig:
     system: str | None = None
     system_name: str = "full"
     init_adapter: str | None = None
+    pack: bool = False
 
     def check(self) -> None:
         """Raise :class:`TrainError` for a setting that cannot work."""
@@ -155,6 +159,8 @@ class TrainReport:
     stopped_by_time: bool
     adapter_gguf: Path
     skipped_steps: list[int] = field(default_factory=list)  # optimizer steps skipped: non-finite gradients
+    decisions: int = 0  # trained assistant turns in the examples (a one-decision example has one)
+    tokens_seen: int = 0  # tokens of the rows trained in this call (padding left out)
 
 
 def _need_extra():
@@ -243,10 +249,12 @@ def with_system(messages: list[dict[str, str]], system: str | None) -> list[dict
     return [{"role": "system", "content": system}, *(m for m in messages if m["role"] != "system")]
 
 
-def read_examples(path: str | os.PathLike) -> list[list[dict[str, str]]]:
+def read_examples(path: str | os.PathLike) -> list[list[dict[str, Any]]]:
     """The chat examples of an ``sft.jsonl`` or ``sft.jsonl.gz`` (or of the one in a directory): each a list of messages
-    ending with the assistant's answer. Raises :class:`TrainError` with the line number for a
-    line that is not such an example."""
+    ending with an assistant turn: one decision (system, user, assistant) or a whole episode's
+    conversation (:mod:`lookplangraph.distill.planning.conversations`), whose assistant turns
+    carry ``"train": false`` when they are not learnt. Raises :class:`TrainError` with the line
+    number for a line that is not such an example."""
     path = data_file(path)
     examples = []
     opener = gzip.open if path.suffix == ".gz" else open
@@ -262,29 +270,98 @@ def read_examples(path: str | os.PathLike) -> list[list[dict[str, str]]]:
                     or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)
                     or messages[-1].get("role") != "assistant"):
                 raise TrainError(f"{path}:{n}: 'messages' must be chat messages ending with the assistant's answer")
-            examples.append([{"role": m["role"], "content": m["content"]} for m in messages])
+            if any(m.get("train", True) not in (True, False) for m in messages):
+                raise TrainError(f"{path}:{n}: an assistant turn's 'train' is true or false")
+            if not any(m["role"] == "assistant" and m.get("train", True) for m in messages):
+                raise TrainError(f"{path}:{n}: no assistant turn is trained")
+            examples.append([{"role": m["role"], "content": m["content"],
+                              **({"train": False} if m["role"] == "assistant" and m.get("train") is False else {})}
+                             for m in messages])
     if not examples:
         raise TrainError(f"{path} holds no examples")
     return examples
 
 
-def tokenize_example(tokenizer, messages: list[dict[str, str]]) -> tuple[list[int], list[int]]:
-    """``(input_ids, labels)`` of one chat example: the whole conversation rendered with the
-    model's chat template; labels are -100 over the prompt (everything up to and including the
-    assistant header) and the token ids over the answer and its end-of-turn."""
-    prompt = tokenizer.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True)
-    full = tokenizer.apply_chat_template(messages, tokenize=False)
-    if not full.startswith(prompt):
-        raise TrainError("the chat template does not render the prompt as a prefix of the whole conversation; "
-                         "answer-only loss needs that")
-    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    answer_ids = tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
-    return prompt_ids + answer_ids, [-100] * len(prompt_ids) + answer_ids
+def _plain(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def tokenize_example(tokenizer, messages: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    """``(input_ids, labels)`` of one chat example, rendered with the model's chat template: the
+    loss is on every trained assistant turn (its reply and end-of-turn: what the chat renders
+    after that turn's header), -100 elsewhere. For each assistant turn the text up to its header
+    (``messages[:i]`` with the generation prompt, what the backend sends for that decision) and
+    the text up to its end must be prefixes of the whole conversation's rendering; a template
+    that renders earlier turns otherwise (one that drops the reasoning of earlier answers, say)
+    raises :class:`TrainError`. Segments are tokenized apart at those boundaries, so the tokens
+    of decision *k* are exactly the tokens of its prompt and answer trained alone."""
+    plain = _plain(messages)
+    full = tokenizer.apply_chat_template(plain, tokenize=False)
+    ids: list[int] = []
+    labels: list[int] = []
+    at = 0
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        prompt = tokenizer.apply_chat_template(plain[:i], tokenize=False, add_generation_prompt=True)
+        end = full if i == len(plain) - 1 else tokenizer.apply_chat_template(plain[:i + 1], tokenize=False)
+        if not (full.startswith(end) and end.startswith(prompt) and len(prompt) >= at):
+            raise TrainError(f"the chat template does not render the conversation up to turn {i} as a prefix of the "
+                             "whole conversation; loss on the answers needs that")
+        before = tokenizer(prompt[at:], add_special_tokens=False)["input_ids"] if len(prompt) > at else []
+        answer = tokenizer(end[len(prompt):], add_special_tokens=False)["input_ids"]
+        ids += before + answer
+        labels += [-100] * len(before) + (answer if m.get("train", True) else [-100] * len(answer))
+        at = len(end)
+    return ids, labels
+
+
+def pack_rows(rows: list[dict[str, list[int]]], max_length: int) -> list[dict[str, list[int]]]:
+    """Tokenized examples packed into sequences of at most ``max_length`` tokens, in order (a row
+    goes into the current sequence while it fits, else starts the next): each packed row holds
+    ``input_ids``, ``labels`` and ``position_ids`` that start again at 0 with every example.
+    The model reads restarting positions as separate sequences and masks attention between
+    them (``transformers`` builds that block-diagonal mask from ``position_ids`` when no
+    ``attention_mask`` is given: :func:`packed_collator`); the first label of every example is
+    -100 (its first token is the chat's opening), so no loss crosses a boundary."""
+    packed: list[dict[str, list[int]]] = []
+    cur: dict[str, list[int]] = {"input_ids": [], "labels": [], "position_ids": []}
+    for row in rows:
+        n = len(row["input_ids"])
+        if cur["input_ids"] and len(cur["input_ids"]) + n > max_length:
+            packed.append(cur)
+            cur = {"input_ids": [], "labels": [], "position_ids": []}
+        cur["input_ids"] += row["input_ids"]
+        cur["labels"] += row["labels"]
+        cur["position_ids"] += list(range(n))
+    if cur["input_ids"]:
+        packed.append(cur)
+    return packed
+
+
+def packed_collator(pad_id: int) -> Callable[[list[dict[str, list[int]]]], dict[str, Any]]:
+    """A batch of :func:`pack_rows` sequences as tensors, with no ``attention_mask`` (so the model
+    masks by the restarting ``position_ids``): a shorter row is filled up to the longest with
+    ``pad_id`` tokens that form a sequence of their own (positions from 0, labels -100), which
+    no real token attends to."""
+    import torch
+
+    def collate(rows: list[dict[str, list[int]]]) -> dict[str, Any]:
+        width = max(len(r["input_ids"]) for r in rows)
+        batch: dict[str, list[list[int]]] = {"input_ids": [], "labels": [], "position_ids": []}
+        for r in rows:
+            fill = width - len(r["input_ids"])
+            batch["input_ids"].append(r["input_ids"] + [pad_id] * fill)
+            batch["labels"].append(r["labels"] + [-100] * fill)
+            batch["position_ids"].append(r["position_ids"] + list(range(fill)))
+        return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+    return collate
 
 
 def load_base(base_gguf: str | os.PathLike, dtype: Any, attention: str = "sdpa"):
     """``(model, tokenizer)`` read from a GGUF file by ``transformers`` (dequantized to ``dtype``),
     with the attention implementation ``attention`` (``sdpa`` or ``eager``)."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     base_gguf = Path(base_gguf)
@@ -292,7 +369,11 @@ def load_base(base_gguf: str | os.PathLike, dtype: Any, attention: str = "sdpa")
         raise TrainError(f"no base model file {base_gguf}")
     tokenizer = AutoTokenizer.from_pretrained(str(base_gguf.parent), gguf_file=base_gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(base_gguf.parent), gguf_file=base_gguf.name, dtype=dtype,
-                                                 attn_implementation=attention)
+                                                 attn_implementation=attention, **dense_weights(base_gguf))
+    packed = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and not m.weight.is_floating_point()]
+    if packed:
+        raise TrainError(f"{base_gguf.name} loaded with packed GGUF weights ({packed[0]} and {len(packed) - 1} more): "
+                         "training needs dense weights; this transformers ignored GgufConfig(dequantize=True)")
     # transformers marks a model read from GGUF as quantized (its loader is a "quantizer"), but the
     # weights are dequantized into plain tensors; unmarked, the Trainer takes it as the plain model it is.
     quantizer = getattr(model, "hf_quantizer", None)
@@ -304,6 +385,19 @@ def load_base(base_gguf: str | os.PathLike, dtype: Any, attention: str = "sdpa")
     # row starts with queries that attend to nothing, which fused attention kernels can turn into NaN.
     tokenizer.padding_side = "right"
     return model, tokenizer
+
+
+def dense_weights(base_gguf: Path) -> dict[str, Any]:
+    """The ``from_pretrained`` arguments that ask for the GGUF's weights dequantized into plain
+    tensors: ``quantization_config=GgufConfig(dequantize=True)``. Without it transformers 5
+    keeps the weights packed in GGUF blocks (and calls the model not trainable) wherever its
+    ``kernels`` package finds a matmul kernel, and dequantizes elsewhere: training would behave
+    by machine. Empty for a transformers without ``GgufConfig`` (4.x, which always dequantizes)."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:
+        return {}
+    return {"quantization_config": GgufConfig(gguf_file=base_gguf.name, dequantize=True)}
 
 
 def _plot_loss(rows: list[tuple[int, float]], path: Path, title: str) -> None:
@@ -426,7 +520,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         torch.backends.cuda.enable_cudnn_sdp(False)  # flash and memory-efficient kernels stay
     model, tokenizer = load_base(base_gguf, dtype, config.attention)
 
-    rows, too_long, prompt_tokens, answer_tokens = [], 0, 0, 0
+    rows, too_long, prompt_tokens, answer_tokens, decisions = [], 0, 0, 0, 0
     from tqdm.auto import tqdm
 
     for messages in tqdm(examples, desc="tokenize", unit="ex", mininterval=2):
@@ -437,11 +531,16 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         n_answer = sum(1 for x in labels if x != -100)
         prompt_tokens += len(ids) - n_answer
         answer_tokens += n_answer
+        decisions += sum(1 for m in messages if m["role"] == "assistant" and m.get("train", True))
         rows.append({"input_ids": ids, "labels": labels, "attention_mask": [1] * len(ids)})
     if not rows:
         raise TrainError(f"every example is longer than max_length={config.max_length} tokens")
-    log(f"{len(rows)} examples ({too_long} longer than {config.max_length} tokens left out); "
-        f"{prompt_tokens} prompt and {answer_tokens} answer tokens")
+    n_examples = len(rows)
+    log(f"{n_examples} examples, {decisions} decisions trained ({too_long} longer than {config.max_length} tokens "
+        f"left out); {prompt_tokens} prompt and {answer_tokens} answer tokens")
+    if config.pack:
+        rows = pack_rows(rows, config.max_length)
+        log(f"packed into {len(rows)} sequences of at most {config.max_length} tokens")
 
     checkpointing = config.gradient_checkpointing in ("on", "auto")
     lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=config.dropout,
@@ -459,6 +558,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
             log(f"note: {note}")
     if checkpointing:
         model.enable_input_require_grads()
+    model.config.use_cache = False  # no KV cache in training (with one, packed rows would not be kept apart)
 
     class Rows(torch.utils.data.Dataset):
         def __len__(self):
@@ -533,13 +633,18 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         save_steps=config.save_steps, save_total_limit=2, seed=config.seed, data_seed=config.seed,
         bf16=dtype == torch.bfloat16, fp16=dtype == torch.float16, report_to="none",
         remove_unused_columns=False, logging_nan_inf_filter=False, dataloader_num_workers=0,
-        dataloader_pin_memory=cuda, disable_tqdm=False, use_cpu=not cuda,
+        dataloader_pin_memory=cuda, disable_tqdm=False, use_cpu=not cuda, include_num_input_tokens_seen="non_padding",
         **_version_arguments(TrainingArguments, config, checkpointing, warmup=not by_time))
-    collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
+    if config.pack:
+        collator = packed_collator(tokenizer.pad_token_id)
+    else:
+        collator = DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100)
     own = [TimeLimit(), FiniteGuard(), *([TimeSchedule()] if by_time else [])]
-    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, callbacks=[*own, *callbacks])
+    trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, processing_class=tokenizer,
+                      callbacks=[*own, *callbacks])
     result = trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
     seconds = time.monotonic() - clock["start"]
+    tokens_seen = int(trainer.state.num_input_tokens_seen - getattr(trainer, "_initial_num_input_tokens_seen", 0))
 
     logged = [h for h in trainer.state.log_history if "loss" in h]
     losses = [(int(h["step"]), float(h["loss"])) for h in logged]
@@ -572,13 +677,16 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
         system = next((m["content"] for m in examples[0] if m["role"] == "system"), "") if examples else ""
     stamp_adapter(exported.path, exported.path, prompt_metadata(recorded, system, data, settings["base_sha256"]))
 
-    _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {len(rows)} examples")
-    report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=len(rows),
+    _plot_loss(losses, out / "loss.png", f"LoRA r={config.rank} on {base_gguf.name}: {n_examples} examples")
+    report = TrainReport(out=out, steps=int(trainer.state.global_step), examples=n_examples, decisions=decisions,
+                         tokens_seen=tokens_seen,
                          left_out_too_long=too_long, answer_tokens=answer_tokens, prompt_tokens=prompt_tokens,
                          final_loss=losses[-1][1] if losses else getattr(result, "training_loss", None), seconds=seconds,
                          stopped_by_time=stopped["by_time"], adapter_gguf=exported.path, skipped_steps=skipped)
     record = {**settings, "steps": report.steps, "max_steps": int(trainer.state.max_steps),
-              "examples": report.examples, "left_out_too_long": too_long,
+              "examples": report.examples, "decisions": decisions, "sequences": len(rows), "left_out_too_long": too_long,
+              "tokens_seen_this_call": tokens_seen,
+              "tokens_per_second_this_call": round(tokens_seen / seconds, 2) if seconds > 0 else None,
               "prompt_tokens": prompt_tokens, "answer_tokens": answer_tokens, "final_loss": report.final_loss,
               "seconds_this_call": round(seconds, 1), "stopped_by_time": report.stopped_by_time,
               "skipped_steps": skipped,

@@ -1,0 +1,191 @@
+"""Training data in the conversation layout: one chat per episode, each answer marked trained or not.
+
+An episode played in ``prompt_layout = "conversation"`` (:mod:`lookplangraph.agent.conversation`)
+is one conversation whose every decision's prompt is a prefix: :func:`episode_conversation`
+checks that on the calls the loop made and gives the whole chat, each assistant turn with
+``"train": false`` when it is not to be learnt (a refused answer, an injected mistake); a turn
+without the key is trained. :func:`decisions` cuts a conversation into the one-decision examples
+it stands for (the prefix up to a trained answer, then that answer): the same tokens, trained
+one prompt at a time, for comparisons and for trainers that take single turns.
+
+**Injected mistakes** (:class:`MistakeInjector`, around the privileged expert): in a chosen share
+of episodes, at a chosen decision, the answer is a wrong one of a kind the planner makes
+(:data:`MISTAKE_KINDS`), built from the expert's own answer there; the loop checks it as any
+answer (the simulator's real feedback follows in the next user turn), the expert is told it was
+given (:meth:`~lookplangraph.distill.teacher.policy.Policy.follow`) and answers again. The
+mistake stands untrained, the answer after it is trained: recovery after a refusal, at a rate
+the data sets. Format and use: ``docs/guides/distillation.md#conversations``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from sgs.actions import Action, make
+from sgs.graph import Layer, SceneGraph
+
+from lookplangraph.agent.conversation import FEEDBACK
+from lookplangraph.agent.replies import parse_reply
+from lookplangraph.lm import Completion, Usage
+
+#: The kinds of injected mistake, each built from the expert's answer ``a`` where it applies:
+#: ``inside-on-surface`` (``put_on``/``rearrange ... ontop`` answered as ``inside``),
+#: ``room-destination`` (the agent's room as the destination of a put), ``not-held`` (a put
+#: while holding nothing, onto an asset of the room), ``slots-shuffled`` (a rearrange with its
+#: object and destination swapped, a put naming the held object as its destination), and
+#: ``repeat-refused`` (a refused mistake given once more, right after its feedback).
+MISTAKE_KINDS = ("inside-on-surface", "room-destination", "not-held", "slots-shuffled", "repeat-refused")
+
+#: the decisions of an episode at which its one mistake may be injected (the first is 1)
+MISTAKE_STEPS = range(1, 9)
+
+
+class ConversationError(ValueError):
+    """The calls of an episode do not make one conversation (a prompt that is not a prefix of the
+    next): the layout broke its invariant, and no data is written from it."""
+
+
+def trained(message: dict[str, Any]) -> bool:
+    """Whether an assistant turn is to be learnt (no ``train`` key, or ``train`` true)."""
+    return message.get("role") == "assistant" and message.get("train", True) is not False
+
+
+def episode_conversation(calls: list[tuple[list[dict[str, Any]], str]], train: list[bool]) -> list[dict[str, Any]]:
+    """The episode's whole chat from the loop's ``calls`` (each the messages of one decision and
+    the reply text), each answer marked as ``train`` says. Raises :class:`ConversationError` when
+    a decision's messages are not the chat so far."""
+    if not calls:
+        raise ConversationError("an episode without decisions")
+    if len(train) != len(calls):
+        raise ConversationError(f"{len(calls)} decisions but {len(train)} marks")
+    first = calls[0][0]
+    chat: list[dict[str, Any]] = [{"role": m["role"], "content": m["content"]} for m in first[:-1]]  # the system message
+    for n, ((messages, text), learn) in enumerate(zip(calls, train), 1):
+        plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+        have = [{"role": m["role"], "content": m["content"]} for m in chat]
+        if plain[:len(have)] != have or len(plain) != len(have) + 1 or plain[-1]["role"] != "user":
+            raise ConversationError(f"decision {n}'s prompt is not the conversation so far plus one user turn")
+        chat.append(plain[-1])
+        chat.append({"role": "assistant", "content": text, **({} if learn else {"train": False})})
+    return chat
+
+
+def decisions(conversation: list[dict[str, Any]]) -> list[list[dict[str, str]]]:
+    """The one-decision examples of ``conversation``: for each trained assistant turn, the turns
+    before it and that answer (as plain ``role``/``content`` messages)."""
+    out = []
+    for i, m in enumerate(conversation):
+        if trained(m):
+            out.append([{"role": x["role"], "content": x["content"]} for x in conversation[:i + 1]])
+    return out
+
+
+def mistake(kind: str, action: Action, graph: SceneGraph) -> Action | None:
+    """The wrong answer of ``kind`` made from the expert's ``action`` in the true ``graph`` (the
+    agent's room and what it holds), or None where the kind does not apply (module doc)."""
+    fn, held, room = action.function_name, graph.agent.holding, graph.agent.location
+    if kind == "inside-on-surface":
+        if fn == "put_on":
+            return make("put_inside", action.node, None, action.destination)
+        if fn == "rearrange" and action.relation == "ontop":
+            return make("rearrange", action.node, "inside", action.destination)
+    elif kind == "room-destination":
+        if fn in ("put_on", "put_inside") and action.destination != room:
+            return make(fn, action.node, None, room)
+        if fn == "rearrange" and action.destination != room:
+            return make("rearrange", action.node, action.relation, room)
+    elif kind == "not-held":
+        if held is None and fn not in ("put_on", "put_inside", "done"):
+            assets = sorted(n for n in graph.children(room) if graph.nodes[n].layer is Layer.ASSET)
+            if assets:
+                return make("put_on", None, None, assets[0])
+    elif kind == "slots-shuffled":
+        if fn == "rearrange" and action.destination and action.node:
+            return make("rearrange", action.destination, action.relation, action.node)
+        if fn in ("put_on", "put_inside") and held:
+            return make(fn, action.destination, None, held)
+    return None
+
+
+def answer_text(expert_text: str, wrong: Action) -> str:
+    """``wrong`` written as the expert writes its answers (the keys of ``expert_text``, its reason
+    kept where it has one)."""
+    reply = json.loads(expert_text)
+    action = wrong.model_dump()
+    return json.dumps({k: action[k] if k in action else v for k, v in reply.items()})
+
+
+@dataclass
+class Injected:
+    """What :class:`MistakeInjector` did in one episode: the decisions (1-based) it answered with
+    a mistake, and each one's kind."""
+
+    steps: list[int] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+
+
+class MistakeInjector:
+    """The privileged expert's ``complete()`` with one mistake injected in a share ``rate`` of the
+    episodes (module doc). Each episode draws, from ``seed`` and the task, whether it gets one,
+    its kind (one of ``kinds``) and a decision of :data:`MISTAKE_STEPS`: the mistake is given at
+    the first decision from there where its kind applies (none if the episode ends first); a
+    refused mistake is repeated once with probability ``repeat``. A harness tool like the
+    expert it wraps: never a model."""
+
+    def __init__(self, expert, rate: float, seed: int = 0, kinds: tuple[str, ...] = MISTAKE_KINDS[:-1],
+                 repeat: float = 0.25):
+        if not 0 <= rate <= 1 or not 0 <= repeat <= 1:
+            raise ValueError(f"the mistake rate and the repeat share are in [0, 1], not {rate} and {repeat}")
+        unknown = [k for k in kinds if k not in MISTAKE_KINDS]
+        if unknown or not kinds:
+            raise ValueError(f"mistake kinds are among {', '.join(MISTAKE_KINDS)}, not {unknown or 'none'}")
+        self.expert, self.rate, self.seed, self.repeat = expert, rate, seed, repeat
+        self.kinds = tuple(k for k in kinds if k != "repeat-refused")
+        self.name = getattr(expert, "name", "expert")
+        self.injected = Injected()
+        self.episode_key = ""
+
+    @property
+    def constraints(self) -> frozenset[str]:
+        return self.expert.constraints
+
+    def begin_episode(self, task, env, planner: str = "lookplangraph", config=None) -> None:
+        """Bind the expert to the episode and draw its mistake (from the seed, the task and
+        :attr:`episode_key`, which the data writer sets to tell a task's episodes apart)."""
+        self.expert.begin_episode(task, env, planner, config)
+        self.env, self.calls, self.injected = env, 0, Injected()
+        self.rng = random.Random(f"{self.seed}:{task.split}/{task.id}:{task.instruction}:{self.episode_key}")
+        self.at = self.rng.choice(MISTAKE_STEPS) if self.rng.random() < self.rate else None
+        self.kind = self.rng.choice(self.kinds)
+        self.last_wrong: str | None = None
+
+    def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
+        self.calls += 1
+        c = self.expert.complete(messages, **request)
+        last = str(messages[-1].get("content", "")) if messages else ""
+        if self.last_wrong is not None:  # the turn right after a mistake
+            wrong, self.last_wrong = self.last_wrong, None
+            if last.startswith(FEEDBACK) and self.rng.random() < self.repeat:
+                return self._give(wrong, "repeat-refused", c)
+            return c
+        if self.at is None or self.calls < self.at or self.injected.steps:
+            return c
+        action, _, _ = parse_reply(c.text)
+        if action is None:
+            return c
+        wrong = mistake(self.kind, action, self.env.true_graph())
+        if wrong is None or wrong == action:
+            return c  # tried again at the next decision
+        text = answer_text(c.text, wrong)
+        self.last_wrong = text
+        return self._give(text, self.kind, c)
+
+    def _give(self, text: str, kind: str, expert_reply: Completion) -> Completion:
+        parsed, _, _ = parse_reply(text)
+        self.expert.follow(str(parsed) if parsed is not None else None)
+        self.injected.steps.append(self.calls)
+        self.injected.kinds.append(kind)
+        return Completion(text=text, usage=Usage(0, 0, None), seconds=0.0)
