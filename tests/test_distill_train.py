@@ -389,3 +389,152 @@ def test_a_run_starts_from_a_gguf_adapter_exactly_and_refuses_one_that_does_not_
     with pytest.raises(sft.TrainError, match="cannot start from"):
         sft.train(data, tiny_base, tmp_path / "r8", sft.TrainConfig(max_steps=1, init_adapter=str(out / "adapter.gguf"),
                                                                      **{**CONFIG, "rank": 8}), log=lambda _: None)
+
+
+# -- the conversation layout: one episode a sequence ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def conversations(tmp_path_factory):
+    """Conversation-layout data of two train-pool episodes, a mistake injected in each,
+    less their system message (as ``data``)."""
+    tasks = dataset.split_module("behavior").build_tasks()
+    pool = [t for t in tasks if heldout.in_train_pool(t.split, t.id)][:2]
+    built = tmp_path_factory.mktemp("conv")
+    build_data(pool, built, seeds=[None], augmentations=(), prompt_layout="conversation", answer_format="action",
+               recall="named", mistakes=1.0, mistake_seed=0)
+    lines = [json.loads(x) for x in (built / "sft.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 and all(ex["meta"]["mistakes"] for ex in lines)
+    out = tmp_path_factory.mktemp("conv_short")
+    (out / "sft.jsonl").write_text("".join(json.dumps({**ex, "messages": ex["messages"][1:]}) + "\n" for ex in lines))
+    (out / "counts.json").write_text((built / "counts.json").read_text())
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_base):
+    model, tokenizer = sft.load_base(tiny_base, torch.float32)
+    model.eval()
+    return model, tokenizer
+
+
+def test_each_decisions_inference_prompt_is_the_conversations_prefix_token_for_token(tiny_base, tiny_model, conversations):
+    from lookplangraph.distill.planning.conversations import trained as is_trained
+    from lookplangraph.lm.llamacpp import LlamaCppBackend
+
+    _, tokenizer = tiny_model
+    backend = LlamaCppBackend(str(tiny_base), vocab_only=True)  # the chat template and tokenizer llama.cpp applies
+    for messages in sft.read_examples(conversations):
+        ids, labels = sft.tokenize_example(tokenizer, messages)
+        turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+        assert len(turns) >= 4 and any(not is_trained(messages[i]) for i in turns)
+        for i in turns:
+            prompt = backend.prompt_tokens([{"role": m["role"], "content": m["content"]} for m in messages[:i]])
+            assert ids[:len(prompt)] == prompt  # what the backend evaluates for decision i
+            answer = tokenizer(messages[i]["content"] + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
+            assert ids[len(prompt):len(prompt) + len(answer)] == answer
+            span = labels[len(prompt):len(prompt) + len(answer)]
+            assert span == (answer if is_trained(messages[i]) else [-100] * len(answer))
+        assert sum(x != -100 for x in labels) == sum(
+            len(tokenizer(messages[i]["content"] + "<|im_end|>\n", add_special_tokens=False)["input_ids"])
+            for i in turns if is_trained(messages[i]))
+
+
+def _loss_sum(model, ids, labels, position_ids=None):
+    """The summed cross-entropy of the labelled tokens (next-token, as the Trainer computes it)."""
+    with torch.no_grad():
+        kw = {"position_ids": torch.tensor([position_ids])} if position_ids is not None else {}
+        logits = model(input_ids=torch.tensor([ids]), use_cache=False, **kw).logits[0, :-1].float()
+    target = torch.tensor(labels[1:])
+    return float(torch.nn.functional.cross_entropy(logits, target, ignore_index=-100, reduction="sum"))
+
+
+def test_a_conversation_and_a_pack_see_the_loss_of_their_decisions_trained_one_by_one(tiny_model, conversations):
+    from lookplangraph.distill.planning.conversations import decisions
+
+    model, tokenizer = tiny_model
+    chats = sft.read_examples(conversations)
+    whole = []
+    for messages in chats:
+        ids, labels = sft.tokenize_example(tokenizer, messages)
+        one_by_one = sum(_loss_sum(model, *sft.tokenize_example(tokenizer, d)) for d in decisions(messages))
+        whole.append(_loss_sum(model, ids, labels))
+        assert whole[-1] == pytest.approx(one_by_one, rel=1e-4)
+    rows = [dict(zip(("input_ids", "labels"), sft.tokenize_example(tokenizer, m))) for m in chats]
+    [packed] = sft.pack_rows(rows, sum(len(r["input_ids"]) for r in rows))
+    assert packed["position_ids"].count(0) == 2
+    apart = _loss_sum(model, packed["input_ids"], packed["labels"], packed["position_ids"])
+    # without the restarting positions the second conversation attends to the first (the random
+    # tiny model barely uses attention, so the difference is small, but far above float noise)
+    together = _loss_sum(model, packed["input_ids"], packed["labels"], list(range(len(packed["input_ids"]))))
+    assert apart == pytest.approx(sum(whole), rel=1e-4) and together != apart
+    start = len(rows[0]["input_ids"])  # the second conversation's logits: as alone when kept apart, not otherwise
+    with torch.no_grad():
+        alone = model(input_ids=torch.tensor([rows[1]["input_ids"]]), use_cache=False).logits[0]
+        logits = {name: model(input_ids=torch.tensor([packed["input_ids"]]), use_cache=False,
+                              position_ids=torch.tensor([positions])).logits[0, start:]
+                  for name, positions in (("apart", packed["position_ids"]),
+                                          ("together", list(range(len(packed["input_ids"])))))}
+    apart_diff = float((logits["apart"] - alone).abs().max())
+    together_diff = float((logits["together"] - alone).abs().max())
+    print(f"max logit difference: kept apart {apart_diff:.2e}, together {together_diff:.2e}")
+    assert apart_diff < 1e-4 < together_diff
+    batch = sft.packed_collator(tokenizer.pad_token_id)([packed, rows[0] | {"position_ids": list(range(len(rows[0]["input_ids"])))}])
+    assert "attention_mask" not in batch and batch["input_ids"].shape[0] == 2
+    with torch.no_grad():
+        logits = model(**{k: v for k, v in batch.items() if k != "labels"}, use_cache=False).logits
+    second = torch.nn.functional.cross_entropy(logits[1, :-1], batch["labels"][1, 1:], ignore_index=-100, reduction="sum")
+    assert float(second) == pytest.approx(whole[0], rel=1e-4)  # the filled row's padding is a sequence of its own
+
+
+def test_packed_conversations_train_and_a_run_resumes(tiny_base, conversations, tmp_path):
+    config = dict(CONFIG, examples=None, pack=True, max_length=8192)
+    first = sft.train(conversations, tiny_base, tmp_path, sft.TrainConfig(max_steps=2, **config), log=lambda _: None)
+    record = json.loads((tmp_path / "train.json").read_text())
+    assert first.steps == 2 and record["sequences"] == 1 and record["examples"] == 2
+    assert record["decisions"] == first.decisions > 2 * 4
+    assert record["tokens_seen_this_call"] > 0
+    second = sft.train(conversations, tiny_base, tmp_path, sft.TrainConfig(max_steps=4, **config), log=lambda _: None)
+    assert second.steps == 4
+    assert json.loads((tmp_path / "train.json").read_text())["tokens_seen_this_call"] == record["tokens_seen_this_call"]  # steps 3-4 only
+    with pytest.raises(sft.TrainError, match="config.pack"):
+        sft.train(conversations, tiny_base, tmp_path, sft.TrainConfig(max_steps=5, **dict(config, pack=False)),
+                  log=lambda _: None)
+
+
+def test_a_template_that_renders_earlier_turns_otherwise_is_refused(tiny_model):
+    _, tokenizer = tiny_model
+
+    class Dropping:  # a chat template that drops earlier answers' text, as reasoning templates drop their thoughts
+        def __getattr__(self, name):
+            return getattr(tokenizer, name)
+
+        def __call__(self, *a, **kw):
+            return tokenizer(*a, **kw)
+
+        def apply_chat_template(self, messages, **kw):
+            last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+            shown = [m if m["role"] != "assistant" or i == last else {**m, "content": ""} for i, m in enumerate(messages)]
+            return tokenizer.apply_chat_template(shown, **kw)
+
+    chat = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "u2"}, {"role": "assistant", "content": "a2"}]
+    sft.tokenize_example(tokenizer, chat)
+    with pytest.raises(sft.TrainError, match="prefix"):
+        sft.tokenize_example(Dropping(), chat)
+
+
+def test_the_base_is_loaded_with_dense_weights_asked_for(tiny_base, monkeypatch):
+    import transformers
+
+    seen = {}
+    real = transformers.AutoModelForCausalLM.from_pretrained
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", spy)
+    model, _ = sft.load_base(tiny_base, torch.float32)
+    assert seen["quantization_config"].dequantize is True and seen["gguf_file"] == tiny_base.name
+    linear = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linear and all(m.weight.dtype == torch.float32 and m.weight.requires_grad for m in linear)

@@ -159,6 +159,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--init-adapter", metavar="ADAPTER",
                    help="start from this adapter's weights instead of a fresh LoRA: a GGUF LoRA file or the name of "
                         f"an adapter of --base in the registry ({default_adapter()}); it must have --rank and --alpha")
+    t.add_argument("--pack", action=YesNo, default=False,
+                   help="several examples share a sequence of up to --max-length tokens, kept apart by their "
+                        "position ids (off: one example a row, padded within a batch); for short conversations")
     t.add_argument("--restart", action=YesNo, default=False,
                    help="ignore the checkpoints in OUT and start over (off: go on from the last one)")
     e = add_command(dsub, "export", help="a PEFT adapter directory as a GGUF LoRA for llama.cpp",
@@ -529,7 +532,7 @@ def _distill_training(args) -> int:
                              attention=args.attention,
                              system=compact_prompt() if args.system_prompt == "compact" else None,
                              system_name="compact" if args.system_prompt == "compact" else "full",
-                             init_adapter=str(init_adapter) if init_adapter is not None else None)
+                             init_adapter=str(init_adapter) if init_adapter is not None else None, pack=args.pack)
     try:
         r = sft.train(args.data, base, args.out, config, resume=not args.restart)
     except sft.TrainError as exc:

@@ -35,7 +35,8 @@ from lookplangraph.lm import Completion, Usage
 #: ``inside-on-surface`` (``put_on``/``rearrange ... ontop`` answered as ``inside``),
 #: ``room-destination`` (the agent's room as the destination of a put), ``not-held`` (a put
 #: while holding nothing, onto an asset of the room), ``slots-shuffled`` (a rearrange with its
-#: object and destination swapped, a put naming the held object as its destination), and
+#: object and destination swapped; a put with its slots swapped is what the loop's ``held_slot``
+#: rule reads right, so it is no mistake), and
 #: ``repeat-refused`` (a refused mistake given once more, right after its feedback).
 MISTAKE_KINDS = ("inside-on-surface", "room-destination", "not-held", "slots-shuffled", "repeat-refused")
 
@@ -73,13 +74,15 @@ def episode_conversation(calls: list[tuple[list[dict[str, Any]], str]], train: l
     return chat
 
 
-def decisions(conversation: list[dict[str, Any]]) -> list[list[dict[str, str]]]:
+def decisions(conversation: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The one-decision examples of ``conversation``: for each trained assistant turn, the turns
-    before it and that answer (as plain ``role``/``content`` messages)."""
+    before it (their answers marked ``"train": false``) and that answer, the only one trained."""
     out = []
     for i, m in enumerate(conversation):
         if trained(m):
-            out.append([{"role": x["role"], "content": x["content"]} for x in conversation[:i + 1]])
+            before = [{"role": x["role"], "content": x["content"], **({"train": False} if x["role"] == "assistant" else {})}
+                      for x in conversation[:i]]
+            out.append([*before, {"role": "assistant", "content": m["content"]}])
     return out
 
 
@@ -105,8 +108,6 @@ def mistake(kind: str, action: Action, graph: SceneGraph) -> Action | None:
     elif kind == "slots-shuffled":
         if fn == "rearrange" and action.destination and action.node:
             return make("rearrange", action.destination, action.relation, action.node)
-        if fn in ("put_on", "put_inside") and held:
-            return make(fn, action.destination, None, held)
     return None
 
 
