@@ -9,7 +9,10 @@ For each *variant* (a name and planner settings or another ``--lm``), the same e
 * llama.cpp's own clocks (``llama_perf_context``): prompt evaluation and token-by-token decoding;
 * building the reply schema (with the excluded actions) and compiling it into a grammar;
 * the rest: sampling under the grammar, detokenizing, Python;
-* the total (what the planner records as the decision's seconds).
+* the total (what the planner records as the decision's seconds);
+* whether the reply's tokens as the model produced them (what the KV cache holds) are the tokens
+  its text re-tokenizes to (what the next prompt holds in the conversation layout: where they
+  differ, the cache serves the next prompt only up to there).
 
 It prints one table of medians (and the total's p90) per variant, whether each variant took the
 same actions as the first, and its successes, then writes ``OUT/decisions.csv`` and
@@ -57,7 +60,7 @@ TASKS = ("virtualhome/file392_1", "virtualhome/file432_1", "virtualhome/file463_
          "behavior/picking_up_trash", "behavior/putting_out_condiments",
          "office/office-01", "office/office-02", "office/office-03", "office/office-04")
 COLUMNS = ("prompt", "cached", "evaluated", "completion", "prompt_s", "decode_s", "schema_s", "grammar_s", "rest_s",
-           "total_s")
+           "total_s", "answer_ids_same")
 
 
 def load_tasks(specs: list[str]) -> list:
@@ -130,6 +133,12 @@ class Clocks:
                           "rest_s": max(0.0, c.seconds - prompt_s - decode_s - self.grammar_s),
                           "total_s": c.seconds + self.schema_s})
         self.schema_s = self.grammar_s = 0.0
+        # the reply's tokens as the model produced them (what the KV cache holds) against the
+        # tokens its text re-tokenizes to (what the next prompt of a conversation holds)
+        llm = self.lm.llm
+        held = llm.input_ids[u.prompt_tokens:llm.n_tokens].tolist()
+        again = llm.tokenize(c.text.encode("utf-8"), add_bos=False, special=False)
+        self.rows[-1]["answer_ids_same"] = int(bool(held) and again[:len(held)] == held)
         return c
 
 
@@ -189,7 +198,8 @@ def main() -> None:
     (out / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
     reference = {e["task"]: e["actions"] for e in episodes if e["variant"] == variants[0][0]}
     head = ("| variant | decisions | success | same actions | prompt tok | cached | evaluated | completion | "
-            "prompt eval s | decode s | schema s | grammar s | rest s | total s (p50) | total s (p90) |")
+            "prompt eval s | decode s | schema s | grammar s | rest s | total s (p50) | total s (p90) | "
+            "answer ids as re-tokenized |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, lm, settings, options in variants:
         mine = [r for r in rows if r["variant"] == name]
@@ -199,7 +209,8 @@ def main() -> None:
         lines.append(f"| {name} | {len(mine)} | {sum(e['success'] for e in eps)}/{len(eps)} | {same}/{len(eps)} | "
                      f"{med['prompt']:.0f} | {med['cached']:.0f} | {med['evaluated']:.0f} | {med['completion']:.0f} | "
                      f"{med['prompt_s']:.2f} | {med['decode_s']:.2f} | {med['schema_s']:.3f} | {med['grammar_s']:.3f} | "
-                     f"{med['rest_s']:.2f} | {med['total_s']:.2f} | {pct([r['total_s'] for r in mine], 0.9):.2f} |")
+                     f"{med['rest_s']:.2f} | {med['total_s']:.2f} | {pct([r['total_s'] for r in mine], 0.9):.2f} | "
+                     f"{sum(r['answer_ids_same'] for r in mine)}/{len(mine)} |")
     text = "\n".join(lines)
     settings_text = "\n".join(f"- {n}: lm {lm or args.lm}, {settings or 'its own settings'}, backend {options or 'default'}"
                               for n, lm, settings, options in variants)

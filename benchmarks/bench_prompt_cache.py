@@ -5,7 +5,10 @@ episodes in every format, so the decisions are the same and only the prompt's by
 each decision of each episode the prompt is tokenized with the embedded model's own tokenizer and
 chat template (``LlamaCppBackend.prompt_tokens``; no weights are loaded) and compared with the
 previous decision's prompt: the common token prefix is what llama.cpp's prefix cache serves, the
-rest is evaluated anew. The answer's tokens are counted too. Prints a Markdown table.
+rest is evaluated anew. The cache holds the previous prompt and its answer (the answer's text as
+the tokenizer writes it: a model's own tokens may differ, which ``bench_decision.py`` measures),
+so in the conversation layout, where the answer is part of the next prompt, only the new user
+turn is evaluated. The answer's tokens are counted too. Prints a Markdown table.
 
     .venv/bin/python benchmarks/bench_prompt_cache.py            # the 10 tasks of bench_decision.py
     .venv/bin/python benchmarks/bench_prompt_cache.py --tasks dev --dynamic-seed 0   # the dev split
@@ -32,6 +35,8 @@ FORMATS = {  # name -> planner settings
     "history-scene, action (v2)": {"prompt_layout": "history-scene", "reason_max_length": 0},
     "journal, action+reason": {"prompt_layout": "journal"},
     "journal, action": {"prompt_layout": "journal", "reason_max_length": 0},
+    "conversation, action+reason": {"prompt_layout": "conversation"},
+    "conversation, action": {"prompt_layout": "conversation", "reason_max_length": 0},
 }
 
 
@@ -66,8 +71,9 @@ def main() -> None:
                 tokens = tokenizer.prompt_tokens(messages)
                 prompts.append(len(tokens))
                 evaluated.append(len(tokens) - common_prefix(before, tokens))
-                answers.append(len(tokenizer.llm.tokenize(answer.encode(), add_bos=False, special=False)))
-                before = tokens
+                answer_tokens = tokenizer.llm.tokenize(answer.encode(), add_bos=False, special=False)
+                answers.append(len(answer_tokens))
+                before = tokens + answer_tokens  # what the KV cache holds after the decision
         print(f"| {name} | {len(prompts)} | {statistics.median(prompts):.0f} | {statistics.median(evaluated):.0f} | "
               f"{statistics.mean(evaluated):.0f} | {statistics.median(answers):.0f} |")
 

@@ -113,3 +113,31 @@ def test_a_dynamic_seed_that_moves_nothing_is_not_rolled_out_again(pool, tmp_pat
     counts = run_round(pool, ScriptedBackend([J("done")]), tmp_path,  # SCRIPTED student
                        cfg=data_config("action", "history-scene", max_actions=4), seeds=[0])
     assert counts.episodes == len(moved) < len(pool)
+
+
+def test_a_conversation_round_trains_the_agreed_answers_and_branches_the_rest(pool, tmp_path):
+    """SCRIPTED student (a test double, not an LM): the right room, then the wrong one, then stops."""
+    from lookplangraph.distill.planning.conversations import trained
+
+    task = pool[0]
+    g = task.graph
+    target = g.place_of(task.goal.node_goals[0].node)
+    wrong = next(p for p in g.places if p not in (target, g.agent.location))
+    said = [J("go_to", target), J("go_to", wrong), J("done")]
+    counts = run_round([task], ScriptedBackend(said), tmp_path, cfg=data_config("action", "conversation", max_actions=6),
+                       seeds=[None])
+    lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    student = [ex for ex in lines if ex["meta"]["kind"] == "student"]
+    branches = [ex for ex in lines if ex["meta"]["kind"] == "branch"]
+    answers = [m for m in (student[0]["messages"] if student else []) if m["role"] == "assistant"]
+    assert counts.states == 3 and len(lines) == counts.examples
+    assert len(branches) == 3 - counts.agreed - counts.left_out_done - counts.left_out_ungrounded
+    assert {ex["meta"]["student_action"] for ex in branches} >= {f"go_to({wrong})"}  # the wrong walk is relabelled
+    if student:  # the chat holds the student's answers exactly as given, trained where the expert agreed
+        assert [a["content"] for a in answers] == said and sum(trained(a) for a in answers) == counts.agreed
+    for ex in branches:
+        *before, label = ex["messages"]
+        assert trained(label) and not any(trained(m) for m in before)
+        answer = json.loads(label["content"])
+        assert answer["function_name"] != "done" and answer["node"] != wrong
+        assert [m["content"] for m in before if m["role"] == "assistant"] == said[:ex["meta"]["step"] - 1]

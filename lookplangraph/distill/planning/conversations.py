@@ -14,7 +14,7 @@ of episodes, at a chosen decision, the answer is a wrong one of a kind the plann
 answer (the simulator's real feedback follows in the next user turn), the expert is told it was
 given (:meth:`~lookplangraph.distill.teacher.policy.Policy.follow`) and answers again. The
 mistake stands untrained, the answer after it is trained: recovery after a refusal, at a rate
-the data sets. Format and use: ``docs/guides/distillation.md#conversations``.
+the data sets. Format and use: ``docs/guides/distillation.md#conversations-one-episode-one-sequence``.
 """
 
 from __future__ import annotations

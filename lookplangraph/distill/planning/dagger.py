@@ -9,7 +9,9 @@ training example for that exact prompt.
 ``lookplangraph distill dagger`` appends to ``OUT/`` (a round resumes where it stopped, and rounds
 may share a directory with ``distill data``): ``sft.jsonl`` (one example per labelled state,
 ``meta.source = "dagger"``), ``dagger_episodes.jsonl``, ``dagger_counts.json``, and ``counts.json``
-brought up to date. A round whose prompt layout, answer format, recall or teacher differs from the
+brought up to date. In the conversation layout (:mod:`.conversations`) an episode gives its chat
+(the student's answers trained where the expert agrees) and one branch per other state (the chat
+up to it, the expert's answer the one trained turn). A round whose prompt layout, answer format, recall or teacher differs from the
 directory's is refused (:class:`DaggerError`). A label is left out when it is ``done()`` while the
 goal does not hold, or when it names a node its prompt does not show. Only train-pool or
 leak-checked generated tasks may be rolled out (the caller's guard). See
@@ -28,6 +30,7 @@ from grasif.goals import evaluate_goal
 from grasif.task import Task
 
 from lookplangraph.agent.replies import parse_reply
+from lookplangraph.distill.planning.conversations import episode_conversation
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env, trim_torn_line
 from lookplangraph.planners.config import PlannerConfig, answer_format
@@ -65,7 +68,7 @@ class Labeller:
         gives_up = expert_action is not None and expert_action.function_name == "done" and \
             not evaluate_goal(self.task.goal, self.env.true_graph(), self.expert.initial).success
         self.labels.append({"messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-                            "label": label.text, "student": None if action is None else str(action),
+                            "label": label.text, "text": reply.text, "student": None if action is None else str(action),
                             "expert": None if expert_action is None else str(expert_action), "reason": reason or "",
                             "gives_up": gives_up})
         return reply
@@ -128,22 +131,10 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         env = make_env(task, seed)
         labeller.begin_episode(task, env, "lookplangraph", cfg)
         result = run_episode(task, env, labeller, cfg)
-        lines, kept = [], 0
-        for step, lab in enumerate(labeller.labels, 1):
-            counts.states += 1
-            counts.agreed += lab["student"] is not None and lab["student"] == lab["expert"]
-            if lab["gives_up"]:
-                counts.left_out_done += 1
-                continue
-            if lab["expert"] is None or ungrounded(lab["expert"] + " " + lab["reason"], lab["messages"][-1]["content"]):
-                counts.left_out_ungrounded += 1
-                continue
-            meta = {"source": "dagger", "student": student_name, "round": round_, "split": task.split,
-                    "task_id": task.id, "seed": seed, "step": step, "agreed": lab["student"] == lab["expert"],
-                    "student_action": lab["student"], "expert": labeller.expert.name}
-            chat = [*lab["messages"], {"role": "assistant", "content": lab["label"]}]
-            lines.append(json.dumps({"messages": chat, "meta": meta}) + "\n")
-            kept += 1
+        if layout == "conversation":
+            lines, kept = _conversation_lines(labeller, task, seed, round_, counts)
+        else:
+            lines, kept = _decision_lines(labeller, task, seed, round_, counts)
         counts.episodes += 1
         counts.student_successes += bool(result.success)
         counts.examples += kept
@@ -163,6 +154,65 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         if progress:
             progress(n, len(todo), {"task_id": task.id, "success": result.success})
     return counts
+
+
+def _usable(lab: dict[str, Any], counts: "DaggerCounts") -> bool:
+    """Whether the expert's label of a state may be learnt (counted where not): not ``done()``
+    while the goal does not hold, and naming only what the state's prompt (its user turns) shows."""
+    if lab["gives_up"]:
+        counts.left_out_done += 1
+        return False
+    shown = "\n".join(m["content"] for m in lab["messages"] if m["role"] == "user")
+    if lab["expert"] is None or ungrounded(lab["expert"] + " " + lab["reason"], shown):
+        counts.left_out_ungrounded += 1
+        return False
+    return True
+
+
+def _conversation_lines(labeller: Labeller, task: Task, seed: int | None, round_: int,
+                        counts: "DaggerCounts") -> tuple[list[str], int]:
+    """The conversation layout: the student's episode as one chat whose answers are trained where
+    the expert agrees (the same action, its label usable), and a branch for every other state: the
+    chat up to it (earlier answers untrained) with the expert's label as the one trained answer."""
+    labels = labeller.labels
+    base = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split, "task_id": task.id,
+            "seed": seed, "expert": labeller.expert.name}
+    usable = []
+    for lab in labels:
+        counts.states += 1
+        agreed = lab["student"] is not None and lab["student"] == lab["expert"]
+        counts.agreed += agreed
+        usable.append((agreed, _usable(lab, counts)))
+    marks = [agreed and ok for agreed, ok in usable]
+    chat = episode_conversation([(lab["messages"], lab["text"]) for lab in labels], marks)
+    lines = [json.dumps({"messages": chat, "meta": {**base, "kind": "student", "decisions": len(labels),
+                                                    "trained": sum(marks)}}) + "\n"] if any(marks) else []
+    for step, (lab, (agreed, ok)) in enumerate(zip(labels, usable), 1):
+        if agreed or not ok:
+            continue
+        before = [{**m, "train": False} if m["role"] == "assistant" else m for m in lab["messages"]]
+        lines.append(json.dumps({"messages": [*before, {"role": "assistant", "content": lab["label"]}],
+                                 "meta": {**base, "kind": "branch", "step": step, "student_action": lab["student"]}})
+                     + "\n")
+    return lines, len(lines)
+
+
+def _decision_lines(labeller: Labeller, task: Task, seed: int | None, round_: int,
+                    counts: "DaggerCounts") -> tuple[list[str], int]:
+    """One example per labelled state: its prompt and the expert's label."""
+    lines, kept = [], 0
+    for step, lab in enumerate(labeller.labels, 1):
+        counts.states += 1
+        counts.agreed += lab["student"] is not None and lab["student"] == lab["expert"]
+        if not _usable(lab, counts):
+            continue
+        meta = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split,
+                "task_id": task.id, "seed": seed, "step": step, "agreed": lab["student"] == lab["expert"],
+                "student_action": lab["student"], "expert": labeller.expert.name}
+        chat = [*lab["messages"], {"role": "assistant", "content": lab["label"]}]
+        lines.append(json.dumps({"messages": chat, "meta": meta}) + "\n")
+        kept += 1
+    return lines, kept
 
 
 def _read_counts(out: Path) -> DaggerCounts:
