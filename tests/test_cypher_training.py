@@ -275,3 +275,21 @@ def test_the_end_layout_data_is_the_schema_data_with_the_classes_line_moved(task
         assert old["meta"] == new["meta"] and old["messages"][1:] == new["messages"][1:]
         assert old["messages"][0] != new["messages"][0]
         assert classes_at_end(old["messages"][0]["content"]) == new["messages"][0]["content"]
+
+
+def test_a_questions_turns_merge_into_one_conversation_that_trains_the_same_answers(tasks, store, tmp_path):
+    from lookplangraph.distill.cypher.commands import _as_conversations
+    from lookplangraph.distill.planning.conversations import decisions, trained
+
+    build_data(allowed_scenes(tasks)[:4], store, tmp_path, n_per_split=10, grounding_per_split=3)
+    turns = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    n = _as_conversations(tmp_path)
+    chats = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    assert n == len(chats) < len(turns) and any(len(c["meta"]["turns"]) >= 2 for c in chats)
+    # cut back into one-decision examples, the conversations are the turns as written, in order
+    cut = [d for c in chats for d in decisions(c["messages"])]
+    assert [[{"role": m["role"], "content": m["content"]} for m in d] for d in cut] == \
+        [[{"role": m["role"], "content": m["content"]} for m in t["messages"]] for t in turns]
+    assert sum(trained(m) for c in chats for m in c["messages"]) == len(turns)
+    for c in chats:
+        assert c["meta"]["turns"] == [i for i, m in enumerate(c["messages"]) if trained(m)] and "turn" not in c["meta"]

@@ -11,10 +11,12 @@ be used). What the data holds: ``docs/guides/cypher.md``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from lookplangraph.cypher.commands import _Bad, _grasif_tasks, _guarded, _lm, _Unavailable
+from lookplangraph.distill.planning.conversations import merge_turns
 from lookplangraph.lm.embedded import DEFAULT_MODEL
 
 #: ``cypher-mistakes`` records the base model's mistakes: the recovery turns of the training data
@@ -79,6 +81,10 @@ def cmd_cypher_data(args) -> int:
         raise _Bad(str(exc)) from None
     finally:
         store.close()
+    if args.conversations:
+        conversations = _as_conversations(Path(args.out))
+        counts["conversations"] = conversations
+        (Path(args.out) / "counts.json").write_text(json.dumps(counts, indent=1) + "\n")
     g, r, i = counts["grounding"], counts.get("recovery"), counts.get("intents")
     rejected = f", {sum(g['rejected'].values())} rejected" if g["rejected"] else ""
     print(f"{counts['questions']} questions ({counts['qa_examples']} examples; "
@@ -88,8 +94,21 @@ def cmd_cypher_data(args) -> int:
              + (f"; rejected {', '.join(f'{k} {v}' for k, v in sorted(i['rejected'].items()))}" if i["rejected"] else "")
              + ")" if i else "")
           + (f", {r['mistakes']} recovery turns from {len(mistakes)} records ({r['examples']} examples)" if r else "")
-          + f"; {counts['examples']} examples written to {Path(args.out) / 'sft.jsonl'}")
+          + f"; {counts['examples']} examples written to {Path(args.out) / 'sft.jsonl'}"
+          + (f", as {counts['conversations']} conversations" if args.conversations else ""))
     return 0
+
+
+def _as_conversations(out: Path) -> int:
+    """``out/sft.jsonl``'s one-turn examples merged into one conversation per question
+    (:func:`lookplangraph.distill.planning.conversations.merge_turns`), written whole; how many."""
+    path = out / "sft.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    merged = merge_turns(rows)
+    part = out / "sft.jsonl.part"
+    part.write_text("".join(json.dumps(r) + "\n" for r in merged))
+    part.replace(path)
+    return len(merged)
 
 
 @_guarded
@@ -209,6 +228,9 @@ def add_parser(sub) -> None:
     p.add_argument("--classes-at", choices=["schema", "end"], default="schema",
                    help="where the agent's system prompt lists the scene's classes: with the schema (default) or at "
                         "the end of the fixed text (as ask and cypher-eval --classes-at)")
+    p.add_argument("--conversations", action="store_true",
+                   help="write each question's turns (query, rows, answer) as one conversation, every answer "
+                        "trained in one pass, instead of one example per turn")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
     p.set_defaults(func=cmd_cypher_data)
 

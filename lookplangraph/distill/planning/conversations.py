@@ -86,6 +86,31 @@ def decisions(conversation: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
+def merge_turns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One-turn examples written turn by turn from one chat (each the previous one's messages
+    plus more, ending with an assistant turn: the Cypher agent's query, rows and answer) merged
+    into one conversation each, in order: an assistant turn is trained where an example ended
+    at it, untrained otherwise. A row that does not continue the one before it starts a new
+    conversation; the merged row keeps the first row's ``meta`` without ``turn`` and gains
+    ``turns`` (the trained turns' indices)."""
+    out: list[dict[str, Any]] = []
+    plain = lambda ms: [{"role": m["role"], "content": m["content"]} for m in ms]  # noqa: E731
+    for row in rows:
+        messages = plain(row["messages"])
+        last = out[-1] if out else None
+        if last is not None and len(messages) > len(last["messages"]) and \
+                messages[:len(last["messages"])] == plain(last["messages"]):
+            extended = [*last["messages"], *({**m, "train": False} if m["role"] == "assistant" else m
+                                             for m in messages[len(last["messages"]):-1]), messages[-1]]
+            last["messages"] = extended
+            last["meta"]["turns"].append(len(extended) - 1)
+            continue
+        meta = {k: v for k, v in (row.get("meta") or {}).items() if k != "turn"}
+        first = [{**m, "train": False} if m["role"] == "assistant" else m for m in messages[:-1]]
+        out.append({"messages": [*first, messages[-1]], "meta": {**meta, "turns": [len(messages) - 1]}})
+    return out
+
+
 def mistake(kind: str, action: Action, graph: SceneGraph) -> Action | None:
     """The wrong answer of ``kind`` made from the expert's ``action`` in the true ``graph`` (the
     agent's room and what it holds), or None where the kind does not apply (module doc)."""
