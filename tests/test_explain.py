@@ -59,7 +59,7 @@ def test_the_loop_records_explained_reasons_but_keeps_them_out_of_the_prompts():
         assert "- go_to(kitchen-1)" in prompts[1]
 
 
-def recorded_run(tmp_path, replies):
+def recorded_run(tmp_path, replies, **settings):
     """A run directory as `lookplangraph run` writes it, from SCRIPTED replies (not a real LM);
     returns it, the task, and the prompts the episode's LM was sent."""
     from lookplangraph.evaluation.runner import run_episode_to_dir
@@ -67,7 +67,7 @@ def recorded_run(tmp_path, replies):
 
     goal = GoalSpec(node_goals=[NodeGoal(node="apple-2", relation="ontop", destination="bed-1")])
     task = Task(id="apple", split="test", instruction="Put the apple on the bed.", initial_graph=kitchen_dict(), goal=goal)
-    s = load_settings(None, {"lm": "scripted", "reason_max_length": 0}, note=lambda _: None)
+    s = load_settings(None, {"lm": "scripted", "reason_max_length": 0, **settings}, note=lambda _: None)
     lm = ScriptedBackend(replies)
     run_episode_to_dir(task, lm, s.config, tmp_path / "run", meta=s.as_dict())
     return tmp_path / "run", task, [r["messages"] for r in lm.requests]
@@ -90,6 +90,22 @@ def test_a_recorded_run_is_replayed_to_the_prompts_its_lm_saw(tmp_path):
     assert said.reason == "it belongs on the bed" and why.requests[0]["messages"] == sent[3]
     with pytest.raises(ReplayError, match="no call 9"):
         chosen_prompts(prompts, [9])
+
+
+def test_a_conversation_run_is_replayed_and_explained_on_the_whole_chat(tmp_path):
+    from lookplangraph.evaluation.explain import explain_steps, load_episode, replay_prompts
+
+    decisions = [A("go_to", "kitchen-1"), A("pick_up", "banana-9"), A("rearrange", "apple-2", "ontop", "bed-1"),
+                 A("done")]
+    run_dir, _, sent = recorded_run(tmp_path, decisions, prompt_layout="conversation")
+    loaded, settings, trace = load_episode(run_dir)
+    prompts = replay_prompts(loaded, settings, trace)
+    assert [decision_messages(p.static, p.dynamic) for p in prompts] == sent  # byte for byte, every turn
+    assert [m["content"] for m in prompts[2].dynamic if m["role"] == "assistant"] == decisions[:2]
+    assert prompts[2].dynamic[-1]["content"].startswith("Feedback on your last answer:")
+    why = ScriptedBackend([A("rearrange", "apple-2", "ontop", "bed-1", reason="it belongs on the bed")])
+    [(_, said)] = explain_steps(why, prompts[2:3])
+    assert said.reason == "it belongs on the bed" and why.requests[0]["messages"] == sent[2]
 
 
 def test_a_replay_that_diverges_or_a_run_that_cannot_be_replayed_is_a_clear_error(tmp_path):

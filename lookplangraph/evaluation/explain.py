@@ -40,12 +40,12 @@ class ReplayError(ValueError):
 @dataclass(frozen=True)
 class Prompt:
     """One recorded decision with the prompt it was made on (``static``: system message,
-    ``dynamic``: user message)."""
+    ``dynamic``: user message, or in the conversation layout the turns after the system message)."""
 
     call: int
     reply: str
     static: str
-    dynamic: str
+    dynamic: "str | list[dict[str, str]]"
 
 
 def read_trace(path: Path) -> list[dict]:
@@ -137,7 +137,8 @@ def replay_prompts(task: Task, settings: RunSettings, trace: list[dict]) -> list
                               f"the replay {again.proposed} (a run of another version or other settings)")
     if len(replayed) != len(trace):
         raise ReplayError(f"the replay made {len(replayed)} decisions, the trace {len(trace)}")
-    return [Prompt(i + 1, step["text"], req["messages"][0]["content"], req["messages"][1]["content"])
+    return [Prompt(i + 1, step["text"], req["messages"][0]["content"],
+                   req["messages"][1]["content"] if len(req["messages"]) == 2 else req["messages"][1:])
             for i, (step, req) in enumerate(zip(trace, lm.requests))]
 
 
