@@ -228,9 +228,9 @@ def add_parser(sub) -> None:
     p.add_argument("--classes-at", choices=["schema", "end"], default="schema",
                    help="where the agent's system prompt lists the scene's classes: with the schema (default) or at "
                         "the end of the fixed text (as ask and cypher-eval --classes-at)")
-    p.add_argument("--conversations", action="store_true",
+    p.add_argument("--conversations", action=argparse.BooleanOptionalAction, default=False,
                    help="write each question's turns (query, rows, answer) as one conversation, every answer "
-                        "trained in one pass, instead of one example per turn")
+                        "trained in one pass, instead of one example per turn (default: off)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
     p.set_defaults(func=cmd_cypher_data)
 
