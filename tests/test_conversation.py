@@ -150,3 +150,16 @@ def test_mistakes_need_the_conversation_layout(behavior_pool, tmp_path, capsys):
     assert "--prompt-layout conversation" in capsys.readouterr().err
     assert main(["distill", "data", "--out", str(tmp_path / "y"), "--prompt-layout", "conversation",
                  "--mistakes", "2", "--limit", "1"]) == 2
+
+
+def test_a_mix_of_conversations_counts_their_decisions_and_mistakes(behavior_pool, tmp_path):
+    from lookplangraph.distill.training.mix import Take, mix
+
+    counts = build_data(behavior_pool[:6], tmp_path / "conv", seeds=[None], augmentations=(),
+                        prompt_layout="conversation", answer_format="action", recall="named", mistakes=1.0)
+    mixed = mix([Take(tmp_path / "conv")], tmp_path / "mix", system="S", system_name="compact")
+    assert mixed["prompt_layout"] == "conversation" and mixed["decisions"] == counts.decisions
+    assert mixed["mistakes"]["episodes"] == counts.mistakes["episodes"]
+    rows = [json.loads(x) for x in (tmp_path / "mix" / "sft.jsonl").read_text().splitlines()]
+    assert all(r["messages"][0] == {"role": "system", "content": "S"} for r in rows)
+    assert sum(trained(m) for r in rows for m in r["messages"]) == counts.decisions  # the marks travel

@@ -6,7 +6,8 @@
 * ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``, ``answer_format``
   and ``recall`` (they must agree), their teachers, per source what was available and taken (with
   the source file's SHA-256), ``by_source``, the planning system message (``systems_final:
-  true``), and the Cypher transforms when there are any.
+  true``), the Cypher transforms when there are any, and where conversations are among the
+  examples the trained ``decisions`` and the injected ``mistakes`` by kind.
 
 Planning examples get the system message ``system`` here, once; Cypher examples keep the agent's
 own, changed only by the Cypher transforms: ``cypher_transform`` (the examples of a Cypher
@@ -222,6 +223,12 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
               "by_source": dict(Counter(_label(r) for r in rows)),
               "system_prompt_name": system_name if system is not None else "full",
               "system_prompt": planning_system, "systems_final": True}
+    if any(sum(m["role"] == "assistant" for m in r["messages"]) > 1 for r in rows):  # conversations among them
+        counts["decisions"] = sum(1 for r in rows for m in r["messages"]
+                                  if m["role"] == "assistant" and m.get("train", True) is not False)
+        kinds = Counter(m["kind"] for r in rows for m in (r.get("meta") or {}).get("mistakes") or ())
+        if kinds:
+            counts["mistakes"] = {"episodes": sum(bool((r.get("meta") or {}).get("mistakes")) for r in rows), **kinds}
     if cypher_transform is not None:
         counts["cypher_transform"] = {"name": cypher_transform_name, "changed": changed}
     if cypher_system is not None:
