@@ -1,10 +1,12 @@
 """LoRA supervised fine-tuning of a GGUF chat model on ``distill data``'s examples.
 
 :func:`train` reads the base model and its tokenizer straight from the project's GGUF file
-(``transformers`` dequantizes it through the ``gguf`` package: no model hub), renders every
-example with the model's own chat template (the one llama.cpp applies at inference), computes
-the loss on the answer tokens only (the assistant's reply and its end-of-turn token; the system
-and user prompt are masked with -100), and trains a PEFT LoRA with the Hugging Face ``Trainer``:
+(``transformers`` dequantizes it through the ``gguf`` package, asked for dense weights: no model
+hub), renders every example with the model's own chat template (the one llama.cpp applies at
+inference), computes the loss on the answer tokens only (the assistant's reply and its
+end-of-turn token; the system and user prompt are masked with -100; a whole conversation,
+:mod:`lookplangraph.distill.planning.conversations`, has every trained answer learnt in one
+pass; ``pack`` lets examples share a sequence), and trains a PEFT LoRA with the Hugging Face ``Trainer``:
 seeded, with a progress bar, checkpoints every ``save_steps`` and ``resume`` from the last one
 (so a run cut by a time limit, ``max_minutes``, goes on where it stopped). At the end it writes
 into ``OUT/``:
@@ -12,8 +14,8 @@ into ``OUT/``:
 * ``adapter/``: the PEFT adapter (``adapter_config.json``, ``adapter_model.safetensors``);
 * ``adapter.gguf``: the same adapter as a GGUF LoRA for llama.cpp (:mod:`.gguf_lora`);
 * ``loss.csv`` and ``loss.png``: the training loss by step;
-* ``train.json``: the configuration, the base and data SHA-256, example and token counts, the
-  final loss, the torch/transformers/peft versions and the device.
+* ``train.json``: the configuration, the base and data SHA-256, example, decision and token counts
+  (with this call's tokens trained and tokens/s), the final loss, the torch/transformers/peft versions and the device.
 
 The heavy dependencies (``torch``, ``transformers``, ``peft``, ``gguf``, ``accelerate``) are the
 ``distill`` extra; importing this module does not need them, calling :func:`train` does.
