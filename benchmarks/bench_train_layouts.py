@@ -55,10 +55,7 @@ def one(args: argparse.Namespace) -> None:
     report = sft.train(args.child, args.base, args.out, config, log=lambda _: None)
     record = json.loads((Path(args.out) / "train.json").read_text())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
-    steps_done = report.steps
-    print(json.dumps({"seconds": report.seconds, "tokens": record["tokens_seen_this_call"], "steps": steps_done,
-                      "tokens_per_decision": (report.prompt_tokens + report.answer_tokens) / report.decisions,
-                      "peak_gb": peak}))
+    print(json.dumps({"seconds": report.seconds, "tokens": record["tokens_seen_this_call"], "peak_gb": peak}))
 
 
 def tokens_per_decision(examples: list[list[dict]], base: str) -> float:
@@ -106,28 +103,30 @@ def main() -> None:
         from lookplangraph.lm.llamacpp import resolve_adapter
 
         init = str(resolve_adapter(args.base, init))
-    chats = sft.read_examples(args.data)
+    whole = sft.read_examples(args.data)
+    chats = list(whole)
     random.Random(0).shuffle(chats)
     chats = chats[: args.sample]
     tmp = Path(tempfile.mkdtemp(prefix="bench_train_"))
-    sources = {"conversation": (write(chats, tmp / "conv"), False),
-               "conversation, packed": (write(chats, tmp / "conv"), True),
-               "decisions": (write([d for c in chats for d in decisions(c)], tmp / "dec"), False)}
+    conv = write(chats, tmp / "conv")
+    # name -> (the sample's directory, packed, the whole data's tokens a decision)
+    per_conversation = tokens_per_decision(whole, base)
+    sources = {"conversation": (conv, False, per_conversation),
+               "conversation, packed": (conv, True, per_conversation),
+               "decisions": (write([d for c in chats for d in decisions(c)], tmp / "dec"), False,
+                             tokens_per_decision([d for c in whole for d in decisions(c)], base))}
     if args.also:
         other = sft.read_examples(args.also)
-        random.Random(0).shuffle(other)
-        sources[f"{Path(args.also).name} (its own layout)"] = (write(other[:200], tmp / "also"), False)
-    whole = sft.read_examples(args.data)
-    per_decision = {"conversation": tokens_per_decision(whole, base), "conversation, packed": None,
-                    "decisions": tokens_per_decision([d for c in whole for d in decisions(c)], base)}
-    per_decision["conversation, packed"] = per_decision["conversation"]
-    if args.also:
-        per_decision[f"{Path(args.also).name} (its own layout)"] = tokens_per_decision(sft.read_examples(args.also), base)
+        sample = list(other)
+        random.Random(0).shuffle(sample)
+        sample = sample[:200]
+        sources[f"{Path(args.also).name} (its own layout)"] = (write(sample, tmp / "also"), False,
+                                                                tokens_per_decision(other, base))
     print(f"base {args.base}, start {args.init_adapter or 'fresh'}, {args.steps} steps of batch 1 x {args.grad_accum}, "
           f"max_length {args.max_length}, {args.dtype}, checkpointing {args.checkpointing}\n")
     print("| data | tokens a decision | tokens trained | seconds | tokens/s | decisions/hour | peak GB |\n"
           "|---|---|---|---|---|---|---|")
-    for name, (path, pack) in sources.items():
+    for name, (path, pack, per) in sources.items():
         if args.only and not name.startswith(args.only):
             continue
         cmd = [sys.executable, __file__, "--data", args.data, "--child", str(path), "--out", str(tmp / f"run{len(name)}{pack}"),
@@ -140,7 +139,6 @@ def main() -> None:
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         speed = r["tokens"] / r["seconds"]  # decisions an hour: at this speed, over the whole data's tokens a decision
-        per = per_decision[name]
         print(f"| {name} | {per:.0f} | {r['tokens']} | {r['seconds']:.0f} | {speed:.1f} | "
               f"{speed * 3600 / per:.0f} | {r['peak_gb']:.1f} |", flush=True)
 

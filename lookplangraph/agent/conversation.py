@@ -16,10 +16,7 @@ Concept and an example: ``docs/concepts/loop.md#the-conversation-layout``.
 from __future__ import annotations
 
 from lookplangraph.agent.journal import Journal
-
-#: how a user turn reports a refused or unreadable answer (the expert reads it:
-#: :data:`lookplangraph.distill.teacher.expert.FEEDBACK_MARK`)
-FEEDBACK = "Feedback on your last answer:"
+from lookplangraph.agent.prompts import FEEDBACK
 
 
 def outcome_line(accepted: bool, feedback: str | None, done_as: str = "") -> str:

@@ -15,6 +15,7 @@ Concept and an example: ``docs/concepts/loop.md#the-journal-layout``.
 
 from __future__ import annotations
 
+from lookplangraph.agent.prompts import FEEDBACK
 from lookplangraph.agent.view import entry_line, places_line, render_search
 
 #: the view's sections of nodes, in the order the journal lists them
@@ -39,7 +40,7 @@ class Journal:
         any, the steps corrections added (``done_as``) and the ``feedback`` of a refusal."""
         said = action or "(an answer that could not be read)"
         line = f"\n- {f'{reason} -> ' if reason else ''}{said}{f' [{done_as}]' if done_as else ''}"
-        self.text += line + (f"\nFeedback on your last answer: {feedback}" if feedback else "")
+        self.text += line + (f"\n{FEEDBACK} {feedback}" if feedback else "")
 
     def prompt(self, shown: dict, missing: dict[str, tuple[str, str, str]] | None = None) -> str:
         """The user message of the next decision: the journal with what ``shown`` (a view of

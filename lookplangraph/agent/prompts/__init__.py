@@ -30,6 +30,9 @@ def compact_prompt() -> str:
     return template("compact").strip()
 
 
+#: how every prompt layout reports a refused or unreadable answer (the privileged expert reads it)
+FEEDBACK = "Feedback on your last answer:"
+
 #: the planner's ``system_prompt`` settings that name a system message (``auto`` chooses one)
 SYSTEM_PROMPTS = ("full", "compact")
 
@@ -66,7 +69,7 @@ def dynamic_prompt(instruction: str, scene: str, history: list[tuple[str, str, s
                         for reason, action, result in history)
     else:
         steps = "none."
-    fb = f"Feedback on your last answer: {feedback}\n" if feedback else ""
+    fb = f"{FEEDBACK} {feedback}\n" if feedback else ""
     if layout == "scene-history":
         return template("dynamic").format(instruction=instruction, scene=scene, history=steps, feedback=fb)
     if layout in ("journal", "conversation"):

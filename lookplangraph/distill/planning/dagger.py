@@ -131,6 +131,10 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         env = make_env(task, seed)
         labeller.begin_episode(task, env, "lookplangraph", cfg)
         result = run_episode(task, env, labeller, cfg)
+        for lab in labeller.labels:
+            lab["agreed"] = lab["student"] is not None and lab["student"] == lab["expert"]
+            counts.states += 1
+            counts.agreed += lab["agreed"]
         if layout == "conversation":
             lines, kept = _conversation_lines(labeller, task, seed, round_, counts)
         else:
@@ -177,12 +181,7 @@ def _conversation_lines(labeller: Labeller, task: Task, seed: int | None, round_
     labels = labeller.labels
     base = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split, "task_id": task.id,
             "seed": seed, "expert": labeller.expert.name}
-    usable = []
-    for lab in labels:
-        counts.states += 1
-        agreed = lab["student"] is not None and lab["student"] == lab["expert"]
-        counts.agreed += agreed
-        usable.append((agreed, _usable(lab, counts)))
+    usable = [(lab["agreed"], _usable(lab, counts)) for lab in labels]
     marks = [agreed and ok for agreed, ok in usable]
     chat = episode_conversation([(lab["messages"], lab["text"]) for lab in labels], marks)
     lines = [json.dumps({"messages": chat, "meta": {**base, "kind": "student", "decisions": len(labels),
@@ -202,8 +201,6 @@ def _decision_lines(labeller: Labeller, task: Task, seed: int | None, round_: in
     """One example per labelled state: its prompt and the expert's label."""
     lines, kept = [], 0
     for step, lab in enumerate(labeller.labels, 1):
-        counts.states += 1
-        counts.agreed += lab["student"] is not None and lab["student"] == lab["expert"]
         if not _usable(lab, counts):
             continue
         meta = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split,

@@ -337,15 +337,19 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
         messages = json.loads(line)["messages"]
         report.examples += 1
         turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
-        for i in turns if len(turns) > 1 else turns[-1:]:  # a conversation: every trained answer
-            if len(turns) > 1 and not trained(messages[i]):
-                continue
-            where = f"sft.jsonl line {n}" + (f", turn {i}" if len(turns) > 1 else "")
+        chat = len(turns) > 1
+        shown: list[str] = []  # the user turns before the answer at hand
+        for i, m in enumerate(messages):
+            if m["role"] == "user":
+                shown.append(m["content"])
+            if m["role"] != "assistant" or (chat and not trained(m)) or (not chat and i != turns[-1]):
+                continue  # a conversation: every trained answer; a one-decision example: its answer
+            where = f"sft.jsonl line {n}" + (f", turn {i}" if chat else "")
             action, reason, error = parse_reply(messages[i]["content"])
             if action is None:
                 report.problems.append(f"{where}: the answer is not an action ({error})")
                 continue
-            prompt = "\n".join(m["content"] for m in messages[:i] if m["role"] == "user")
+            prompt = "\n".join(shown)
             for name in (action.node, action.destination):
                 if name and name not in prompt:
                     report.problems.append(f"{where}: {action} names {name}, which its prompt does not show")

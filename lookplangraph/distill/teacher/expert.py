@@ -25,14 +25,15 @@ from sgs.actions import Action, parse_plan
 from sgs.graph import SceneGraph, node_class
 from sgs.simulator import run_plan
 
+from lookplangraph.agent.prompts import FEEDBACK
 from lookplangraph.distill.teacher.policy import ExpertError, Policy
 from lookplangraph.lm import Completion, Usage
 
 #: how ReAct's text world answers a command it did not carry out (lookplangraph.planners.react)
 REACT_REFUSED = "Nothing happens."
 
-#: how LookPlanGraph's prompt says that the last answer was refused (lookplangraph.agent.prompts)
-FEEDBACK_MARK = "Feedback on your last answer:"
+#: how LookPlanGraph's prompt says that the last answer was refused
+FEEDBACK_MARK = FEEDBACK
 
 #: a node's name in text (``shelf-2``, ``toms_office-1``)
 NODE_NAME = re.compile(r"\b[a-z][a-z0-9_]*-\d+\b")
