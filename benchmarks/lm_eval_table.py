@@ -14,7 +14,10 @@ over episodes of LM seconds / LM calls; only indicative on a shared machine). A 
 (episodes with ``moves``) gets a row more per part: the episodes whose object was moved. Markdown on stdout.
 ``--compare`` then pairs the first run with each other one task by task, on the test sample and on
 dev separately
-(:mod:`lookplangraph.evaluation.paired`: gains, losses, the sign test, the tasks).
+(:mod:`lookplangraph.evaluation.paired`: gains, losses, the sign test, the tasks), with a warning line
+first for each split the two ran on different GraSIF builds of (the ``grasif_build`` each run's
+``config.json`` records: :func:`lookplangraph.evaluation.runner.build_warnings`), as their task
+ids then name other tasks.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from statistics import mean, median
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lookplangraph.evaluation.paired import compare, outcomes, wilson  # noqa: E402
-from lookplangraph.evaluation.runner import read_results  # noqa: E402
+from lookplangraph.evaluation.runner import build_warnings, read_results, recorded_builds  # noqa: E402
 
 SPLITS = (("vh", "VirtualHome"), ("bh", "BEHAVIOR"), ("office", "office"))
 DEV = ("dev", "dev (chooses; not in the total)")
@@ -84,9 +87,11 @@ def main() -> int:
                     help="also pair the first run with each other one, task by task (gains, losses, sign test)")
     args = ap.parse_args()
     print(HEADER)
-    runs = {}
+    runs, builds = {}, {}
     for prefix in args.prefixes:
         everything, seconds = [], []
+        builds[Path(prefix).name] = {split: build for suffix in (*(s for s, _ in SPLITS), DEV[0])
+                                     for split, build in recorded_builds(Path(f"{prefix}_{suffix}")).items()}
         for suffix, part in SPLITS:
             path = Path(f"{prefix}_{suffix}") / "results.jsonl"
             results = read_results(path) if path.exists() else []
@@ -107,6 +112,8 @@ def main() -> int:
     if args.compare and len(runs) > 1:
         first, *others = runs
         for other in others:
+            for line in build_warnings({first: builds[first], other: builds[other]}):
+                print(f"\n{line}")
             for part in ("dev", "test"):
                 if runs[first][part] and runs[other][part]:
                     pair = compare(runs[first][part], runs[other][part])

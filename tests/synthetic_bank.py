@@ -65,7 +65,7 @@ def picture(obs: Observation) -> bytes:
 def write_data_dir(root: Path, tasks: Iterable[Task]) -> Path:
     """A minimal GraSIF data directory (``index.json`` and one file per task) holding ``tasks``."""
     root.mkdir(parents=True, exist_ok=True)
-    index = {"format": 1, "splits": {}}
+    index = {"format": 2, "splits": {}, "assembled": "tests/synthetic_bank.py"}  # not built: never rebuilt
     for task in tasks:
         (root / task.split).mkdir(parents=True, exist_ok=True)
         save_task(task, root / task.split / f"{task.id}.json")

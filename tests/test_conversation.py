@@ -105,6 +105,17 @@ def test_each_mistake_kind_is_built_from_the_experts_answer(behavior_pool):
         MistakeInjector(Expert(), 1.5)
 
 
+def test_the_share_of_episodes_with_a_mistake_is_the_rate_asked(behavior_pool, tmp_path):
+    # the decision is drawn before the end of the episode's clean run, and a kind that does not
+    # apply there gives way to the next of the episode's order: every episode asked gets one
+    counts = build_data(behavior_pool[:16], tmp_path, seeds=[None], augmentations=(), prompt_layout="conversation",
+                        answer_format="action", recall="named", mistakes=1.0, mistake_seed=2)
+    lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    with_mistake = [ex for ex in lines if ex["meta"]["mistakes"]]
+    print("EPISODES", len(lines), len(with_mistake), [ex["meta"]["decisions"] for ex in lines if not ex["meta"]["mistakes"]]); assert counts.mistakes["episodes"] == len(with_mistake) == len(lines) == 16
+    assert len({m["kind"] for ex in with_mistake for m in ex["meta"]["mistakes"]}) >= 3
+
+
 def test_conversation_data_trains_the_recovery_not_the_mistake(behavior_pool, tmp_path):
     counts = build_data(behavior_pool[:10], tmp_path, seeds=[None], augmentations=(), prompt_layout="conversation",
                         answer_format="action", recall="named", mistakes=1.0, mistake_seed=1)

@@ -356,31 +356,76 @@ def test_ask_answers_several_questions_with_one_model_one_json_line_each(capsys,
 # ---------------------------------------------------------------------------------------------
 
 def test_an_empty_result_says_what_the_store_has_and_the_answer_after_it_is_questioned(store):
-    from lookplangraph.cypher.agent import QUESTIONED
+    from lookplangraph.cypher.agent import QUESTIONED, UNFOUNDED
     from lookplangraph.cypher.hints import LINKS
 
     wrong = "MATCH (o:Object {class: 'fridge'})-[:ON_TOP_OF|INSIDE*1..5]->(:Asset)-[:IN_ROOM]->(r:Room) RETURN r.name"
     lm = ScriptedBackend([q(wrong), a("no room"),  # scripted: the issue's mistake, then an answer off it
                           q("MATCH (:Asset {name: 'fridge-1'})-[:IN_ROOM]->(r:Room) RETURN r.name"), a("kitchen-1")])
     res = CypherAgent(lm, store).answer_question("Which room is the fridge in?", "string")
-    assert res.answer == "kitchen-1" and res.questioned and res.calls == 4
+    assert res.answer == "kitchen-1" and res.unfounded and res.calls == 4
     shown = lm.requests[1]["messages"][-1]["content"]
     assert "(no rows)" in shown and "class 'fridge' is held by 1 Asset node(s) (fridge-1) - not by Object" in shown
     assert LINKS["Asset"] in shown
-    assert lm.requests[2]["messages"][-1]["content"] == QUESTIONED
+    # a name given while no query has found anything is sent back saying so (not QUESTIONED's "give
+    # your answer again if you are sure"); a count of zero after an empty result is QUESTIONED
+    assert lm.requests[2]["messages"][-1]["content"] == UNFOUNDED.format(
+        problem="no query has returned rows yet", found="Your last query found no rows.")
     assert "kitchen-1" in lm.requests[3]["messages"][-1]["content"]
-
-
-def test_an_answer_is_questioned_once_only_and_not_after_rows(store):
     lm = ScriptedBackend([q("MATCH (o:Object {class: 'fridge'}) RETURN count(o)"), a(0), a(0)])
     res = CypherAgent(lm, store).answer_question("How many fridges are objects?", "number")
-    assert res.answer == 0 and res.calls == 3 and res.questioned  # the second answer stands
-    lm = ScriptedBackend([q("MATCH (o:Object {class: 'apple'}) RETURN count(o)"), a(2)])
-    res = CypherAgent(lm, store).answer_question("How many apples?", "number")
-    assert res.answer == 2 and res.calls == 2 and not res.questioned
-    lm = ScriptedBackend([q("MATCH (o:Object {class: 'fridge'}) RETURN count(o)"), a(0)])
-    res = CypherAgent(lm, store, AgentConfig(variant="one-query")).answer_question("How many?", "number")
-    assert res.answer == 0 and not res.questioned  # no query left to fix it with: not questioned
+    assert lm.requests[2]["messages"][-1]["content"] == QUESTIONED and res.questioned and not res.unfounded
+
+
+# ---------------------------------------------------------------------------------------------
+# An answer that no rows gave: sent back once, the same again returned unanswered
+# ---------------------------------------------------------------------------------------------
+
+def test_a_name_no_query_found_is_sent_back_and_the_same_again_is_unanswered(store):
+    wrong = "MATCH (o:Object {class: 'fridge'})-[:IN_ROOM]->(r:Room) RETURN r.name"  # a fridge is an Asset
+    lm = ScriptedBackend([q(wrong), a("kitchen-1"), a("kitchen-1")])  # scripted replies
+    res = CypherAgent(lm, store).answer_question("Which room is the fridge in?", "string")
+    assert res.answer is None and "the same answer again" in res.error and res.calls == 3
+    assert "Your last query found no rows." in lm.requests[2]["messages"][-1]["content"]
+    # querying again after the send-back, with rows this time, is answered as usual
+    lm = ScriptedBackend([q(wrong), a("kitchen-1"),
+                          q("MATCH (:Asset {name: 'fridge-1'})-[:IN_ROOM]->(r:Room) RETURN r.name"), a("kitchen-1")])
+    res = CypherAgent(lm, store).answer_question("Which room is the fridge in?", "string")
+    assert res.answer == "kitchen-1" and res.error is None and res.unfounded
+    # an empty answer is what no rows mean: it passes (after QUESTIONED, once)
+    lm = ScriptedBackend([q("MATCH (o:Object {class: 'fridge'}) RETURN o.name"), a([]), a([])])
+    res = CypherAgent(lm, store).answer_question("Name every fridge object.", "set")
+    assert res.answer == [] and not res.unfounded
+    # a failed query counts as no rows, and the send-back says it failed
+    lm = ScriptedBackend([q("MATCH (o:Object RETURN o"), a("apple-1"), a("apple-1")])
+    res = CypherAgent(lm, store).answer_question("Name an apple.", "string")
+    assert res.answer is None and "Your last query failed" in lm.requests[2]["messages"][-1]["content"]
+
+
+def test_an_answer_that_repeats_its_thought_is_sent_back_even_after_rows(store):
+    names = "MATCH (r:Room) RETURN r.name"
+    echo = a("the rows give the answer", thought="the rows give the answer")  # scripted: the reply seen in use
+    lm = ScriptedBackend([q(names), echo, echo])
+    res = CypherAgent(lm, store).answer_question("Which rooms are there?", "string")
+    assert res.answer is None and res.unfounded == "it repeats your thought instead of giving a value"
+    assert "repeats your thought" in lm.requests[2]["messages"][-1]["content"]
+    lm = ScriptedBackend([q(names), echo, a("kitchen-1", thought="one row: kitchen-1")])
+    res = CypherAgent(lm, store).answer_question("Which rooms are there?", "string")
+    assert res.answer == "kitchen-1" and res.calls == 3
+
+
+def test_ask_prints_null_and_exits_1_for_an_answer_no_rows_gave(capsys, tmp_path):
+    from sgs.io import graph_from_dict, save_graph
+    from tests.conftest import kitchen_dict
+
+    path = tmp_path / "g.json"
+    save_graph(graph_from_dict(kitchen_dict()), path)
+    wrong = q("MATCH (o:Object {class: 'fridge'})-[:IN_ROOM]->(r:Room) RETURN r.name")
+    args = _parse(["ask", "--graph", str(path), "Which room is the fridge in?", "--lm",
+                   "scripted:" + "||".join([wrong, a("kitchen-1"), a("kitchen-1")])])  # scripted replies
+    assert args.func(args) == 1
+    out = capsys.readouterr()
+    assert out.out.strip() == "null" and "no answer: the same answer again" in out.err
 
 
 def test_the_note_names_near_classes_and_reads_the_query():

@@ -19,7 +19,7 @@ from lookplangraph.cypher.gold import PATTERNS
 from lookplangraph.cypher.grounding import judge, referenced
 from lookplangraph.cypher.phrasings import PHRASINGS, REWORDED, rephrase
 from lookplangraph.cypher.qa import TEMPLATES, build_questions
-from lookplangraph.distill.cypher.data import allowed_scenes, build_data, grounding_items
+from lookplangraph.distill.cypher.data import THOUGHT_ROWS, allowed_scenes, build_data, grounding_items, rows_thought
 
 pytest.importorskip("ladybug")
 
@@ -89,7 +89,24 @@ def test_the_data_is_the_agents_own_turns_with_the_gold_query_and_answer(tasks, 
         else:
             assert roles[-2:] == ["user", "assistant"] and last["tool"] == "answer"
             assert ex["messages"][-2]["content"].startswith(("Result of run_cypher_query:", "Your last query found nothing"))
+            # the answer's thought says what the rows show: their count and their first values
+            result = [m["content"] for m in ex["messages"] if m["role"] == "user"
+                      and m["content"].startswith("Result of run_cypher_query:")][-1]
+            rows = [json.loads(r) for r in result.splitlines()[2:] if r.startswith("[")]
+            assert last["thought"] == rows_thought(rows), (last["thought"], rows)
+    thoughts = {json.loads(ex["messages"][-1]["content"])["thought"] for ex in lines if ex["meta"]["turn"] > 2}
+    assert len(thoughts) > 10 and "the rows give the answer" not in thoughts
     assert not any(ex["meta"]["question"] in t for ex in lines for v in REWORDED.values() for t in v)
+
+
+def test_an_answer_thought_names_how_many_rows_and_their_first_values():
+    assert rows_thought([]) == "the query returned no rows"
+    assert rows_thought([[3]]) == "one row: 3"
+    assert rows_thought([["kitchen-1"], ["bedroom-1"]]) == "2 rows: kitchen-1; bedroom-1"
+    assert rows_thought([["cup-1", True, None]]) == "one row: cup-1, true, null"
+    many = rows_thought([[f"cup-{i}"] for i in range(THOUGHT_ROWS + 3)])
+    assert many.startswith(f"{THOUGHT_ROWS + 3} rows: cup-0; ") and many.endswith("and 3 more")
+    assert f"cup-{THOUGHT_ROWS}" not in many
 
 
 def test_templates_restrict_the_questions_and_some_are_asked_in_the_benchmarks_own_words(tasks, store, tmp_path):

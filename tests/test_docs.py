@@ -1,8 +1,8 @@
 """The documentation: the site builds with ``mkdocs build --strict`` (broken links and anchors are
 errors), its generated references cover every command of ``lookplangraph.cli.build_parser()`` and
-every config key of the run and planner settings, and README stays a short page whose set-up
-commands are the ones CI runs. Nothing in README or docs/ points outside the repository or names
-tracker issues."""
+every config key of the run and planner settings, its adapter table is the adapter registry's, and
+README stays a short page whose set-up commands are the ones CI runs. Nothing in README or docs/
+points outside the repository or names tracker issues."""
 
 from __future__ import annotations
 
@@ -136,3 +136,49 @@ def test_the_generated_pages_name_no_tracker_issues_either(site):
     for page in ("reference/cli/index.html", "reference/config/index.html"):
         found = issue.search(_text(site / page))
         assert not found, f"{page}: {found.group(0)!r}"
+
+
+ADAPTER_PAGE = ROOT / "docs" / "models" / "index.md"
+
+
+def _registry():
+    import json
+
+    from lookplangraph.lm.embedded import REGISTRY_FILE
+
+    return json.loads(REGISTRY_FILE.read_text())
+
+
+def test_the_adapter_table_is_not_written_by_hand():
+    """docs/models/index.md holds the marker the docs hook replaces with the registry's table, and no
+    copy of the registry's rows."""
+    text = ADAPTER_PAGE.read_text()
+    assert text.count("<!-- adapter-registry -->") == 1, "docs/models/index.md: the table's marker, once"
+    for e in _registry()["adapters"]:
+        assert e["sha256"][:12] not in text, f"docs/models/index.md copies {e['name']}'s row of the registry"
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("|")], \
+        "docs/models/index.md has a hand-written table"
+
+
+def test_the_built_adapter_table_is_the_registry(site):
+    """One row per registry adapter, in its order, with its card, shipped and default flags, parent,
+    data, device and SHA-256 prefix, as the registry says."""
+    page = (site / "models" / "index.html").read_text()
+    table = re.search(r"<table>.*?<th>adapter</th>.*?</table>", page, re.S)
+    assert table, "models/index.html has no adapter table"
+    rows = re.findall(r"<tr>(.*?)</tr>", table.group(0), re.S)[1:]
+    cells = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+             for r in rows]
+    links = [re.search(r'href="([^"]*)"', r) for r in rows]
+    doc = _registry()
+    want = []
+    for e in doc["adapters"]:
+        shipped = "yes" if e["shipped"] else "no: restored on demand"
+        if doc["default"].get(e["model"]) == e["name"]:
+            shipped += " (the default)"
+        want.append([e["name"], shipped, e["trained_from"] or "the base", e["data"], e["device"], e["sha256"][:12] + "…"])
+    assert cells == want
+    for e, link in zip(doc["adapters"], links):
+        card = Path(e["card"]).relative_to("docs")
+        assert link and link.group(1).rstrip("/") == card.stem, f"{e['name']}: its card {card} is not linked"
+        assert (ROOT / e["card"]).is_file(), e["card"]

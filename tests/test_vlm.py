@@ -274,7 +274,8 @@ def data_dir(tmp_path):
     root = tmp_path / "grasif"
     (root / "behavior").mkdir(parents=True)
     shutil.copy(EXAMPLES / "gift_basket" / "task.json", root / "behavior" / "assembling_gift_baskets.json")
-    (root / "index.json").write_text(json.dumps({"format": 1, "splits": {"behavior": {"assembling_gift_baskets": "x"}}}))
+    (root / "index.json").write_text(json.dumps({"format": 2, "splits": {"behavior": {"assembling_gift_baskets": "x"}},
+                                                  "assembled": "tests/test_vlm.py"}))
     return root
 
 

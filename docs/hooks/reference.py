@@ -6,7 +6,9 @@
   (``lookplangraph.evaluation.settings.RunSettings``) and of the planner's settings
   (``lookplangraph.planners.config.PlannerConfig`` and its sections), from the dataclass fields;
 * ``<!-- paper-figures:tableN -->`` in any page: the paper's figures of that table, from
-  ``lookplangraph.evaluation.reproduce.tables``.
+  ``lookplangraph.evaluation.reproduce.tables``;
+* ``<!-- adapter-registry -->`` in any page (``models/index.md``): the table of every adapter of the
+  registry ``lookplangraph/lm/adapters/registry.json`` (``lookplangraph.lm.embedded.REGISTRY_FILE``).
 
 A page holds a marker (``<!-- cli-reference -->``, ``<!-- config-reference -->``) that is replaced
 when the site is built, so the reference cannot drift from the code; ``tests/test_docs.py`` checks
@@ -22,6 +24,7 @@ from dataclasses import MISSING, fields
 CLI_MARKER = "<!-- cli-reference -->"
 CONFIG_MARKER = "<!-- config-reference -->"
 PAPER_MARKER = re.compile(r"<!-- paper-figures:(table\d) -->")
+ADAPTER_MARKER = "<!-- adapter-registry -->"
 
 
 def _escape(text: str) -> str:
@@ -189,9 +192,47 @@ def paper_figures(name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _registry() -> dict:
+    import json
+
+    from lookplangraph.lm.embedded import REGISTRY_FILE
+
+    return json.loads(REGISTRY_FILE.read_text())
+
+
+def adapter_table(page_dir: str = "models") -> str:
+    """The registry's adapters, one row each in the registry's order: the name (a link to its model
+    card, relative to ``page_dir`` of docs/), whether the package ships it and whether it is its
+    model's default, what it was trained from, its data, its device and its SHA-256's first 12 digits.
+    The name is written ``MODEL+NAME`` when the registry holds adapters of more than one model."""
+    import posixpath
+
+    doc = _registry()
+    entries = doc["adapters"]
+    several = len({e["model"] for e in entries}) > 1
+    lines = ["| adapter | shipped | trained from | data | device | SHA-256 |", "|---|---|---|---|---|---|"]
+    for e in entries:
+        name = f"`{e['model']}+{e['name']}`" if several else f"`{e['name']}`"
+        card = e.get("card")
+        if card:
+            target = posixpath.relpath(card.removeprefix("docs/"), page_dir or ".")
+            name = f"[{name}]({target})"
+        shipped = "**yes**" if e["shipped"] else "no: restored on demand"
+        if doc["default"].get(e["model"]) == e["name"]:
+            shipped += " (the default)"
+        source = f"`{e['trained_from']}`" if e.get("trained_from") else "the base"
+        lines.append(f"| {name} | {shipped} | {source} | {_escape(e['data'])} | {_escape(e['device'])} | "
+                     f"`{e['sha256'][:12]}…` |")
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 - MkDocs hook signature
     if CLI_MARKER in markdown:
         markdown = markdown.replace(CLI_MARKER, cli_reference())
     if CONFIG_MARKER in markdown:
         markdown = markdown.replace(CONFIG_MARKER, config_reference())
+    if ADAPTER_MARKER in markdown:
+        import posixpath
+
+        markdown = markdown.replace(ADAPTER_MARKER, adapter_table(posixpath.dirname(page.file.src_uri)))
     return PAPER_MARKER.sub(lambda m: paper_figures(m.group(1)), markdown)

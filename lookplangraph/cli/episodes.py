@@ -400,7 +400,7 @@ def cmd_report(args) -> int:
     human-in-the-loop trials among them: trial directories, or directories holding them)."""
     from collections import Counter
 
-    from lookplangraph.evaluation.runner import read_results, summary_text
+    from lookplangraph.evaluation.runner import build_warnings, read_results, recorded_builds, summary_text
     from lookplangraph.apps.trial import report_table, trial_dirs
 
     trials = trial_dirs(args.dirs)
@@ -419,6 +419,8 @@ def cmd_report(args) -> int:
             if label == "all" or args.per_split:
                 rows[f"{Path(d).name}" + ("" if label == "all" else f" [{label}]")] = row
     print(summary_text(rows))
+    for line in build_warnings({Path(d).name: recorded_builds(Path(d)) for d in args.dirs}):
+        print(line)  # runs on different GraSIF builds of a split: not the same tasks
     for d in args.dirs:  # baselines: why plans failed, one count per failure kind
         results = read_results(Path(d) / "results.jsonl")
         kinds = Counter(r["failure"] for r in results if r.get("failure"))

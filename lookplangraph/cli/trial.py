@@ -10,6 +10,7 @@ from grasif.task import TaskError, load_task
 from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, Interrupted, Unavailable, UsageError, add_command,
                                            check_spec_flags, lm_failure, verbose_flag)
 from lookplangraph.cli.tasks import read_goal, read_graph
+from lookplangraph.evaluation.settings import DEFAULT_LM
 from lookplangraph.planners.config import CORRECTION_MODES
 
 
@@ -32,7 +33,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--resume", metavar="DIR", help="continue the trial in DIR (replays what is recorded, then goes on)")
     p.add_argument("--operator", choices=["web", "terminal"], default="web",
                    help="web (default): a console page, also on a phone; terminal: the same questions in this terminal")
-    p.add_argument("--lm", metavar="SPEC", help="the planner's LM (default llamacpp:qwen2.5-coder-1.5b)")
+    p.add_argument("--lm", metavar="SPEC", help=f"the planner's LM (default {DEFAULT_LM}: the default model and "
+                                                "adapter, as for run)")
     p.add_argument("--vlm", metavar="SPEC", help="the describer of photos, a model that sees images, e.g. "
                                                  "openai:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1 "
                                                  "(without it the operator types descriptions)")
@@ -52,7 +54,6 @@ def cmd_trial(args) -> int:
     """A human-in-the-loop trial (lookplangraph/apps/trial/): the web console or the terminal."""
     from lookplangraph.lm import LMError
     from lookplangraph.planners.config import PlannerConfig
-    from lookplangraph.evaluation.settings import DEFAULT_LM
     from lookplangraph.apps.trial import (Trial, TrialError, TrialSession, ask_checklist, backends_for, new_trial_dir,
                                      photo_file_check, task_from_graph)
     from sim_adapters.human import Desk, TerminalOperator, TrialPaused

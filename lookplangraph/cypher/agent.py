@@ -10,11 +10,13 @@ answer) and ``whole-graph`` (no tool; the whole graph in the prompt).
 Every LM call is one :meth:`LMBackend.complete` with a JSON schema (the backends have no native
 tool calls): ``{"thought", "tool": "run_cypher_query", "query"}``, ``{"thought", "tool":
 "answer", "answer"}`` or, only with :attr:`AgentConfig.allow_relabel` and a store built with
-``allow_writes=True``, ``relabel_object``. Invariants: at most ``max_queries + 2`` LM calls;
+``allow_writes=True``, ``relabel_object``. Invariants: at most ``max_queries + 2`` LM calls besides the send-backs;
 after the last allowed query only an answer is accepted; an unreadable reply is answered with
 the reason and counts as a call; an answer right after a query that found nothing
 (:data:`QUESTIONED`), a room question answered with an asset, and an unusable goal are each
-sent back once. Docs: ``docs/guides/cypher.md`` (*The agent and its baselines*).
+sent back once; so is an answer that no rows gave (:func:`unfounded_answer`: a name after
+queries that all found nothing, or the reply's thought repeated), and the same answer again is
+returned unanswered (``answer`` None, ``error`` set) instead of the text. Docs: ``docs/guides/cypher.md`` (*The agent and its baselines*).
 """
 
 from __future__ import annotations
@@ -47,6 +49,39 @@ TOOL = "run_cypher_query"
 QUESTIONED = ("Your last query found nothing, so it does not show the answer: an empty result usually means the "
               "query asked for the wrong label, name or relationship (see the note with the result). Query again "
               "with what the store has, or give your answer again if you are sure of it.")
+
+#: what the agentic variant says, once, to an answer no rows gave (:func:`unfounded_answer`)
+UNFOUNDED = "This answer is not read from any rows: {problem}. {found} Query the store for what the question asks, " \
+            "then answer with what the rows show."
+
+
+def _said(v: Any) -> str:
+    return " ".join(str(v).lower().strip(" .!").split())
+
+
+def unfounded_answer(answer: Any, thought: Any, queried: bool, any_rows: bool, can_query: bool) -> str | None:
+    """Why a question's answer stands on no rows, or None: a name or list of names given after
+    queries of which none has returned rows (while another query is still allowed), or an answer
+    that only repeats the reply's own thought ("the rows give the answer"). An empty answer, a
+    number and a boolean are what an empty result can mean, so they pass; so does an answer
+    given before any query (the prompt's schema and classes may hold it)."""
+    if isinstance(answer, str) and answer.strip() and isinstance(thought, str) and _said(answer) == _said(thought):
+        return "it repeats your thought instead of giving a value"
+    substantive = (isinstance(answer, str) and answer.strip()) or (isinstance(answer, list) and answer)
+    if substantive and queried and not any_rows and can_query:
+        return "no query has returned rows yet"
+    return None
+
+
+def found_text(records: list["QueryRecord"]) -> str:
+    """What the last query found, in one sentence (for :data:`UNFOUNDED`)."""
+    if not records:
+        return "No query has been run."
+    last = records[-1]
+    if last.error_kind:
+        return f"Your last query failed ({last.error_kind})."
+    return "Your last query found no rows." if last.rows == 0 else \
+        f"Your last query returned {last.rows} row{'s' if last.rows != 1 else ''} that hold nothing."
 
 
 @dataclass
@@ -114,6 +149,7 @@ class AgentResult:
     transcript: list[dict[str, str]] = field(default_factory=list)
     questioned: bool = False  # an answer right after an empty result was sent back once
     sent_back: str | None = None  # why an unusable answer (an empty goal, say) was sent back once
+    unfounded: str | None = None  # why an answer no rows gave was sent back once (:func:`unfounded_answer`)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -365,7 +401,7 @@ class CypherAgent:
         if check is None and self.store is not None and answer_type in ("string", "set", "list", "any"):
             check = contents_problem(self.store, question)
         return self._run("questions", template("cypher_qa"), user, schema, check=check,
-                         examples=self._examples(question), from_rows=answer_type != "any")
+                         examples=self._examples(question), from_rows=answer_type != "any", question=True)
 
     def ground(self, instruction: str) -> AgentResult:
         """The goal of ``instruction`` in the project's goal syntax (a GoalSpec-shaped dict). An
@@ -454,11 +490,12 @@ class CypherAgent:
 
     def _run(self, task_kind: str, rules: str, user: str, answer: dict[str, Any],
              check: Callable[[Any], str | None] | None = None, examples: str = "",
-             from_rows: bool = False) -> AgentResult:
+             from_rows: bool = False, question: bool = False) -> AgentResult:
         """The loop of every variant. ``check`` names what makes an answer unusable (None: usable);
         such an answer is sent back once with that reason, in every variant. ``examples``: text
         that ends the system prompt (:meth:`_examples`). ``from_rows``: the answer may be read
-        from the last query's rows (``AgentConfig.answer_from_rows``)."""
+        from the last query's rows (``AgentConfig.answer_from_rows``). ``question``: a question's
+        answer, which the agentic variant sends back once when no rows gave it (:func:`unfounded_answer`)."""
         cfg = self.config
         result = AgentResult()
         try:
@@ -474,6 +511,8 @@ class CypherAgent:
         last_empty = questioned = False
         rows_mode = cfg.answer_from_rows if from_rows else "free"
         last_rows: list = []  # the rows of the last query, when it found something
+        any_rows = False  # whether some query has found something
+        doubted: list = []  # the answer sent back as unfounded, once
         try:
             while result.calls < max_calls:
                 can_query = len(result.queries) < allowed
@@ -495,6 +534,19 @@ class CypherAgent:
                     continue
                 tool = parsed.get("tool")
                 if tool == "answer":
+                    unfounded = unfounded_answer(parsed.get("answer"), parsed.get("thought"), bool(result.queries),
+                                                 any_rows, can_query) if question and cfg.variant == "agentic" else None
+                    if unfounded is not None and not doubted:  # sent back once, saying what was found
+                        doubted.append(parsed.get("answer"))
+                        questioned = True
+                        result.unfounded = unfounded
+                        max_calls += 1
+                        messages.append({"role": "user", "content": UNFOUNDED.format(
+                            problem=unfounded, found=found_text(result.queries))})
+                        continue
+                    if unfounded is not None and parsed.get("answer") == doubted[0]:
+                        result.error = f"the same answer again, which no rows gave ({unfounded}): {doubted[0]!r}"
+                        return result
                     if last_empty and not questioned and can_query and cfg.variant == "agentic":
                         questioned = True  # an answer read off an empty result is questioned once
                         max_calls += 1
@@ -516,6 +568,7 @@ class CypherAgent:
                     continue
                 shown, last_empty, rows = self._tool(parsed.get("query", ""), result)
                 last_rows = [] if last_empty else rows
+                any_rows = any_rows or not last_empty
                 left = allowed - len(result.queries)
                 tail = f"\n({left} {'query' if left == 1 else 'queries'} left)" if left else "\nNo queries left: answer now."
                 messages.append({"role": "user", "content": f"Result of run_cypher_query:\n{shown}{tail}"})

@@ -8,7 +8,9 @@ A question is put together from parts:
   "List ...", "Please name ..."); a direct question may get a prefix ("Quick question: ...");
 * alternatives inside a frame, written ``[a|b|c]`` (verbs, "how many" / "what number of",
   "things" / "objects" / "items", "currently", "in total" ...);
-* **slots** named in words: a class as a plural or with its article ("mugs", "a mug"), a state
+* **slots** named in words: a class by its display name (:func:`display`: "hats" for
+  ``clothes_hat``, "TV stands" for ``tvstand``) as a plural (:func:`plural_words`: "theses",
+  "knives", "scissors") or with its article ("mugs", "a mug"), a state
   as an adjective ("switched on"), the preposition of the relationship ("on", "on top of",
   "in", "inside", "on or in"), an owner ("Tom") or a colour;
 * **nodes** named by :func:`describe`: by name, or by a description that names the node alone
@@ -24,8 +26,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
+from functools import lru_cache
 
-from sgs.graph import Layer, Relation, SceneGraph, node_class
+from sgs.graph import Layer, Relation, SceneGraph, class_index, node_class
 
 from lookplangraph.cypher.intents import EITHER, INSIDE, ONTOP, is_colour, is_owner
 
@@ -136,14 +140,46 @@ FRAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
         ("check whether any {sg} is {st}", "find out if any of the {pl} are {st}")),
 }
 
-#: plurals the rules of :func:`plural` would get wrong
-IRREGULAR = {"mouse": "mice", "person": "people", "knife": "knives", "shelf": "shelves", "wallshelf": "wallshelves",
-             "bookshelf": "bookshelves", "scarf": "scarves", "leaf": "leaves", "tomato": "tomatoes",
-             "potato": "potatoes", "dish": "dishes"}
-#: classes already plural (or pairs) and uncountable ones: the same word for one and many
-SAME = ("glasses", "sunglasses", "spectacles", "scissors", "shears", "pajamas", "pants", "socks", "gloves", "shoes",
-        "keys", "cards", "chips", "cookies", "noodles", "bills", "sheets", "headphones", "mitts", "slides", "band-aids",
+#: class -> its words where the class name is no plain English: VirtualHome's glued and misspelt
+#: names (as :func:`grasif.virtualhome.instruction.label` reads them, but "light" stays "light"),
+#: and the few others the splits have (``t_shirt``, ``tv``, ``hands_both``)
+DISPLAY = {
+    "coffe_maker": "coffee maker", "cpuscreen": "computer screen", "tvstand": "TV stand", "ceilinglamp": "ceiling lamp",
+    "walllamp": "wall lamp", "tablelamp": "table lamp", "closetdrawer": "closet drawer", "wallshelf": "wall shelf",
+    "stovefan": "stove fan", "powersocket": "power socket", "doorjamb": "door jamb", "dishrack": "dish rack",
+    "creditcard": "credit card", "photoframe": "photo frame", "mousepad": "mouse pad", "trashcan": "trash can",
+    "after_shave": "aftershave", "tooth_paste": "toothpaste", "hands_both": "hands", "dvd_player": "DVD player",
+    "cd": "CD", "tv": "TV", "t_shirt": "T-shirt"}
+#: VirtualHome's category prefixes (``clothes_hat``, ``food_donut``, ``instrument_guitar``): a
+#: display name goes without them, except in the classes of :data:`KEEP_PREFIX`
+CATEGORY_PREFIXES = ("clothes_", "food_", "instrument_")
+#: classes whose prefix is part of the name (a clothes dryer is no dryer of any kind)
+KEEP_PREFIX = ("clothes_airer", "clothes_dryer", "food_processor")
+#: a room of a generated office's occupant: ``annas_office`` -> "Anna's office"
+_OWNED_ROOM = re.compile(r"^([a-z]+)s_office$")
+
+#: plurals the rules of :func:`plural_words` get wrong, by last word
+IRREGULAR = {
+    "person": "people", "man": "men", "woman": "women", "child": "children", "mouse": "mice", "foot": "feet",
+    "tooth": "teeth", "goose": "geese", "die": "dice", "ox": "oxen",
+    "knife": "knives", "wife": "wives", "life": "lives", "shelf": "shelves", "leaf": "leaves", "half": "halves",
+    "loaf": "loaves", "scarf": "scarves", "calf": "calves", "wolf": "wolves", "thief": "thieves",
+    "cactus": "cacti", "fungus": "fungi", "nucleus": "nuclei", "radius": "radii", "stimulus": "stimuli",
+    "axis": "axes", "criterion": "criteria", "phenomenon": "phenomena",
+    "potato": "potatoes", "tomato": "tomatoes", "mango": "mangoes", "echo": "echoes", "hero": "heroes",
+    "volcano": "volcanoes", "torpedo": "torpedoes", "domino": "dominoes", "mosquito": "mosquitoes",
+    "quiz": "quizzes", "lens": "lenses", "atlas": "atlases", "canvas": "canvases", "gas": "gases",
+    "stomach": "stomachs"}
+#: last words of :data:`IRREGULAR` that a glued compound may end in (``bookshelf``, ``pocketknife``,
+#: ``salesperson``); the others only as words of their own (``box`` is no ``ox``, ``hoodie`` no ``die``)
+HEADS = ("person", "woman", "child", "mouse", "foot", "tooth", "knife", "wife", "shelf", "leaf", "loaf", "scarf")
+#: words the same for one and many: plurals and pairs whose last letters look singular, and
+#: uncountable ones (other words ending in an ``s`` that no singular ends in are plural already)
+SAME = ("series", "species", "news", "chassis", "sheep", "deer", "fish", "aircraft", "dice",
         "money", "food", "jelly", "shampoo", "mouthwash", "polish", "toothpaste", "sugar", "milk")
+#: endings of singular words in ``s`` (``glass``, ``cactus``, ``iris``): other words in ``s`` are
+#: plural already (``clothes``, ``pants``, ``scissors``, ``glasses``, ``keys``, ``band-aids``)
+_SINGULAR_S = ("ss", "us", "is")
 
 
 def words(cls: str) -> str:
@@ -153,22 +189,77 @@ def words(cls: str) -> str:
     return " ".join(w for i, w in enumerate(parts) if i == 0 or w != parts[i - 1])
 
 
-def plural(cls: str) -> str:
-    """``cup`` -> ``cups``, ``bottle__of__gin`` -> ``bottles of gin``, ``battery`` -> ``batteries``."""
-    text = words(cls)
-    head, sep, tail = text.partition(" of ")
+def display(cls: str) -> str:
+    """The name a question gives a class: its words (:func:`words`), with VirtualHome's category
+    prefix dropped (``clothes_hat`` -> ``hat``, ``food_donut`` -> ``donut``; not ``clothes_dryer``),
+    :data:`DISPLAY`'s words for names that are no English (``tvstand`` -> ``TV stand``), and an
+    occupant's office as theirs (``annas_office`` -> ``Anna's office``).
+
+    The scene graph gives no display names: a node has only its name, and its class is the name
+    without the number (:func:`sgs.graph.node_class`); the GraSIF instructions word classes
+    themselves (:func:`grasif.virtualhome.instruction.label`). :func:`name_of` is this with
+    classes of a scene that would read alike kept apart."""
+    if cls in DISPLAY:
+        return DISPLAY[cls]
+    owned = _OWNED_ROOM.match(cls)
+    if owned:
+        return f"{owned.group(1).capitalize()}'s office"
+    for prefix in CATEGORY_PREFIXES:
+        if cls.startswith(prefix) and cls not in KEEP_PREFIX and words(cls[len(prefix):]):
+            return words(cls[len(prefix):])
+    return words(cls)
+
+
+@lru_cache(maxsize=64)
+def _names(classes: tuple[str, ...]) -> dict[str, str]:
+    shown = {c: display(c) for c in classes}
+    alike = Counter(n.lower() for n in shown.values())
+    return {c: (n if alike[n.lower()] == 1 else words(c)) for c, n in shown.items()}
+
+
+def name_of(g: SceneGraph, cls: str) -> str:
+    """:func:`display` of ``cls``, or its plain words where another class of ``g`` has the same
+    display name (a scene with ``food_chicken`` and ``chicken`` asks about each by its words)."""
+    return _names(tuple(sorted(class_index(g.nodes)))).get(cls) or display(cls)
+
+
+def _plural_word(word: str) -> str:
+    low = word.lower()
+    if low in IRREGULAR:
+        return IRREGULAR[low]
+    if low in SAME:
+        return word
+    head = next((h for h in HEADS if low.endswith(h)), None)
+    if head:
+        return word[: -len(head)] + IRREGULAR[head]
+    if low.endswith("sis"):
+        return word[:-2] + "es"
+    if low.endswith("s") and not low.endswith(_SINGULAR_S):
+        return word
+    if low.endswith("y") and low[-2:-1] not in tuple("aeiou"):
+        return word[:-1] + "ies"
+    if low.endswith(("s", "sh", "ch", "x", "z")):
+        return word + "es"
+    return word + "s"
+
+
+def plural_words(text: str) -> str:
+    """The plural of a noun phrase, by its head noun: ``bottle of gin`` -> ``bottles of gin``,
+    ``basket for clothes`` -> ``baskets for clothes``, ``wall shelf`` -> ``wall shelves``,
+    ``battery`` -> ``batteries``, ``thesis`` -> ``theses``, ``box`` -> ``boxes``; irregular ones
+    (:data:`IRREGULAR`, also at the end of a glued compound: :data:`HEADS`), words the same in
+    the plural (:data:`SAME`) and words already plural (``clothes``, ``scissors``: an ``s`` after
+    anything but ``s``, ``u`` or ``i``) kept."""
+    cut = min((i for i in (text.find(" of "), text.find(" for ")) if i > 0), default=len(text))
+    head, tail = text[:cut], text[cut:]
     *before, last = head.split(" ")
-    if last in IRREGULAR:
-        last = IRREGULAR[last]
-    elif last in SAME:
-        pass
-    elif last.endswith("y") and last[-2:-1] not in tuple("aeiou"):
-        last = last[:-1] + "ies"
-    elif last.endswith(("s", "sh", "ch", "x", "z")):
-        last += "es"
-    else:
-        last += "s"
-    return " ".join([*before, last]) + sep + tail
+    return " ".join([*before, _plural_word(last)]) + tail
+
+
+def plural(cls: str) -> str:
+    """The plural of a class's :func:`display` name: ``cup`` -> ``cups``, ``bottle__of__gin`` ->
+    ``bottles of gin``, ``clothes_hat`` -> ``hats``, ``thesis`` -> ``theses`` (:func:`plural_words`)."""
+    return plural_words(display(cls))
 
 
 _ALT = re.compile(r"\[([^\[\]]*)\]")
@@ -182,21 +273,27 @@ def _article(noun: str) -> str:
     return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
+def _the(noun: str) -> str:
+    """``the kitchen``; an owner's room without the article (``Anna's office``)."""
+    return noun if re.match(r"[A-Z][a-z]*'s ", noun) else f"the {noun}"
+
+
 def _things(g: SceneGraph) -> list[str]:
     return [n for n, node in g.nodes.items() if node.layer is not Layer.PLACE]
 
 
 def describe_room(g: SceneGraph, room: str, rng: random.Random) -> str:
-    """``kitchen-1``, or ``the kitchen`` when the scene has one room of its kind."""
+    """``kitchen-1``, or ``the kitchen`` (``Anna's office``) when the scene has one room of its kind."""
     cls = node_class(room)
-    forms = [room] + ([f"the {words(cls)}"] if sum(node_class(r) == cls for r in g.places) == 1 else [])
+    forms = [room] + ([_the(name_of(g, cls))] if sum(node_class(r) == cls for r in g.places) == 1 else [])
     return rng.choice(forms)
 
 
 def descriptions(g: SceneGraph, n: str, avoid: tuple[str, ...] = ()) -> list[str]:
     """Every way :func:`describe` may name node ``n`` alone in ``g`` (its name first); ``avoid``:
     ``room`` (not by its room), ``holder`` (not by what it rests on or in)."""
-    cls, w = node_class(n), words(node_class(n))
+    cls = node_class(n)
+    w = name_of(g, cls)
     same = [m for m in _things(g) if node_class(m) == cls]
     props = g.nodes[n].properties or ()
     forms = [n]
@@ -218,7 +315,7 @@ def descriptions(g: SceneGraph, n: str, avoid: tuple[str, ...] = ()) -> list[str
         forms.append(f"the {w} {on} {holder}")
         hcls = node_class(holder)
         if sum(node_class(m) == hcls for m in _things(g)) == 1:
-            forms.append(f"the {w} {on} the {words(hcls)}")
+            forms.append(f"the {w} {on} {_the(name_of(g, hcls))}")
     return forms
 
 
@@ -242,7 +339,8 @@ def fields(intent: str, slots: dict[str, str], g: SceneGraph, rng: random.Random
     out: dict[str, str] = {"things": _alternatives(_THINGS, rng)}
     cls = slots.get("cls")
     if cls:
-        out |= {"pl": plural(cls), "sg": words(cls), "a_sg": _article(words(cls)), "cwords": plural(cls)}
+        sg = name_of(g, cls)
+        out |= {"pl": plural_words(sg), "sg": sg, "a_sg": _article(sg), "cwords": plural_words(sg)}
     avoid = {"locate_room": ("room",), "locate_holder": ("holder",), "support": ("holder",)}.get(intent, ())
     for key in ("node", "obj", "asset"):
         if key in slots:
@@ -263,7 +361,7 @@ def fields(intent: str, slots: dict[str, str], g: SceneGraph, rng: random.Random
     if intent == "chain_contents":
         holders = [c for c in g.children(slots["asset"]) if node_class(c) == cls and g.children(c)]
         if len(holders) == 1:
-            out["cwords"] = words(cls)
+            out["cwords"] = name_of(g, cls)
     return out
 
 

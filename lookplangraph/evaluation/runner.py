@@ -7,7 +7,7 @@ Output of one episode (``run_episode_to_dir``) in ``OUT/``::
 
 A batch evaluation (:func:`evaluate`) writes into ``OUT/``::
 
-    config.json     # what was run
+    config.json     # what was run, and the GraSIF build of each split run ("grasif_build")
     results.jsonl   # one EpisodeResult per finished episode, appended as each finishes
     traces/<split>__<task>.jsonl
     summary.json, summary.csv   # SR, APP, TPA, mean actions, wall time per task
@@ -17,6 +17,14 @@ a line cut short by an interruption is dropped and that episode runs again. Noth
 lost or run twice. A row is appended only when its episode has ended, by one writer; the trace
 of an episode under way is ``traces/<split>__<task>.jsonl.partial`` until then (an interrupted
 or failed attempt's partial trace is replaced, never appended to).
+
+Builds: ``config.json`` records, under ``grasif_build``, the build of each split whose tasks came
+from a GraSIF build (:func:`grasif.dataset.build_of`: ``fingerprint``, ``builder_version``,
+``project_version``), and so does a single episode's. Resuming into an ``OUT`` whose finished
+episodes of a split were run on another build of it raises ``ValueError`` (the results would mix
+two builds). :func:`recorded_builds` reads the record back and :func:`build_warnings` words the
+warning ``lookplangraph report`` and ``benchmarks/lm_eval_table.py --compare`` print when they put
+side by side runs made on different builds of the same split.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+from grasif import dataset
 from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
 from grasif.task import Task, save_task
 
@@ -214,7 +223,7 @@ def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic
     out.mkdir(parents=True, exist_ok=True)
     save_task(task, out / "task.json")
     if meta is not None:
-        (out / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        _write_config(out, meta | _builds_meta([task]))
     result = traced_episode(task, lm, cfg, out / "trace.jsonl", dynamic_seed=dynamic_seed, echo=echo, env=env,
                             record_dir=out, augmentation=augmentation, planner=planner, failures=failures,
                             failure_seed=failure_seed, dynamic_mode=dynamic_mode)
@@ -224,6 +233,71 @@ def run_episode_to_dir(task: Task, lm, cfg: PlannerConfig, out: Path, *, dynamic
 
 def _key(split: str, task_id: str) -> str:
     return f"{split}__{task_id}"
+
+
+#: the key of ``config.json`` that records the GraSIF build of each split run (module doc)
+BUILD_KEY = "grasif_build"
+
+
+def _builds_meta(tasks: list[Task]) -> dict:
+    builds = dataset.builds_of(tasks)
+    return {BUILD_KEY: builds} if builds else {}
+
+
+def _write_config(out: Path, meta: dict) -> None:
+    tmp = out / "config.json.tmp"
+    tmp.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, out / "config.json")
+
+
+def recorded_config(run_dir: Path) -> dict:
+    """``run_dir/config.json`` ({} when there is none or it is not a JSON object)."""
+    try:
+        config = json.loads((Path(run_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def recorded_builds(run_dir: Path) -> dict[str, dict]:
+    """Split -> the GraSIF build record a run's ``config.json`` holds ({} for a run that recorded
+    none: made before builds were recorded, or on tasks from elsewhere)."""
+    builds = recorded_config(run_dir).get(BUILD_KEY)
+    return {s: b for s, b in builds.items() if isinstance(b, dict) and b.get("fingerprint")} \
+        if isinstance(builds, dict) else {}
+
+
+def _short(build: dict) -> str:
+    return str(build.get("fingerprint"))[:12]
+
+
+def _check_same_builds(out: Path, builds: dict[str, dict], rows: list[dict]) -> None:
+    """``ValueError`` when ``out`` holds finished episodes of a split run on another build of it."""
+    before = recorded_builds(out)
+    done = {r.get("split") for r in rows}
+    for split, build in builds.items():
+        old = before.get(split)
+        if old is not None and split in done and old.get("fingerprint") != build.get("fingerprint"):
+            raise ValueError(f"{out} holds episodes of split {split} run on another GraSIF build (build {_short(old)}; "
+                             f"the tasks now come from build {_short(build)}): resuming would mix the two; use another "
+                             f"output directory, or remove {out / 'results.jsonl'} to run them all again")
+
+
+def build_warnings(runs: dict[str, dict[str, dict]]) -> list[str]:
+    """One warning line per split that ``runs`` (name -> :func:`recorded_builds`) ran on more than
+    one GraSIF build; [] when every split was run on one build (or no run recorded one)."""
+    lines = []
+    splits = sorted({s for builds in runs.values() for s in builds})
+    for split in splits:
+        by_build: dict[str, list[str]] = {}
+        for name, builds in runs.items():
+            if split in builds:
+                by_build.setdefault(_short(builds[split]), []).append(name)
+        if len(by_build) > 1:
+            which = "; ".join(f"{', '.join(names)}: build {fp}" for fp, names in by_build.items())
+            lines.append(f"warning: these runs were made on different GraSIF builds of split {split} ({which}); "
+                         "its tasks differ between them, so their scores are not comparable")
+    return lines
 
 
 def read_results(path: Path) -> list[dict]:
@@ -335,10 +409,17 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     traces.mkdir(exist_ok=True)
     for stale in traces.glob("*.partial"):  # attempts cut short by an earlier interruption
         stale.unlink()
-    if meta is not None:
-        (out / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     results = out / "results.jsonl"
     trim_torn_line(results)
+    builds = _builds_meta(tasks)
+    finished_rows = read_results(results)
+    _check_same_builds(out, builds.get(BUILD_KEY, {}), finished_rows)
+    if finished_rows and recorded_builds(out):  # the builds of episodes run before stay recorded
+        builds = {BUILD_KEY: recorded_builds(out) | builds.get(BUILD_KEY, {})}
+    if meta is not None:
+        _write_config(out, meta | builds)
+    elif builds:  # no settings to record: keep what config.json holds, with the builds
+        _write_config(out, recorded_config(out) | builds)
     done = {_key(r["split"], r["task_id"]) for r in read_results(results)}
     todo = [t for t in tasks if _key(t.split, t.id) not in done]
     total, finished = len(tasks), len(tasks) - len(todo)

@@ -69,17 +69,37 @@ def query_reply(query: str, thought: str = "query the store for what the questio
     return {"thought": thought, "tool": "run_cypher_query", "query": query}
 
 
-def answer_reply(answer: Any, thought: str = "the rows give the answer") -> dict[str, Any]:
+#: at most this many rows are named in an answer's thought (:func:`rows_thought`)
+THOUGHT_ROWS = 6
+
+
+def _cell(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+
+
+def rows_thought(rows: list[list[Any]]) -> str:
+    """The thought of an answer turn: what the last query's rows show — how many and their values
+    (the first :data:`THOUGHT_ROWS`, a row's cells joined by ``, ``) — so the answer is read off
+    rows the agent has, never one sentence shared by every answer."""
+    if not rows:
+        return "the query returned no rows"
+    shown = "; ".join(", ".join(_cell(v) for v in r) for r in rows[:THOUGHT_ROWS])
+    more = f" and {len(rows) - THOUGHT_ROWS} more" if len(rows) > THOUGHT_ROWS else ""
+    return f"one row: {shown}" if len(rows) == 1 else f"{len(rows)} rows: {shown}{more}"
+
+
+def answer_reply(answer: Any, thought: str) -> dict[str, Any]:
     return {"thought": thought, "tool": "answer", "answer": answer}
 
 
 class GoldPolicy(ScriptedPolicy):
-    """Answers the agent with one gold query, then with the gold answer (module doc). Not a model."""
+    """Answers the agent with one gold query, then with the gold answer and a thought saying what
+    the rows show (:func:`rows_thought`; module doc). Not a model."""
 
     name = "cypher gold policy (data tool)"
 
     def __init__(self, g: Gold):
-        super().__init__([query_reply(g.query), answer_reply(g.answer)])
+        super().__init__([query_reply(g.query), answer_reply(g.answer, rows_thought(g.rows))])
         self.gold = g
 
 

@@ -41,7 +41,7 @@ from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.qa import Question
 from lookplangraph.cypher.store import QueryError
 from lookplangraph.distill.cypher.data import (ScriptedPolicy, answer_reply, check_allowed, grounding_items, query_reply,
-                                           training_questions, write_turns)
+                                           rows_thought, training_questions, write_turns)
 from lookplangraph.lm.base import Completion
 
 #: outcomes of a first reply; the first three are mistakes
@@ -349,7 +349,8 @@ def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0,
         except GoldError as exc:
             raise RecoveryRejected("no_gold", str(exc)) from None
         outcome = classify(store, m.query, question=q, gold_answer=g.answer)
-        replies = [m.reply, query_reply(g.query, RETRY_THOUGHTS[m.outcome]), answer_reply(g.answer)]
+        replies = [m.reply, query_reply(g.query, RETRY_THOUGHTS[m.outcome]),
+                   answer_reply(g.answer, rows_thought(g.rows))]
         expected_queries, expected_answer = [m.query, g.query], g.answer
         run = lambda agent: agent.answer_question(m.text, q.answer_type)  # noqa: E731
     else:

@@ -157,8 +157,12 @@ class MistakeInjector:
     """The privileged expert's ``complete()`` with one mistake injected in a share ``rate`` of the
     episodes (module doc). Each episode draws, from ``seed`` and the task, whether it gets one,
     its kind (one of ``kinds``) and a decision of :data:`MISTAKE_STEPS`: the mistake is given at
-    the first decision from there where its kind applies (none if the episode ends first); a
-    refused mistake is repeated once with probability ``repeat``. A harness tool like the
+    the first decision from there where its kind applies. When the writer sets
+    :attr:`episode_decisions` (the decisions of the episode's clean run, played first), the
+    decision is drawn before the last, and from the clean run's second-last decision on any other
+    kind that applies is taken instead (in a drawn order), so the share of episodes with a mistake
+    is near ``rate`` and the kinds stay mixed; a refused mistake is repeated once with probability
+    ``repeat``. A harness tool like the
     expert it wraps: never a model."""
 
     def __init__(self, expert, rate: float, seed: int = 0, kinds: tuple[str, ...] = MISTAKE_KINDS[:-1],
@@ -173,6 +177,7 @@ class MistakeInjector:
         self.name = getattr(expert, "name", "expert")
         self.injected = Injected()
         self.episode_key = ""
+        self.episode_decisions: int | None = None
 
     @property
     def constraints(self) -> frozenset[str]:
@@ -184,8 +189,12 @@ class MistakeInjector:
         self.expert.begin_episode(task, env, planner, config)
         self.env, self.calls, self.injected = env, 0, Injected()
         self.rng = random.Random(f"{self.seed}:{task.split}/{task.id}:{task.instruction}:{self.episode_key}")
-        self.at = self.rng.choice(MISTAKE_STEPS) if self.rng.random() < self.rate else None
+        steps = MISTAKE_STEPS
+        if self.episode_decisions is not None and self.episode_decisions > 1:
+            steps = range(MISTAKE_STEPS.start, min(MISTAKE_STEPS.stop, self.episode_decisions))
+        self.at = self.rng.choice(steps) if self.rng.random() < self.rate else None
         self.kind = self.rng.choice(self.kinds)
+        self.order = [self.kind, *self.rng.sample([k for k in self.kinds if k != self.kind], len(self.kinds) - 1)]
         self.last_wrong: str | None = None
 
     def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
@@ -202,12 +211,15 @@ class MistakeInjector:
         action, _, _ = parse_reply(c.text)
         if action is None:
             return c
-        wrong = mistake(self.kind, action, self.env.true_graph())
-        if wrong is None or wrong == action:
-            return c  # tried again at the next decision
-        text = answer_text(c.text, wrong)
-        self.last_wrong = text
-        return self._give(text, self.kind, c)
+        graph = self.env.true_graph()
+        late = self.episode_decisions is not None and self.calls >= self.episode_decisions - 1
+        for kind in self.order if late else self.order[:1]:
+            wrong = mistake(kind, action, graph)
+            if wrong is not None and wrong != action:
+                text = answer_text(c.text, wrong)
+                self.last_wrong = text
+                return self._give(text, kind, c)
+        return c  # tried again at the next decision
 
     def _give(self, text: str, kind: str, expert_reply: Completion) -> Completion:
         parsed, _, _ = parse_reply(text)

@@ -163,7 +163,8 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     In the ``conversation`` layout each successful episode is one example, its whole chat
     (:mod:`~lookplangraph.distill.planning.conversations`: refused answers and injected mistakes
     untrained), and ``mistakes`` is the share of episodes given one injected mistake (seeded by
-    ``mistake_seed``); ``counts.json`` then also says how many decisions are trained and what
+    ``mistake_seed``, at a decision before the end of the episode's clean run, which is played
+    first); ``counts.json`` then also says how many decisions are trained and what
     was injected."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:
@@ -201,6 +202,8 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     if seed is not None and not dynamic_moves(copy, seed):
                         counts.unmoved_left_out += 1  # the dynamic mode leaves this task as it is: the static episode again
                         continue
+                    if isinstance(teacher, MistakeInjector):  # its mistake is drawn before the clean run's end
+                        teacher.episode_decisions = len(expert_episode(copy, seed, cfg, expert)[1])
                     result, examples, demo = expert_episode(copy, seed, cfg, teacher)
                     meta = {"split": task.split, "task_id": task.id, "seed": seed,
                             "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
