@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 10's comparison: the six planners on one fixed sample with the embedded 1.5B model
+# Compares the six planners on one fixed sample with the embedded 1.5B model
 # (Qwen2.5-Coder-1.5B, greedy), each with its Table IV (static) or Table II (--dynamic) config.
 # Ordered split by split, every planner on a split before the next split, so a run stopped early
 # still compares all planners on the same tasks. Resumable: rerun the same command.

@@ -1,4 +1,4 @@
-"""The comparison table of issue 10 from the directories of ``benchmarks/baselines_eval.sh``.
+"""The planners' comparison table from the directories of ``benchmarks/baselines_eval.sh``.
 
     .venv/bin/python benchmarks/baselines_table.py runs/bl static      # Markdown on stdout
     .venv/bin/python benchmarks/baselines_table.py runs/bl dynamic0

@@ -3,9 +3,9 @@
 # made. Same settings as benchmarks/lm_eval.sh (greedy, --max-actions 12); writes OUT_PREFIX_dev,
 # which benchmarks/lm_eval_table.py shows apart from the test sample. Resumable.
 #
-#   benchmarks/dev_eval.sh runs/lm47_v5                   # today's defaults, beside runs/lm47_v5_{vh,bh,office}
+#   benchmarks/dev_eval.sh runs/lm_eval                   # today's defaults, beside runs/lm_eval_{vh,bh,office}
 #   benchmarks/dev_eval.sh runs/dev_typed --vocabulary typed
-#   .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_v5 runs/dev_typed --compare
+#   .venv/bin/python benchmarks/lm_eval_table.py runs/lm_eval runs/dev_typed --compare
 set -e
 export LOOKPLANGRAPH_THREADS=${LOOKPLANGRAPH_THREADS:-$(nproc)}
 OUT=${1:?usage: benchmarks/dev_eval.sh OUT_PREFIX [extra lookplangraph eval flags]}

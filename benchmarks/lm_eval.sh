@@ -1,14 +1,15 @@
 #!/bin/sh
-# The embedded-model measurement of issues 4 and 7: Qwen2.5-Coder-1.5B (the default), greedy,
-# --max-actions 12, on 12 VirtualHome tasks (a seeded sample of the strict selection, all with
-# changing goals), 6 BEHAVIOR tasks and the 29 office tasks. Hours of CPU on 2 cores; resumable:
-# rerun the same command to continue.
+# Evaluates the embedded model (Qwen2.5-Coder-1.5B, the default; greedy, --max-actions 12) on the
+# 47-task evaluation sample: 12 VirtualHome tasks (a seeded sample of the strict selection, all with
+# changing goals), 6 BEHAVIOR tasks and the 29 office tasks, into OUT_PREFIX_vh, _bh and _office;
+# extra arguments go to every lookplangraph eval. Hours of CPU on 2 cores; resumable: rerun the same
+# command to continue.
 #
-#   benchmarks/lm_eval.sh runs/lm47                       # today's defaults
-#   benchmarks/lm_eval.sh runs/lm47_typed --vocabulary typed
-#   benchmarks/lm_eval.sh runs/lm47_feedback --correction feedback
+#   benchmarks/lm_eval.sh runs/lm_eval                    # today's defaults
+#   benchmarks/lm_eval.sh runs/lm_eval_typed --vocabulary typed
+#   benchmarks/lm_eval.sh runs/lm_eval_feedback --correction feedback
 #
-# Then: lookplangraph report runs/lm47_* --per-split, or benchmarks/rejudge.py (judges results written
+# Then: lookplangraph report runs/lm_eval_* --per-split, or benchmarks/rejudge.py (judges results written
 # by older versions under today's goals).
 set -e
 # Back to back, each run would see the previous one's load average and take 1 llama.cpp thread:

@@ -1,7 +1,7 @@
 """The table of ``benchmarks/lm_eval.sh`` runs: one row per run and split, one over the test sample, and the dev set apart.
 
-    .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_demo1 runs/lm47_05b_demo1 runs/lm47_demo1_dyn0
-    .venv/bin/python benchmarks/lm_eval_table.py runs/lm47_v5 runs/lm47_v6 --compare
+    .venv/bin/python benchmarks/lm_eval_table.py runs/lm_eval runs/lm_eval_05b runs/lm_eval_dyn0
+    .venv/bin/python benchmarks/lm_eval_table.py runs/lm_eval runs/lm_eval_typed --compare
 
 Each argument is the OUT prefix given to ``lm_eval.sh`` (its directories ``OUT_vh``, ``OUT_bh``
 and ``OUT_office``; a missing one is "not run"; ``OUT_dev`` of ``benchmarks/dev_eval.sh`` is shown

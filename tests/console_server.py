@@ -72,12 +72,14 @@ class Console:
 
 
 def start_console(directory: Path, *, plan=COFFEE_PLAN, vlm: bool = True, token: str | None = None,
-                  max_upload_bytes: int = 15_000_000, resume: bool = False) -> Console:
-    """The console of a new trial in ``directory`` (or, ``resume``, of the trial there)."""
+                  max_upload_bytes: int = 15_000_000, resume: bool = False, planner=None) -> Console:
+    """The console of a new trial in ``directory`` (or, ``resume``, of the trial there);
+    ``planner``: the new trial's :class:`~lookplangraph.planners.config.PlannerConfig`."""
     if resume:
         trial = Trial(directory)
     else:
-        trial = Trial.create(directory, load_task(COFFEE), lm="scripted", vlm="scripted-vlm" if vlm else None)
+        trial = Trial.create(directory, load_task(COFFEE), lm="scripted", vlm="scripted-vlm" if vlm else None,
+                             planner=planner)
     lm = CachedBackend(ScriptedBackend(plan, name="scripted"), trial.path("lm_cache.jsonl"))
     describer = ScriptedBackend(DESCRIBER, name="scripted-vlm") if vlm else None
     parser = ScriptedBackend(PARSER, name="scripted-parser")

@@ -15,7 +15,7 @@ import zlib
 import pytest
 
 from grasif import behavior as bh
-from grasif.behavior.search import _Search
+from grasif.behavior.search import GoalSearch
 from grasif.dataset import SourceError, split_stats
 from grasif.formula import Formula
 from grasif.goals import evaluate_goal
@@ -119,7 +119,7 @@ def test_unsatisfiable_activities_need_two_parents_or_move_assets(name, defect):
     graph = graph_from_dict(conv.graph)
     options = bh.ground_options(act)
     assert options and all(defect in _option_defects(o, conv, graph) for o in options)
-    search = _Search(graph, limit=10**5)
+    search = GoalSearch(graph, limit=10**5)
     assert search.solve(Formula.parse(bh.goal_formula(act, conv))) is None and search.calls < 10**5
     with pytest.raises(SourceError, match="no plan reaches the goal"):
         bh.make_task(name)

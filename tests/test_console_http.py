@@ -179,3 +179,22 @@ def test_the_operator_can_say_a_node_cannot_be_looked_at(console):
     assert not a["ok"] and a["reason"] == "the cupboard is locked"
     status, page, _ = get(console.url + "/")
     assert "the operator reports: the cupboard is locked" in page
+
+
+def test_with_explain_the_console_shows_the_asked_reason_beside_the_step_to_approve(tmp_path):
+    """An action-only answer, then the explain call's SCRIPTED reason (ScriptedBackend, not a
+    language model): the page of the step to approve says why."""
+    from lookplangraph.planners.config import PlannerConfig
+
+    def reply(fn, node, **reason):
+        return json.dumps({"function_name": fn, "node": node, "relation": None, "destination": None, **reason})
+
+    plan = [reply("discover_objects", "cupboard-1"),
+            reply("discover_objects", "cupboard-1", reason="the clean cups are kept in the cupboard")]
+    c = start_console(tmp_path / "trial_explain", plan=plan, planner=PlannerConfig(explain=True))
+    try:
+        status, page, _ = get(c.url + "/")
+        assert status == 200 and "Look at cupboard-1" in page
+        assert "Why: the clean cups are kept in the cupboard" in page
+    finally:
+        c.stop()

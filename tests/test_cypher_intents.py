@@ -10,7 +10,7 @@ import pytest
 
 from grasif import dataset
 from lookplangraph.cypher import QueryLimits, open_store
-from lookplangraph.cypher.benchmark import DEFAULT_DIR, _unique_scenes, load_benchmark
+from lookplangraph.cypher.benchmark import DEFAULT_DIR, load_benchmark, unique_scenes
 from lookplangraph.cypher.intent_bench import intent_questions, write_heldout_intents
 from lookplangraph.cypher.intent_words import descriptions, phrase, plural
 from lookplangraph.cypher.intents import HELDOUT_INTENTS, INTENTS, TRAIN_INTENTS, cypher_string, intent_gold
@@ -23,7 +23,7 @@ pytest.importorskip("ladybug")
 def scenes():
     out = {}
     for split, stride in (("virtualhome", 40), ("behavior", 20), ("office", 7)):
-        out[split] = [(t.id, t.graph) for t in _unique_scenes(dataset.split_module(split).build_tasks())[::stride]]
+        out[split] = [(t.id, t.graph) for t in unique_scenes(dataset.split_module(split).build_tasks())[::stride]]
     return out
 
 

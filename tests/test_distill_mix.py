@@ -173,6 +173,50 @@ def test_a_committed_mix_is_taken_as_it_is_beside_new_sources(sources, tmp_path)
         mix([Take(committed)], tmp_path / "v3")
 
 
+def test_a_mix_of_a_mix_keeps_the_inner_mixs_teacher_counts(sources, tmp_path):
+    """A committed mix taken whole carries its ``experts``; a part of it counts what it can:
+    ``meta.expert``, else the mix's only teacher, else ``experts_uncounted``."""
+    import gzip
+
+    data, dagger, cypher = sources
+    teacher = "expert (privileged), view-limited search"
+    inner = mix([Take(data, 8), Take(dagger), Take(cypher, 2)], tmp_path / "v1", system="COMPACT",
+                system_name="compact", seed=1)
+    assert inner["experts"] == {teacher: 11}
+    rows = [json.loads(line) for line in (tmp_path / "v1" / "sft.jsonl").read_text().splitlines()]
+    named = {r["meta"].get("expert") for r in rows if not r["meta"].get("source", "").startswith("cypher")}
+    for r in rows:  # as committed mixes hold them: only DAgger's examples name their teacher
+        if r["meta"].get("source") != "dagger":
+            r["meta"].pop("expert", None)
+    committed = tmp_path / "mix-v1"
+    committed.mkdir()
+    (committed / "sft.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    (committed / "counts.json").write_text(json.dumps(inner))
+
+    whole = mix([Take(committed), Take(cypher, 1)], tmp_path / "v2", seed=2)
+    assert whole["experts"] == {teacher: 11} and "experts_uncounted" not in whole
+    assert (whole["sources"][0]["experts"], whole["sources"][0]["experts_from"]) == ({teacher: 11}, "carried")
+    assert [(s["name"], s.get("experts"), s.get("experts_from")) for s in inner["sources"]] == \
+        [("distill_v3", {teacher: 8}, "counted"), ("dagger", {teacher: 3}, "counted"), ("cypher", None, None)]
+    assert named == {teacher}  # a mix names the teacher of each planning example it takes
+    again = mix([Take(tmp_path / "v2")], tmp_path / "v3", seed=3)  # and the mix of that mix, in turn
+    assert again["experts"] == {teacher: 11}
+
+    part = mix([Take(committed, 6)], tmp_path / "part", seed=4)
+    taken = [json.loads(line) for line in (tmp_path / "part" / "sft.jsonl").read_text().splitlines()]
+    planning = sum(not r["meta"].get("source", "").startswith("cypher") for r in taken)
+    assert part["experts"] == {teacher: planning} and part["sources"][0]["experts_from"] == "counted"
+    office = mix([Take.parse(f"{committed}@split=generated-office")], tmp_path / "office")
+    assert office["experts"] == {teacher: 8} and office["sources"][0]["experts"] == {teacher: 8}
+
+    (committed / "counts.json").write_text(json.dumps({**inner, "experts": {teacher: 3, "expert (privileged)": 8}}))
+    mixed = mix([Take(committed, 13)], tmp_path / "mixed", seed=5)  # two teachers: the office rows' is unknown
+    assert mixed["experts"] == {teacher: 3} and mixed["experts_uncounted"] == 8
+    assert mixed["sources"][0]["experts_uncounted"] == 8
+    kept = mix([Take(tmp_path / "mixed")], tmp_path / "kept")
+    assert (kept["experts"], kept["experts_uncounted"]) == ({teacher: 3}, 8)
+
+
 def test_a_cypher_system_rewrite_reaches_every_cypher_example_a_committed_mix_too(sources, tmp_path):
     import gzip
     import shutil

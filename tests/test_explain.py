@@ -132,3 +132,119 @@ def test_the_explain_command_names_what_it_cannot_replay(tmp_path, capsys):
     assert "no call 7 in this episode (calls 1 to 2)" in capsys.readouterr().err
     assert main(["explain", str(tmp_path)]) == 2
     assert "no config.json" in capsys.readouterr().err
+
+
+def test_the_explain_command_saves_its_reasons_merged_and_the_viewer_shows_them(tmp_path, monkeypatch, capsys):
+    """explain writes each reason to RUN_DIR/reasons.jsonl (merged with what is there, one line
+    per step), and the viewer shows a saved reason for a step whose trace has none, as asked
+    after the run, with its LM. The reasons' LM is a ScriptedBackend: SCRIPTED replies."""
+    from lookplangraph.apps.viewer import write_view
+    from lookplangraph.cli import main
+    from lookplangraph.evaluation.explain import REASONS_FILE, read_reasons, save_reasons
+
+    decisions = [A("go_to", "kitchen-1"), A("discover_objects", "table-1"), A("rearrange", "apple-2", "ontop", "bed-1"),
+                 A("done")]
+    run_dir, _, _ = recorded_run(tmp_path, decisions)
+    asked = []
+
+    def scripted(spec, **options):  # the SCRIPTED stand-in of the reasons' LM
+        asked.append(spec)
+        return ScriptedBackend([A("discover_objects", "table-1", reason=f"{spec}: the apple may be on the table"),
+                                A("rearrange", "apple-2", "ontop", "bed-1", reason=f"{spec}: it goes on the bed")])
+
+    monkeypatch.setattr("lookplangraph.lm.make_backend", scripted)
+    assert main(["explain", str(run_dir), "--call", "2", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "[2] discover_objects(table-1): scripted: the apple may be on the table" in out
+    assert f"2 reason(s) saved in {run_dir / REASONS_FILE}" in out
+    rows = [json.loads(line) for line in (run_dir / REASONS_FILE).read_text().splitlines()]
+    assert [(r["split"], r["task_id"], r["call"], r["proposed"], r["lm"]) for r in rows] == [
+        ("test", "apple", 2, "discover_objects(table-1)", "scripted"),
+        ("test", "apple", 3, "rearrange(apple-2, ontop, bed-1)", "scripted")]
+    # asked again of another LM: call 3 is replaced, call 2 kept; no temporary file is left
+    monkeypatch.setattr("lookplangraph.lm.make_backend",
+                        lambda spec, **kw: ScriptedBackend([A("rearrange", "apple-2", "ontop", "bed-1", reason="again")]))
+    assert main(["explain", str(run_dir), "--call", "3", "--lm", "openai:other"]) == 0
+    saved = read_reasons(run_dir)
+    assert sorted(saved) == [("test", "apple", 2), ("test", "apple", 3)]
+    assert saved[("test", "apple", 3)]["reason"] == "again" and saved[("test", "apple", 3)]["lm"] == "openai:other"
+    assert sorted(p.name for p in run_dir.iterdir() if "reasons" in p.name) == [REASONS_FILE]
+    # a saved reason of another action (a run directory written again) is not shown for the step
+    save_reasons(run_dir, [{"split": "test", "task_id": "apple", "call": 4, "proposed": "go_to(bedroom-1)",
+                            "reason": "stale", "lm": "x"}])
+    found = blocks(write_view([run_dir], tmp_path / "v.html", data_dir=tmp_path / "nowhere").read_text())
+    steps = found["lpg-ep-0"]["steps"]
+    assert steps[0]["reason"] is None and "asked" not in steps[0]  # the page shows the explain command there
+    assert steps[1]["asked"]["reason"] == "scripted: the apple may be on the table" and steps[1]["asked"]["lm"] == "scripted"
+    assert steps[2]["asked"] == {"reason": "again", "lm": "openai:other", "at": saved[("test", "apple", 3)]["asked"]}
+    assert "asked" not in steps[3]
+    assert found["lpg-ep-0"]["explain"] == f"lookplangraph explain {run_dir}"
+
+
+def test_view_explain_asks_only_for_the_steps_without_a_reason(tmp_path, monkeypatch, capsys):
+    """``view --explain`` asks the run's LM (a SCRIPTED ScriptedBackend here) for the steps whose
+    trace has no reason and that have none saved, saves them, then writes the page; asked again
+    it asks nothing. ``view`` alone asks nothing; an LM that cannot be used still gets the page
+    written, exit code 3."""
+    from lookplangraph.cli import main
+    from lookplangraph.evaluation.explain import read_reasons, save_reasons
+    from lookplangraph.lm import LMError
+
+    decisions = [A("go_to", "kitchen-1", reason="the apple is in the kitchen"), A("discover_objects", "table-1"),
+                 A("rearrange", "apple-2", "ontop", "bed-1"), A("done")]
+    run_dir, _, _ = recorded_run(tmp_path, decisions)
+    save_reasons(run_dir, [{"split": "test", "task_id": "apple", "call": 2, "proposed": "discover_objects(table-1)",
+                            "reason": "saved before", "lm": "scripted"}])
+    lms = []
+
+    def scripted(spec, **options):  # the SCRIPTED stand-in of the run's LM
+        lms.append(ScriptedBackend([A("rearrange", "apple-2", "ontop", "bed-1", reason="it goes on the bed"),
+                                    A("done", reason="the apple is on the bed")]))
+        return lms[-1]
+
+    monkeypatch.setattr("lookplangraph.lm.make_backend", scripted)
+    page = tmp_path / "page.html"
+    assert main(["view", str(run_dir), "--out", str(page), "--no-explain"]) == 0 and not lms
+    assert main(["view", str(run_dir), "--lm", "x"]) == 2 and "goes with --explain" in capsys.readouterr().err
+    assert main(["view", str(run_dir), "--out", str(page), "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert f"reasons: {run_dir}: asking scripted for 2 step(s)" in out and "reasons: 2 saved of 2 asked" in out
+    [lm] = lms
+    fixed = [r["schema"]["properties"]["function_name"]["enum"] for r in lm.requests]
+    assert fixed == [["rearrange"], ["done"]]  # only the steps without a reason, the action fixed
+    steps = blocks(page.read_text())["lpg-ep-0"]["steps"]
+    assert steps[0]["reason"] == "the apple is in the kitchen" and "asked" not in steps[0]
+    assert [s["asked"]["reason"] for s in steps[1:]] == ["saved before", "it goes on the bed", "the apple is on the bed"]
+    assert main(["view", str(run_dir), "--out", str(page), "--explain"]) == 0 and len(lms) == 1  # nothing left to ask
+    assert "every step has its reason" in capsys.readouterr().out
+    # an LM that cannot be used: the page is written with what was saved, exit code 3
+    (run_dir / "reasons.jsonl").unlink()
+
+    def broken(spec, **options):
+        raise LMError("no server at http://gpu:8000/v1")
+
+    monkeypatch.setattr("lookplangraph.lm.make_backend", broken)
+    page.unlink()
+    assert main(["view", str(run_dir), "--out", str(page), "--explain"]) == 3
+    assert "no server at" in capsys.readouterr().err and page.exists() and read_reasons(run_dir) == {}
+
+
+def blocks(page: str) -> dict:
+    """The page's JSON blocks by element id."""
+    import re
+
+    return {m.group(1): json.loads(m.group(2))
+            for m in re.finditer(r'<script type="application/json" id="([^"]+)">(.*?)</script>', page, re.S)}
+
+
+def test_run_explain_prints_each_steps_asked_reason():
+    """``run --explain`` echoes each step with format_step: the reason the explain call gave is
+    on its line. The LM is a ScriptedBackend: SCRIPTED replies, not a language model."""
+    from lookplangraph.evaluation.runner import format_step
+
+    goal = GoalSpec(node_goals=[NodeGoal(node="apple-2", relation="ontop", destination="bed-1")])
+    task = Task(id="apple", split="test", instruction="Put the apple on the bed.", initial_graph=kitchen_dict(), goal=goal)
+    lm, steps = ScriptedBackend([A("done"), A("done", reason="nothing is left to do")]), []
+    run_episode(task, GraphEnvironment(task.graph, goal), lm, PlannerConfig(reason_max_length=0, explain=True),
+                on_step=steps.append)
+    assert format_step(steps[0]).splitlines()[1] == "     reason: nothing is left to do"

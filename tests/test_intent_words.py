@@ -10,7 +10,7 @@ import pytest
 
 from conftest import kitchen_dict
 from grasif import dataset, heldout
-from lookplangraph.cypher.benchmark import _unique_scenes
+from lookplangraph.cypher.benchmark import unique_scenes
 from lookplangraph.cypher.intent_bench import intent_questions
 from lookplangraph.cypher.intent_words import describe_room, descriptions, display, name_of, plural, plural_words, words
 from sgs.graph import node_class
@@ -84,7 +84,7 @@ def pool():
     out = {}
     for split in ("virtualhome", "behavior"):
         tasks = [t for t in dataset.split_module(split).build_tasks() if heldout.in_train_pool(t.split, t.id)]
-        out[split] = [(t.id, t.graph) for t in _unique_scenes(tasks)]
+        out[split] = [(t.id, t.graph) for t in unique_scenes(tasks)]
     assert out["virtualhome"] and out["behavior"]
     return out
 

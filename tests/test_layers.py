@@ -178,8 +178,63 @@ def test_no_module_imports_itself_back_through_others():
     assert import_cycles(first_party_graph()) == []
 
 
+FIRST_PARTY = ("sgs", "grasif", "sim_adapters", "vlm", "lookplangraph")
+
+
+def is_private(name: str) -> bool:
+    """An underscore name that is not a dunder (``__version__`` is anyone's to read)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_name_uses(modules: dict[str, Path]) -> list[str]:
+    """``module uses other._name`` for each module of ``modules`` (name: its file) that imports an
+    underscore name of another first-party module (``from other import _name``, also relative and
+    inside a function, and an ``__init__`` re-exporting its own submodule's) or reads one as an
+    attribute of an imported module (``other._name``)."""
+    found = set()
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        bound: dict[str, str] = {}  # local name -> the first-party module or name it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                if source.split(".")[0] not in FIRST_PARTY:
+                    continue
+                for alias in node.names:
+                    if is_private(alias.name) and source != name:
+                        found.add(f"{name} uses {source}.{alias.name}")
+                    bound[alias.asname or alias.name] = f"{source}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in FIRST_PARTY:
+                        bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
+                continue
+            chain, value = [], node.value
+            while isinstance(value, ast.Attribute):
+                chain.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in bound:
+                owner = ".".join([bound[value.id], *reversed(chain)])
+                if owner in modules and owner != name:
+                    found.add(f"{name} uses {owner}.{node.attr}")
+    return sorted(found)
+
+
+def test_no_module_uses_another_modules_private_names():
+    """What one module shares with others is public; an underscore name is its own module's."""
+    modules = {module_name(p): p for package in FIRST_PARTY for p in package_modules(package)}
+    assert private_name_uses(modules) == []
+
+
 def test_the_layer_test_can_fail(tmp_path):
-    """The checks above see an upward import, also one inside a function, and an import of the
+    """The layer checks above see an upward import, also one inside a function, and an import of the
     distillation floor from a module that runs episodes."""
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from lookplangraph.apps.trial import Trial\n")
@@ -197,3 +252,33 @@ def test_the_layer_test_can_fail(tmp_path):
         layer_of("lookplangraph.planners.react")
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    """It sees ``from X import _y`` (absolute, relative, in a function), ``X._y`` on an imported
+    module, and lets a module's own names, dunders and non-module attributes pass."""
+    pkg = tmp_path / "lookplangraph" / "cypher"
+    pkg.mkdir(parents=True)
+    files = {
+        "lookplangraph.cypher": pkg / "__init__.py",
+        "lookplangraph.cypher.qa": pkg / "qa.py",
+        "lookplangraph.cypher.intents": pkg / "intents.py",
+        "lookplangraph.cypher.bench": pkg / "bench.py",
+        "lookplangraph.cypher.fine": pkg / "fine.py",
+    }
+    files["lookplangraph.cypher"].write_text("from .qa import _pick\n")
+    files["lookplangraph.cypher.qa"].write_text("def _pick():\n    pass\n")
+    files["lookplangraph.cypher.intents"].write_text(
+        "def f():\n    from lookplangraph.cypher.qa import _pick\n")
+    files["lookplangraph.cypher.bench"].write_text(
+        "from lookplangraph.cypher import qa\nimport lookplangraph.cypher.qa\n"
+        "qa._pick()\nlookplangraph.cypher.qa._room\n")
+    files["lookplangraph.cypher.fine"].write_text(
+        "from lookplangraph import __version__\nfrom lookplangraph.cypher.qa import Question\n"
+        "from . import qa\nQuestion._private\nqa.__doc__\n_own = 1\n")
+    assert private_name_uses(files) == [
+        "lookplangraph.cypher uses lookplangraph.cypher.qa._pick",
+        "lookplangraph.cypher.bench uses lookplangraph.cypher.qa._pick",
+        "lookplangraph.cypher.bench uses lookplangraph.cypher.qa._room",
+        "lookplangraph.cypher.intents uses lookplangraph.cypher.qa._pick",
+    ]

@@ -337,3 +337,75 @@ def test_an_unusable_lm_stops_the_session_with_the_error_and_the_trial_resumes(t
     op = ScriptedOperator([seen(description="a cup"), "stop"])
     session_for(Trial(trial.dir), op)[0].run()
     assert [r.id for r in op.requests] == [1, 2]
+
+
+def action_only(fn, node=None, relation=None, destination=None, **more):
+    """One SCRIPTED planner reply as an action-only model answers (no reason), or, given
+    ``reason=``, the SCRIPTED answer to the explain call that asks why (not a language model)."""
+    return json.dumps({"function_name": fn, "node": node, "relation": relation, "destination": destination, **more})
+
+
+class TypedOperator(TerminalOperator):
+    """The terminal operator with SCRIPTED typed lines (a TEST DOUBLE of the person at the
+    keyboard), remembering the requests it showed."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.requests = []
+
+    def _show(self, request):
+        self.requests.append(request)
+        super()._show(request)
+
+
+COFFEE_ACTIONS = [("discover_objects", "cupboard-1"), ("rearrange", "cup-2", "inside", "coffee_machine-1"),
+                  ("close", "cupboard-1"), ("turn_on", "coffee_machine-1"), ("done",)]
+
+
+def test_with_explain_the_operator_sees_the_asked_reason_before_approving_and_the_trace_records_it(tmp_path):
+    """explain on: each action-only decision is followed by the explain call, and its reason
+    reaches the operator's request (what the console and the terminal show beside the step to
+    approve) and the trace; explain off: no explain call is made."""
+    from lookplangraph.planners.config import PlannerConfig
+
+    for on in (True, False):
+        replies = []
+        for i, a in enumerate(COFFEE_ACTIONS):
+            replies += [action_only(*a)] + ([action_only(*a, reason=f"why {i}")] if on else [])
+        trial = Trial.create(tmp_path / f"explain_{on}", load_task(COFFEE), lm="scripted",
+                             planner=PlannerConfig(explain=on))
+        assert Trial(trial.dir).planner_config().explain is on  # kept in trial.json: a resumed trial asks the same
+        shown, lines = [], iter(["one white cup inside the cupboard"] + ["d"] * 5)
+        op = TypedOperator(read=lambda prompt: next(lines), write=shown.append)
+        planner = ScriptedBackend(replies, name="scripted")
+        session = TrialSession(trial, op, lm=planner,
+                               augmentation=GraphAugmentation("parser", parser=ScriptedBackend([CUP])))
+        assert session.run() is not None and session.state == "checklist"
+        trace = [json.loads(line) for line in trial.path("trace.jsonl").read_text().splitlines()]
+        if on:
+            assert [r.reason for r in op.requests] == ["why 0"] + ["why 1"] * 3 + ["why 2", "why 3"]
+            assert "Action: rearrange(cup-2, inside, coffee_machine-1) (step 1 of 3) — why 1" in shown
+            assert [t["reason"] for t in trace] == [f"why {i}" for i in range(5)]
+            assert len(planner.requests) == 10
+        else:
+            assert [r.reason for r in op.requests] == [None] * 6 and [t["reason"] for t in trace] == [None] * 5
+            assert len(planner.requests) == 5  # no explain call
+            assert not any("—" in line for line in shown)
+
+
+def test_the_trial_command_asks_reasons_unless_no_explain_and_resume_keeps_the_setting(tmp_path, monkeypatch, capsys):
+    """``trial --explain`` is the default, stored in trial.json; ``--no-explain`` asks nothing; a
+    resumed trial refuses the flag. The planner is a SCRIPTED backend (not a language model)."""
+    for flags, on in (([], True), (["--no-explain"], False)):
+        planner = ScriptedBackend([action_only("discover_objects", "cupboard-1"),
+                                   action_only("discover_objects", "cupboard-1", reason="cups are kept there")])
+        monkeypatch.setattr("lookplangraph.lm.make_backend", lambda spec, **kw: planner)
+        monkeypatch.setattr("builtins.input", lambda prompt="": "q")
+        out = tmp_path / f"coffee_{on}"
+        assert main(["trial", "--task-file", str(COFFEE), "--operator", "terminal", "--out", str(out), *flags]) == 0
+        shown = capsys.readouterr().out
+        assert Trial(out).planner_config().explain is on
+        assert ("Action: discover_objects(cupboard-1) — cups are kept there" in shown) is on
+        assert len(planner.requests) == (2 if on else 1)
+        assert main(["trial", "--resume", str(out), "--no-explain" if on else "--explain"]) == 2
+        assert f"drop --{'no-' if on else ''}explain" in capsys.readouterr().err

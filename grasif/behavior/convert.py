@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from grasif.behavior.source import AGENT_SYNSET, KEPT_PREDICATES, _SYNSET_RE, Activity, require_bddl
+from grasif.behavior.source import AGENT_SYNSET, KEPT_PREDICATES, SYNSET_RE, Activity, require_bddl
 from grasif.dataset import SourceError
 from sgs.graph import GraphError, node_class
 from sgs.io import graph_from_dict
@@ -82,7 +82,7 @@ def _class_names(act: Activity) -> dict[str, str]:
     for synset in act.objects:
         if synset == AGENT_SYNSET:
             continue
-        m = _SYNSET_RE.match(synset)
+        m = SYNSET_RE.match(synset)
         if not m:
             raise SourceError(f"{act.path}: {synset!r} is not a synset like word.n.01")
         word = re.sub(r"[^a-z0-9_\-]", "_", m.group(1)).strip("_-") or "thing"
@@ -93,7 +93,7 @@ def _class_names(act: Activity) -> dict[str, str]:
             if len(synsets) == 1:
                 out[synset] = word
             else:
-                m = _SYNSET_RE.match(synset)
+                m = SYNSET_RE.match(synset)
                 out[synset] = f"{word}_{m.group(2)}{m.group(3)}"
     return out
 

@@ -23,11 +23,12 @@ _MASS = {"money": "piece", "mail": "piece", "silver": "piece", "ice": "piece", "
          "undergarment": "piece"}
 
 
-def _number(n: int) -> str:
+def number_word(n: int) -> str:
+    """``4`` → ``four`` up to twenty, digits above."""
     return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else str(n)
 
 
-def _words(cls: str) -> str:
+def class_words(cls: str) -> str:
     """``bottle__of__perfume`` → ``bottle of perfume``."""
     return re.sub(r"_+", " ", cls).strip()
 
@@ -42,7 +43,7 @@ def _plural_word(word: str) -> str:
     return word + "s"
 
 
-def _plural(words: str) -> str:
+def plural_phrase(words: str) -> str:
     """Plural noun phrase: ``bottle of perfume`` → ``bottles of perfume``; mass nouns take their unit."""
     if words in _MASS:
         return f"{_plural_word(_MASS[words])} of {words}"
@@ -52,16 +53,18 @@ def _plural(words: str) -> str:
     return " ".join(parts) + sep + tail
 
 
-def _one(words: str) -> str:
+def one_phrase(words: str) -> str:
     """``one candle``, ``one piece of swiss cheese``."""
     return f"one {_MASS[words]} of {words}" if words in _MASS else f"one {words}"
 
 
-def _join(items: list[str], word: str = "and") -> str:
+def join_list(items: list[str], word: str = "and") -> str:
+    """``a, b and c`` (``word`` before the last item)."""
     items = list(items)
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + f" {word} " + items[-1]
 
 
-_PREP = {"ontop": "on", "inside": "inside"}
+#: The preposition of each placement predicate.
+PREPOSITIONS = {"ontop": "on", "inside": "inside"}

@@ -3,7 +3,7 @@
 The formula has one top-level conjunct per bddl goal condition, so plan precision counts bddl's
 conditions. Terms become node names (with or without bddl's ``?``), categories their class,
 variables ``?<class>``; ``ontop``/``inside`` test the direct parent edge, ``toggled_on`` the
-``on`` state, ``open`` the ``open`` state (:data:`_REL`, :data:`_WORD`). A goal predicate outside
+``on`` state, ``open`` the ``open`` state (:data:`RELATIONS`, :data:`STATE_WORDS`). A goal predicate outside
 :data:`~grasif.behavior.source.KEPT_PREDICATES` or an unknown term raises
 :class:`grasif.dataset.SourceError` naming the file.
 
@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 
 from grasif.behavior.convert import Converted
-from grasif.behavior.source import AGENT_SYNSET, KEPT_PREDICATES, _SYNSET_RE, Activity, _quiet, require_bddl
+from grasif.behavior.source import AGENT_SYNSET, KEPT_PREDICATES, SYNSET_RE, Activity, quiet_stdout, require_bddl
 from grasif.dataset import SourceError
 from sgs.graph import Relation, SceneGraph
 
 #: How ``ontop``/``inside`` and the state predicates read on our graph.
-_REL = {"ontop": Relation.ONTOP, "inside": Relation.INSIDE}
-_WORD = {"open": "open", "toggled_on": "on"}
+RELATIONS = {"ontop": Relation.ONTOP, "inside": Relation.INSIDE}
+STATE_WORDS = {"open": "open", "toggled_on": "on"}
 
 
 class _FormulaWriter:
@@ -36,7 +36,7 @@ class _FormulaWriter:
     def var(self, label: str, category: str) -> str:
         label = label.lstrip("?")
         if label not in self.var_names:
-            m = _SYNSET_RE.match(label)
+            m = SYNSET_RE.match(label)
             base = self.conv.classes.get(label) or (re.sub(r"[^a-z0-9_]", "_", m.group(1)) if m else re.sub(r"[^a-z0-9_]", "_", label)) or "x"
             name, k = base, 0
             while name in self.var_names.values():
@@ -115,7 +115,7 @@ class BddlGoalChecker:
         scope = bddl.activity.get_object_scope(act.conds)
         for key in scope:
             scope[key] = TrivialGenericObject(key, self.sim)
-        with _quiet():
+        with quiet_stdout():
             self.goal = bddl.activity.get_goal_conditions(act.conds, TrivialBackend(), scope, generate_ground_options=False)
         self._evaluate = bddl.activity.evaluate_goal_conditions
 
@@ -137,7 +137,7 @@ class BddlGoalChecker:
     def __call__(self, graph: SceneGraph) -> tuple[bool, list[bool]]:
         for key, value in self.facts(graph).items():
             setattr(self.sim, key, value)
-        with _quiet():
+        with quiet_stdout():
             ok, result = self._evaluate(self.goal)
         satisfied = set(result["satisfied"])
         return bool(ok), [i in satisfied for i in range(len(self.goal))]

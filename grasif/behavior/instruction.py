@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 
-from grasif.behavior.english import _PREP, _join, _number, _one, _plural, _words
-from grasif.behavior.goal import _REL, _WORD
+from grasif.behavior.english import PREPOSITIONS, class_words, join_list, number_word, one_phrase, plural_phrase
+from grasif.behavior.goal import RELATIONS, STATE_WORDS
 from sgs.graph import Layer, Relation, SceneGraph, node_class
 
 class _Put:
@@ -62,20 +62,20 @@ class _Speaker:
         return len(self.members(category))
 
     def cw(self, category: str) -> str:
-        return _words(self.F.category_class(category))
+        return class_words(self.F.category_class(category))
 
     def ref(self, name: str, depth: int = 0) -> str:
         g = self.g
         cls = node_class(name)
         if g.nodes[name].layer is Layer.PLACE:
-            return f"the {_words(cls)}"
+            return f"the {class_words(cls)}"
         same = self.index.get(cls, [name])
-        words = _words(cls)
+        words = class_words(cls)
         if len(same) == 1:
             return f"the {words}"
         room = g.place_of(name)
         if sum(g.place_of(n) == room for n in same) == 1:
-            return f"the {words} in the {_words(node_class(room))}"
+            return f"the {words} in the {class_words(node_class(room))}"
         edge = g.parent.get(name)
         if depth == 0 and edge is not None and edge[1] in (Relation.ONTOP, Relation.INSIDE):
             if sum(g.parent.get(n) == edge for n in same) == 1:
@@ -88,23 +88,23 @@ class _Speaker:
 
     def every(self, category: str) -> str:
         n, w = self.count(category), self.cw(category)
-        return f"the {w}" if n == 1 else f"both {_plural(w)}" if n == 2 else f"all {_number(n)} {_plural(w)}"
+        return f"the {w}" if n == 1 else f"both {plural_phrase(w)}" if n == 2 else f"all {number_word(n)} {plural_phrase(w)}"
 
     def each(self, category: str) -> str:
         n, w = self.count(category), self.cw(category)
-        return f"the {w}" if n == 1 else f"each of the {_number(n)} {_plural(w)}"
+        return f"the {w}" if n == 1 else f"each of the {number_word(n)} {plural_phrase(w)}"
 
     def one_of(self, category: str, at_least: bool = False) -> str:
         n, w = self.count(category), self.cw(category)
-        return f"the {w}" if n == 1 else f"{'at least ' if at_least else ''}one of the {_number(n)} {_plural(w)}"
+        return f"the {w}" if n == 1 else f"{'at least ' if at_least else ''}one of the {number_word(n)} {plural_phrase(w)}"
 
     def exactly(self, k: int, category: str) -> str:
         n, w = self.count(category), self.cw(category)
         if k == n:
             return self.every(category)
         if k == 0:
-            return f"none of the {_number(n)} {_plural(w) if n != 1 else w}"
-        return f"exactly {_number(k)} of the {_number(n)} {w if n == 1 else _plural(w)}"
+            return f"none of the {number_word(n)} {plural_phrase(w) if n != 1 else w}"
+        return f"exactly {number_word(k)} of the {number_word(n)} {w if n == 1 else plural_phrase(w)}"
 
     def that(self, category: str) -> str:
         return f"the {self.cw(category)}" if self.count(category) == 1 else f"that {self.cw(category)}"
@@ -139,13 +139,13 @@ class _Speaker:
         """Whether ``atom`` holds initially for some binding of its variables."""
         choices = [env_nodes.get(n, [n]) if v else [n] for n, v in atom.args]
         for args in itertools.product(*choices):
-            if atom.predicate in _REL:
-                if self.g.parent.get(args[0]) == (args[1], _REL[atom.predicate]):
+            if atom.predicate in RELATIONS:
+                if self.g.parent.get(args[0]) == (args[1], RELATIONS[atom.predicate]):
                     return True
             elif atom.predicate == "inroom":
                 if self.g.place_of(args[0]) == args[1]:
                     return True
-            elif self.g.nodes[args[0]].has(_WORD.get(atom.predicate, atom.predicate)):
+            elif self.g.nodes[args[0]].has(STATE_WORDS.get(atom.predicate, atom.predicate)):
                 return True
         return False
 
@@ -176,7 +176,7 @@ class _Speaker:
 
     def only_switches(self, f) -> bool:
         if isinstance(f, self.F.Atom):
-            return f.predicate not in _REL and f.predicate != "inroom"
+            return f.predicate not in RELATIONS and f.predicate != "inroom"
         return all(self.only_switches(c) for c in f.children())
 
     def merge(self, items: list) -> list[str]:
@@ -196,15 +196,15 @@ class _Speaker:
 
     def say_put(self, put: _Put) -> str:
         subjects = self.subjects(put.subjects)
-        prep = _PREP[put.relation]
+        prep = PREPOSITIONS[put.relation]
         if put.mode == "together" and not put.dest.startswith("the ") and (len(subjects) > 1 or not subjects[0].startswith("the ")):
-            return f"put {_join(subjects)} together {prep} {put.dest}"
+            return f"put {join_list(subjects)} together {prep} {put.dest}"
         if put.mode == "each" and not put.dest.startswith("the "):
             if len(subjects) == 1 and subjects[0].startswith(("all ", "both ")):
                 return f"put each of the {subjects[0].split(' ', 1)[1]} {prep} {put.dest}"
             if len(subjects) > 1:
-                return f"put each of these {prep} {put.dest}: {_join(subjects)}"
-        return f"put {_join(subjects)} {prep} {put.dest}"
+                return f"put each of these {prep} {put.dest}: {join_list(subjects)}"
+        return f"put {join_list(subjects)} {prep} {put.dest}"
 
     def puts(self, f) -> list | None:
         """The placements ``f`` asks for when it is a plain placement (or an ``and`` of them)."""
@@ -218,12 +218,12 @@ class _Speaker:
                     return None
                 out += got
             return out
-        if isinstance(f, F.Atom) and f.predicate in _REL and not f.args[0][1] and not f.args[1][1]:
+        if isinstance(f, F.Atom) and f.predicate in RELATIONS and not f.args[0][1] and not f.args[1][1]:
             return [_Put([("node", f.args[0][0])], f.predicate, self.ref(f.args[1][0]))]
         if not isinstance(f, (F.ForAll, F.Exists, F.ForN)):
             return None
         body = self.unwrap(f.body)
-        if isinstance(body, F.Atom) and body.predicate in _REL:
+        if isinstance(body, F.Atom) and body.predicate in RELATIONS:
             (a, av), (b, bv) = body.args
             if av and a == f.var and not bv:
                 subject = (self.every(f.category) if isinstance(f, F.ForAll)
@@ -235,7 +235,7 @@ class _Speaker:
             return None
         if isinstance(f, F.ForAll) and isinstance(body, F.Exists):
             inner = self.unwrap(body.body)
-            if (isinstance(inner, F.Atom) and inner.predicate in _REL and f.var != body.var
+            if (isinstance(inner, F.Atom) and inner.predicate in RELATIONS and f.var != body.var
                     and inner.args == ((f.var, True), (body.var, True))):
                 return [_Put([("text", self.every(f.category))], inner.predicate, self.one_of(body.category),
                              self.mode("each", body.category))]
@@ -261,11 +261,11 @@ class _Speaker:
         for x in parts:
             x = self.unwrap(x)
             got = None
-            if isinstance(x, F.Atom) and x.predicate in _REL and x.args[1] == (q.var, True) and not x.args[0][1]:
+            if isinstance(x, F.Atom) and x.predicate in RELATIONS and x.args[1] == (q.var, True) and not x.args[0][1]:
                 got = (x.predicate, ("node", x.args[0][0]))
             elif isinstance(x, F.ForAll):
                 inner = self.unwrap(x.body)
-                if (isinstance(inner, F.Atom) and inner.predicate in _REL and x.var != q.var
+                if (isinstance(inner, F.Atom) and inner.predicate in RELATIONS and x.var != q.var
                         and inner.args == ((x.var, True), (q.var, True))):
                     got = (inner.predicate, ("text", self.every(x.category)))
             if got is None:
@@ -289,12 +289,12 @@ class _Speaker:
             for x in f.items:
                 puts = self.puts(x) if not env else None
                 parts.extend(puts if puts is not None else [self.imperative(x, env)])
-            return _join(self.merge(parts))
+            return join_list(self.merge(parts))
         if isinstance(f, F.Or):
             alts = self.alternatives(f, env)
             if alts is not None:
                 return alts
-            return "either " + _join([self.imperative(x, env) for x in f.items], "or")
+            return "either " + join_list([self.imperative(x, env) for x in f.items], "or")
         if isinstance(f, F.ForAll):
             return self.forall(f, env)
         if isinstance(f, (F.Exists, F.ForN)):
@@ -317,10 +317,10 @@ class _Speaker:
         p = a.predicate
         s = self.term(a.args[0], env)
         before = self.initially_any(a, self.bound(env))
-        if p in _REL:
+        if p in RELATIONS:
             d = self.term(a.args[1], env)
             if positive:
-                return f"put {s} {_PREP[p]} {d}"
+                return f"put {s} {PREPOSITIONS[p]} {d}"
             return f"{'take' if before else 'keep'} {s} {'out of' if p == 'inside' else 'off'} {d}"
         if p == "inroom":
             d = self.term(a.args[1], env)
@@ -338,9 +338,9 @@ class _Speaker:
         if isinstance(atom, F.Atom):
             if atom.args[0] == (f.var, True) and not any(v and n == f.var for n, v in atom.args[1:]):
                 return self.imperative(body, self.bind(f, env, self.every(f.category)))
-            if (atom.predicate in _REL and atom.args[1] == (f.var, True) and not atom.args[0][1]):
+            if (atom.predicate in RELATIONS and atom.args[1] == (f.var, True) and not atom.args[0][1]):
                 if body is atom:
-                    return f"put {self.ref(atom.args[0][0])} {_PREP[atom.predicate]} {self.each(f.category)}"
+                    return f"put {self.ref(atom.args[0][0])} {PREPOSITIONS[atom.predicate]} {self.each(f.category)}"
                 return self.imperative(body, self.bind(f, env, self.every(f.category)))
         if isinstance(body, F.Or):
             alts = self.alternatives(body, self.bind(f, env, self.each(f.category)))
@@ -348,9 +348,9 @@ class _Speaker:
                 return alts
         if isinstance(body, F.ForN):
             inner = self.unwrap(body.body)
-            if (isinstance(inner, F.Atom) and inner.predicate in _REL
+            if (isinstance(inner, F.Atom) and inner.predicate in RELATIONS
                     and inner.args == ((body.var, True), (f.var, True))):
-                return f"put {self.exactly(body.n, body.category)} {_PREP[inner.predicate]} {self.each(f.category)}"
+                return f"put {self.exactly(body.n, body.category)} {PREPOSITIONS[inner.predicate]} {self.each(f.category)}"
         if isinstance(body, F.Imply) and not self.mentions(body.antecedent, f.var):
             rest = F.ForAll(f.var, f.category, body.consequent)
             return f"if {self.declarative(body.antecedent, env)}, {self.imperative(rest, env)}"
@@ -372,7 +372,7 @@ class _Speaker:
             q = None
             if isinstance(x, F.Exists) and isinstance(self.unwrap(x.body), F.Atom):
                 q, x = x, self.unwrap(x.body)
-            if not (isinstance(x, F.Atom) and x.predicate in _REL):
+            if not (isinstance(x, F.Atom) and x.predicate in RELATIONS):
                 return None
             if q is not None and x.args[1] != (q.var, True):
                 return None
@@ -406,10 +406,10 @@ class _Speaker:
                         words.append(self.one_of(node_class(value)))
                 else:
                     words.append(self.ref(value) if kind == "node" else value)
-            phrases.append((_PREP[rel], words))
+            phrases.append((PREPOSITIONS[rel], words))
         if len(phrases) == 2 and phrases[0][1] == phrases[1][1] and len(phrases[0][1]) == 1:
             return f"put {self.term(subject, env)} {phrases[0][0]} or {phrases[1][0]} {phrases[0][1][0]}"
-        return f"put {self.term(subject, env)} " + _join([f"{prep} {_join(words, 'or')}" for prep, words in phrases], "or")
+        return f"put {self.term(subject, env)} " + join_list([f"{prep} {join_list(words, 'or')}" for prep, words in phrases], "or")
 
     def chosen(self, f, env) -> str:
         """exists/forn over an ``and`` that fills its variable: "put A and B together inside one
@@ -424,40 +424,40 @@ class _Speaker:
             words = self.subjects(subjects)
             plural = len(words) > 1 or not words[0].startswith("the ")
             together = " together" if plural and not quant.startswith("the ") else ""
-            parts.append(f"put {_join(words)}{together} {_PREP[rel]} {quant if i == 0 else that}")
+            parts.append(f"put {join_list(words)}{together} {PREPOSITIONS[rel]} {quant if i == 0 else that}")
             rest = rest + others
         keep: dict[str, list] = {}
         for x in rest:
             neg = self.unwrap(x.item) if isinstance(x, F.Not) else None
-            if isinstance(neg, F.Atom) and neg.predicate in _REL and neg.args[1] == (f.var, True) and not neg.args[0][1]:
+            if isinstance(neg, F.Atom) and neg.predicate in RELATIONS and neg.args[1] == (f.var, True) and not neg.args[0][1]:
                 keep.setdefault(neg.predicate, []).append(("node", neg.args[0][0]))
                 continue
             if isinstance(x, F.ForAll):
                 b = self.unwrap(x.body)
                 a = self.unwrap(b.item) if isinstance(b, F.Not) else None
-                if isinstance(a, F.Atom) and a.predicate in _REL and a.args == ((x.var, True), (f.var, True)) and x.var != f.var:
+                if isinstance(a, F.Atom) and a.predicate in RELATIONS and a.args == ((x.var, True), (f.var, True)) and x.var != f.var:
                     keep.setdefault(a.predicate, []).append(("text", self.every(x.category)))
                     continue
             parts.append(self.imperative(x, inner))
         for rel, subjects in keep.items():
-            parts.insert(1, f"keep {_join(self.subjects(subjects))} {'out of' if rel == 'inside' else 'off'} {that}")
-        return _join(parts)
+            parts.insert(1, f"keep {join_list(self.subjects(subjects))} {'out of' if rel == 'inside' else 'off'} {that}")
+        return join_list(parts)
 
     def pairs(self, f, env) -> str:
         F = self.F
         body = self.unwrap(f.body)
-        if (isinstance(body, F.Atom) and body.predicate in _REL and f.var1 != f.var2
+        if (isinstance(body, F.Atom) and body.predicate in RELATIONS and f.var1 != f.var2
                 and {body.args[0], body.args[1]} == {(f.var1, True), (f.var2, True)}):
             child_var = body.args[0][0]
             child_cat = f.category1 if child_var == f.var1 else f.category2
             parent_cat = f.category2 if child_var == f.var1 else f.category1
             nc, npar = self.count(child_cat), self.count(parent_cat)
-            prep, cw = _PREP[body.predicate], self.cw(child_cat)
+            prep, cw = PREPOSITIONS[body.predicate], self.cw(child_cat)
             if nc == npar:
-                return f"put {_one(cw)} {prep} {self.each(parent_cat)}"
+                return f"put {one_phrase(cw)} {prep} {self.each(parent_cat)}"
             if nc > npar:
-                return f"put at least {_one(cw)} {prep} {self.each(parent_cat)}"
-            return f"put {self.each(child_cat)} {prep} a different one of the {_number(npar)} {_plural(self.cw(parent_cat))}"
+                return f"put at least {one_phrase(cw)} {prep} {self.each(parent_cat)}"
+            return f"put {self.each(child_cat)} {prep} a different one of the {number_word(npar)} {plural_phrase(self.cw(parent_cat))}"
         return "make sure that " + self.declarative(f, env)
 
     # -- declarative fallback --
@@ -466,8 +466,8 @@ class _Speaker:
         f = self.unwrap(f)
         if isinstance(f, F.Atom):
             s = self.term(f.args[0], env)
-            if f.predicate in _REL:
-                return f"{s} is {_PREP[f.predicate]} {self.term(f.args[1], env)}"
+            if f.predicate in RELATIONS:
+                return f"{s} is {PREPOSITIONS[f.predicate]} {self.term(f.args[1], env)}"
             if f.predicate == "inroom":
                 return f"{s} is in {self.term(f.args[1], env)}"
             return f"{s} is {'switched on' if f.predicate == 'toggled_on' else f.predicate.replace('_', ' ')}"
@@ -476,9 +476,9 @@ class _Speaker:
                 return self.declarative(f.item, env).replace(" is ", " is not ", 1)
             return "it is not the case that " + self.declarative(f.item, env)
         if isinstance(f, F.And):
-            return _join([self.declarative(x, env) for x in f.items])
+            return join_list([self.declarative(x, env) for x in f.items])
         if isinstance(f, F.Or):
-            return "either " + _join([self.declarative(x, env) for x in f.items], "or")
+            return "either " + join_list([self.declarative(x, env) for x in f.items], "or")
         if isinstance(f, F.Imply):
             return f"if {self.declarative(f.antecedent, env)}, then {self.declarative(f.consequent, env)}"
         if isinstance(f, (F.ForAll, F.Exists, F.ForN)):
@@ -487,9 +487,9 @@ class _Speaker:
             return f"for {quant}, " + self.declarative(f.body, self.bind(f, env, self.that(f.category)))
         self.var_cat[f.var1], self.var_cat[f.var2] = f.category1, f.category2
         inner = {**env, f.var1: self.that(f.category1), f.var2: self.that(f.category2)}
-        head = (f"at least {_number(f.n)} of the {_plural(self.cw(f.category1))} and {_number(f.n)} of the "
-                f"{_plural(self.cw(f.category2))}" if isinstance(f, F.ForNPairs) else
-                f"as many {_plural(self.cw(f.category1))} and {_plural(self.cw(f.category2))} as the smaller group has")
+        head = (f"at least {number_word(f.n)} of the {plural_phrase(self.cw(f.category1))} and {number_word(f.n)} of the "
+                f"{plural_phrase(self.cw(f.category2))}" if isinstance(f, F.ForNPairs) else
+                f"as many {plural_phrase(self.cw(f.category1))} and {plural_phrase(self.cw(f.category2))} as the smaller group has")
         return f"{head} form pairs, each with a different partner, where " + self.declarative(f.body, inner)
 
 

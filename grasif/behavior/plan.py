@@ -1,6 +1,6 @@
 """Ground-truth plans (:func:`ground_truth_plan`) and the steps that reach a final state (:func:`emit_plan`).
 
-Candidates: the final state :class:`~grasif.behavior.search._Search` finds for the goal formula
+Candidates: the final state :class:`~grasif.behavior.search.GoalSearch` finds for the goal formula
 (:func:`search_plan`) and each of bddl's ground goal options (:func:`ground_options`, up to 20)
 whose literals give each object one parent and move no asset (:func:`plan_from_literals`). A
 candidate becomes ``rearrange`` steps for the unmet parents, each preceded by ``open`` of the
@@ -15,8 +15,8 @@ Concepts: ``docs/benchmark/splits.md`` (BEHAVIOR-1K split).
 from __future__ import annotations
 
 from grasif.behavior.convert import Converted
-from grasif.behavior.search import _Search
-from grasif.behavior.source import Activity, _quiet, require_bddl
+from grasif.behavior.search import GoalSearch
+from grasif.behavior.source import Activity, quiet_stdout, require_bddl
 from grasif.goals import GoalSpec
 from grasif.validate import validate_plan
 from sgs.actions import make, parse_action
@@ -31,7 +31,7 @@ def ground_options(act: Activity) -> list[list]:
     backend = TrivialBackend()
     scope = bddl.activity.get_object_scope(act.conds)
     try:
-        with _quiet():
+        with quiet_stdout():
             goal = bddl.activity.get_goal_conditions(act.conds, backend, scope)
             options = bddl.activity.get_ground_goal_state_options(act.conds, backend, scope, goal)
     except AssertionError:
@@ -145,10 +145,10 @@ def emit_plan(graph: SceneGraph, moves: dict[str, tuple[str, str]], keep_out: di
 
 
 def search_plan(graph: SceneGraph, goal: GoalSpec, limit: int = 3000) -> list[str] | None:
-    """A plan for the cheapest final state :class:`_Search` finds for ``goal.formula``, or ``None``."""
+    """A plan for the cheapest final state :class:`GoalSearch` finds for ``goal.formula``, or ``None``."""
     from grasif.formula import Formula
 
-    found = _Search(graph, limit).solve(Formula.parse(goal.formula))
+    found = GoalSearch(graph, limit).solve(Formula.parse(goal.formula))
     if found is None:
         return None
     parents, forbid, states = found

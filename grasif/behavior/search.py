@@ -1,8 +1,8 @@
-"""A search for the cheapest final state that satisfies a goal formula (:class:`_Search`).
+"""A search for the cheapest final state that satisfies a goal formula (:class:`GoalSearch`).
 
 Depth-first branch and bound over the formula for a final state that changes the fewest parents
 and states of the initial graph (moves, opens on the way and switches), with one parent per
-object and assets fixed. :meth:`_Search.solve` returns that state as (parents, banned parents,
+object and assets fixed. :meth:`GoalSearch.solve` returns that state as (parents, banned parents,
 states), or ``None`` when it finds none within its call limit; :mod:`grasif.behavior.plan`
 turns it into steps. Concepts: ``docs/benchmark/splits.md`` (BEHAVIOR-1K split).
 """
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import itertools
 
-from grasif.behavior.goal import _REL, _WORD
+from grasif.behavior.goal import RELATIONS, STATE_WORDS
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 
 _SWITCH = {"open": ("open", "close"), "on": ("turn_on", "turn_off")}
 
 
-class _Search:
+class GoalSearch:
     """Depth-first branch and bound over the goal formula for a final state that changes the
     fewest parents and states of the initial graph, with one parent per object and assets fixed.
 
@@ -83,8 +83,8 @@ class _Search:
 
         if isinstance(f, F.Atom):
             args = [env[n] if v else n for n, v in f.args]
-            if f.predicate in _REL:
-                return self.parent(st, args[0]) == (args[1], _REL[f.predicate])
+            if f.predicate in RELATIONS:
+                return self.parent(st, args[0]) == (args[1], RELATIONS[f.predicate])
             if f.predicate == "inroom":
                 a = args[0]
                 while self.g.nodes[a].layer is not Layer.PLACE:
@@ -93,7 +93,7 @@ class _Search:
                         return False
                     a = edge[0]
                 return a == args[1]
-            return self.state(st, args[0], _WORD.get(f.predicate, f.predicate))
+            return self.state(st, args[0], STATE_WORDS.get(f.predicate, f.predicate))
         if isinstance(f, F.And):
             return all(self.holds(x, env, st) for x in f.items)
         if isinstance(f, F.Or):
@@ -207,8 +207,8 @@ class _Search:
         args = [env[n] if v else n for n, v in f.args]
         nodes, gp = self.g.nodes, self.g.parent
         a = args[0]
-        if f.predicate in _REL:
-            want = (args[1], _REL[f.predicate])
+        if f.predicate in RELATIONS:
+            want = (args[1], RELATIONS[f.predicate])
             if nodes[a].layer is not Layer.OBJECT:
                 if not pos:
                     self.run(rest, st)
@@ -240,7 +240,7 @@ class _Search:
             if nodes[a].layer is Layer.ASSET and (gp[a][0] == args[1]) == pos:
                 self.run(rest, st)
             return
-        word = _WORD.get(f.predicate, f.predicate)
+        word = STATE_WORDS.get(f.predicate, f.predicate)
         got = st[2].get((a, word))
         if got is not None:
             if got == pos:

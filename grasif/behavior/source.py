@@ -48,7 +48,8 @@ EXCLUDED = {
 }
 AGENT_SYNSET = "agent.n.01"
 _OPERATORS = frozenset({"and", "or", "not", "imply", "forall", "exists", "forn", "forpairs", "fornpairs"})
-_SYNSET_RE = re.compile(r"^([a-z0-9_'\-]+)\.([a-z])\.(\d+)$")
+#: A bddl synset ``<word>.<pos>.<number>``: its word, part of speech and number.
+SYNSET_RE = re.compile(r"^([a-z0-9_'\-]+)\.([a-z])\.(\d+)$")
 
 
 class _Null:
@@ -61,7 +62,8 @@ class _Null:
         pass
 
 
-def _quiet():
+def quiet_stdout():
+    """A context that drops what bddl prints to stdout."""
     return contextlib.redirect_stdout(_Null())
 
 
@@ -161,7 +163,7 @@ def read_activity(name: str, definitions: str | Path | None = None) -> Activity:
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"{path}: cannot read the problem file ({exc})") from None
     try:
-        with _quiet():
+        with quiet_stdout():
             conds = bddl.activity.Conditions(name, 0, SIMULATOR, predefined_problem=text)
         objects, init, goal = conds.parsed_objects, conds.parsed_initial_conditions, conds.parsed_goal_conditions
         if not isinstance(objects, dict) or not objects or not isinstance(init, list) or not init:
@@ -180,7 +182,8 @@ def read_activity(name: str, definitions: str | Path | None = None) -> Activity:
 _ACTIVITY_CACHE: dict[tuple, Activity] = {}
 
 
-def _stamp(path: Path) -> tuple:
+def file_stamp(path: Path) -> tuple:
+    """A cache key for a file: (path, modification time, size), or (path, None) when it is missing."""
     try:
         st = path.stat()
     except OSError:
@@ -190,7 +193,7 @@ def _stamp(path: Path) -> tuple:
 
 def activity(name: str, definitions: str | Path | None = None) -> Activity:
     """:func:`read_activity`, cached per problem file (path, modification time, size)."""
-    key = _stamp(definitions_dir(definitions) / name / PROBLEM_FILE)
+    key = file_stamp(definitions_dir(definitions) / name / PROBLEM_FILE)
     if key not in _ACTIVITY_CACHE:
         _ACTIVITY_CACHE[key] = read_activity(name, definitions)
     return _ACTIVITY_CACHE[key]

@@ -17,7 +17,7 @@ from grasif.behavior.goal import goal_formula
 from grasif.behavior.instruction import instruction
 from grasif.behavior.plan import ground_truth_plan
 from grasif.behavior.source import (
-    PACKAGE, PROBLEM_FILE, SPLIT, _stamp, activity, activity_names, definitions_dir, selection, source_version,
+    PACKAGE, PROBLEM_FILE, SPLIT, file_stamp, activity, activity_names, definitions_dir, selection, source_version,
 )
 from grasif.dataset import SourceError
 from grasif.goals import GoalSpec
@@ -65,7 +65,7 @@ def build_tasks(definitions: str | Path | None = None) -> list[Task]:
     :class:`SourceError` naming the package or file when the source is missing or broken.
     """
     root = definitions_dir(definitions)
-    key = tuple(_stamp(root / name / PROBLEM_FILE) for name in activity_names(root))
+    key = tuple(file_stamp(root / name / PROBLEM_FILE) for name in activity_names(root))
     if key not in _TASK_CACHE:
         kept, _ = selection(definitions)
         _TASK_CACHE[key] = sorted((make_task(n, definitions) for n in kept), key=lambda t: t.id)

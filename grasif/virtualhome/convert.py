@@ -10,7 +10,7 @@
   pick_up; SURFACES or CONTAINERS → put_on; CONTAINERS → put_inside; CAN_OPEN → open, close;
   HAS_SWITCH → turn_on, turn_off; floors put_on). Names ``class-N`` count per class by ascending id
   over the kept nodes of the initial graph (:class:`Naming`, reused for the final graph).
-* A final graph gets the program-aware corrections of :func:`_final_override`; during an episode
+* A final graph gets the program-aware corrections of :func:`final_corrections`; during an episode
   :func:`convert_state` converts the environment's graph the same way.
 
 Errors: malformed data raises :class:`grasif.dataset.SourceError` naming the file.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from grasif.dataset import SourceError
 from grasif.task import Task
-from grasif.virtualhome.source import _PUT_ACTIONS, SPLIT, Program, read_graphs, source_dir
+from grasif.virtualhome.source import PUT_ACTIONS, SPLIT, Program, read_graphs, source_dir
 from sgs.graph import GraphError, Layer, Relation, SceneGraph, affords
 from sgs.io import graph_from_dict
 
@@ -33,7 +33,7 @@ DROPPED_CATEGORIES = frozenset({"Floor", "Floors", "Walls", "Ceiling", "Characte
 _AFFORDANCE_ORDER = ("pick_up", "put_on", "put_inside", "open", "close", "turn_on", "turn_off")
 
 
-class _Raw:
+class RawGraph:
     """Index of one VirtualHome graph: nodes by id, ON/INSIDE targets, rooms, what is held."""
 
     def __init__(self, data: dict, where: Path):
@@ -84,7 +84,7 @@ class Naming:
     layers: dict[int, Layer]
     floor: dict[int, int]  # room id -> id of the floor node kept for it
 
-    def canonical(self, raw: "_Raw", vh_id: int) -> int | None:
+    def canonical(self, raw: "RawGraph", vh_id: int) -> int | None:
         """The kept id standing for ``vh_id``: itself, its room's floor for any floor node, else None."""
         if vh_id in self.names:
             return vh_id
@@ -97,7 +97,7 @@ class Naming:
         return {name: i for i, name in self.names.items()}
 
 
-def make_naming(raw: _Raw) -> Naming:
+def make_naming(raw: RawGraph) -> Naming:
     floor: dict[int, int] = {}
     for i in sorted(raw.nodes):
         if raw.is_floor(i) and i in raw.room_of:
@@ -157,7 +157,7 @@ def is_under(raw, a: int, b: int) -> bool:
     return False
 
 
-def _object_parent(raw: _Raw, naming: Naming, i: int) -> tuple[Relation, int] | None:
+def _object_parent(raw: RawGraph, naming: Naming, i: int) -> tuple[Relation, int] | None:
     """Most specific kept non-room ON/INSIDE target of ``i`` (see module doc), or ``None``."""
     cands: dict[int, Relation] = {}
     for rel, t in raw.targets.get(i, []):
@@ -172,7 +172,7 @@ def _object_parent(raw: _Raw, naming: Naming, i: int) -> tuple[Relation, int] | 
     return cands[best], best
 
 
-def convert_graph(raw: _Raw, naming: Naming, placed: dict[int, tuple[Relation, int]] | None = None,
+def convert_graph(raw: RawGraph, naming: Naming, placed: dict[int, tuple[Relation, int]] | None = None,
                   held: int | None = None) -> dict:
     """The converted graph in the paper's JSON format. ``held``: the object the agent holds (by
     default the one the character holds, if only one); ``placed`` overrides objects' parents."""
@@ -212,19 +212,20 @@ def convert_graph(raw: _Raw, naming: Naming, placed: dict[int, tuple[Relation, i
     return {"nodes": {"rooms": rooms, "asset": assets, "objects": objects, "agent": agent}}
 
 
-def _held_objects(raw: _Raw, naming: Naming) -> list[int]:
+def _held_objects(raw: RawGraph, naming: Naming) -> list[int]:
     """What the character holds that is an object for us (VirtualHome also lets it grab water)."""
     return [i for i in raw.held if naming.layers.get(i) is Layer.OBJECT]
 
 
-def _to_graph(data: dict, where: Path) -> SceneGraph:
+def to_scene_graph(data: dict, where: Path) -> SceneGraph:
+    """The scene graph of converted ``data``; :class:`SourceError` naming ``where`` when it is invalid."""
     try:
         return graph_from_dict(data)
     except GraphError as exc:
         raise SourceError(f"{where}: the converted graph is invalid: {exc}") from None
 
 
-def _replay_places(program: Program, raw_init: _Raw, naming: Naming) -> dict[int, tuple]:
+def _replay_places(program: Program, raw_init: RawGraph, naming: Naming) -> dict[int, tuple]:
     """For each object the program moves: (where it last went, where it was last taken from).
     A place is (relation, kept id); ``None`` while held or after DROP/RELEASE/PUTON."""
     places: dict[int, tuple] = {}
@@ -235,8 +236,8 @@ def _replay_places(program: Program, raw_init: _Raw, naming: Naming) -> dict[int
         where, taken = places.get(o) or (_object_parent(raw_init, naming, o), None)
         if s.action == "GRAB":
             where, taken = None, where
-        elif s.action in _PUT_ACTIONS and naming.canonical(raw_init, s.args[1][1]) is not None:
-            where = (_PUT_ACTIONS[s.action], naming.canonical(raw_init, s.args[1][1]))
+        elif s.action in PUT_ACTIONS and naming.canonical(raw_init, s.args[1][1]) is not None:
+            where = (PUT_ACTIONS[s.action], naming.canonical(raw_init, s.args[1][1]))
         elif s.action == "PUTOBJBACK":
             where = taken
         elif s.action in ("DROP", "RELEASE", "PUTON"):
@@ -247,7 +248,7 @@ def _replay_places(program: Program, raw_init: _Raw, naming: Naming) -> dict[int
     return places
 
 
-def _final_override(program: Program, raw_init: _Raw, naming: Naming, raw_final: _Raw):
+def final_corrections(program: Program, raw_init: RawGraph, naming: Naming, raw_final: RawGraph):
     """Program-aware corrections of a converted final graph: returns (held id or None, placed).
 
     * Lost support: GRAB deletes ON/INSIDE edges in both directions, so what lies on or in a
@@ -290,32 +291,33 @@ def task_source_graph(task: Task, source: Path | None = None) -> tuple[dict, Pat
 def task_naming(init: dict, where: Path, expected: dict[str, int] | None = None) -> Naming:
     """The naming of an initial VirtualHome graph; with ``expected`` (a task's provenance ``ids``)
     a :class:`SourceError` when the graph names its nodes differently (another package version)."""
-    naming = make_naming(_Raw(init, where))
+    naming = make_naming(RawGraph(init, where))
     if expected is not None and naming.ids != expected:
         diff = sorted(set(naming.ids.items()) ^ set(expected.items()))[:5]
         raise SourceError(f"{where}: its node names differ from the task's provenance ids (first: {diff})")
     return naming
 
 
-def raw_index(data: dict, where: Path) -> _Raw:
+def raw_index(data: dict, where: Path) -> RawGraph:
     """An index of a VirtualHome graph (nodes by id, ON/INSIDE targets, rooms, held ids)."""
-    return _Raw(data, where)
+    return RawGraph(data, where)
 
 
-def convert_state(raw: _Raw, naming: Naming, last_support: dict[int, tuple[Relation, int]]) -> SceneGraph:
+def convert_state(raw: RawGraph, naming: Naming, last_support: dict[int, tuple[Relation, int]]) -> SceneGraph:
     """A VirtualHome graph during an episode, in our terms (the environment's true graph).
 
     The character holds at most one object (the adapter keeps to one hand). An object left without
     supporting node and not held (GRAB deletes the ON/INSIDE edges of what lay on or in the grabbed
-    object, see :func:`_final_override`) goes to ``last_support[id]``, where it last was."""
+    object, see :func:`final_corrections`) goes to ``last_support[id]``, where it last was."""
     held = _held_objects(raw, naming)
     if len(held) > 1:
         raise SourceError(f"{raw.where}: the character holds {len(held)} objects; one hand is modelled")
     placed = {i: last_support[i] for i, layer in naming.layers.items()
               if layer is Layer.OBJECT and i not in held and i in last_support
               and _object_parent(raw, naming, i) is None}
-    return _to_graph(convert_graph(raw, naming, placed=placed, held=held[0] if held else None), raw.where)
+    return to_scene_graph(convert_graph(raw, naming, placed=placed, held=held[0] if held else None), raw.where)
 
 
-def _affords_relation(node, relation: Relation) -> bool:
+def affords_relation(node, relation: Relation) -> bool:
+    """Whether ``node`` takes things put ``relation`` it (``put_on`` for ONTOP, else ``put_inside``)."""
     return affords(node, "put_on" if relation is Relation.ONTOP else "put_inside")

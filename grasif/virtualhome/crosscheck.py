@@ -17,7 +17,7 @@ from pathlib import Path
 
 from grasif.dataset import SourceError
 from grasif.task import Task
-from grasif.virtualhome.convert import _final_override, _Raw, _to_graph, convert_graph
+from grasif.virtualhome.convert import RawGraph, convert_graph, final_corrections, to_scene_graph
 from grasif.virtualhome.goal import GOAL_STATES
 from grasif.virtualhome.source import read_graphs
 from grasif.virtualhome.tasks import SourceTask, load_source
@@ -111,9 +111,9 @@ def cross_check(selection: str = "paper", *, source: Path | None = None,
         # (a) VirtualHome's own result vs the stored final graph
         stored_diff = _diff(_raw_view(result, char), _raw_view(stored, char), before)
         # (b) our SGS on the ground-truth plan vs VirtualHome's result, converted like the stored one
-        raw_result = _Raw(result, src.graph_path)
-        held, placed = _final_override(src.program, src.raw_init, src.naming, raw_result)
-        vh_final = _to_graph(convert_graph(raw_result, src.naming, placed=placed, held=held), src.graph_path)
+        raw_result = RawGraph(result, src.graph_path)
+        held, placed = final_corrections(src.program, src.raw_init, src.naming, raw_result)
+        vh_final = to_scene_graph(convert_graph(raw_result, src.naming, placed=placed, held=held), src.graph_path)
         plan = plans.get(src.program.id)
         if plan is None:
             plan = [str(a) for a in translate_program(src.program, src.initial, src.naming, src.raw_init)]

@@ -10,7 +10,7 @@ Concepts: ``docs/benchmark/splits.md`` (VirtualHome RobotHow split).
 from __future__ import annotations
 
 from grasif.goals import GoalSpec, NodeGoal, goal_from_graphs
-from grasif.virtualhome.convert import _affords_relation
+from grasif.virtualhome.convert import affords_relation
 from sgs.graph import Relation, SceneGraph
 
 #: States our action set changes; goals keep only these (and parent relations).
@@ -24,7 +24,7 @@ def task_goal(initial: SceneGraph, final: SceneGraph) -> GoalSpec:
         states = [s for s in g.states if s in GOAL_STATES]
         absent = [s for s in g.absent_states if s in GOAL_STATES]
         relation, destination = g.relation, g.destination
-        if destination is not None and not _affords_relation(initial.nodes[destination], Relation(relation)):
+        if destination is not None and not affords_relation(initial.nodes[destination], Relation(relation)):
             relation = destination = None  # VirtualHome put it on something that affords no put
         if relation is None and not states and not absent:
             continue

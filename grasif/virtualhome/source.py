@@ -59,10 +59,12 @@ SELECTIONS = {
 }
 
 
-_STATE_ACTIONS = {"OPEN": "open", "CLOSE": "close", "SWITCHON": "turn_on", "SWITCHOFF": "turn_off"}
-_PUT_ACTIONS = {"PUTBACK": Relation.ONTOP, "PUTIN": Relation.INSIDE}
+#: Steps that change their node's state, and our action for each.
+STATE_ACTIONS = {"OPEN": "open", "CLOSE": "close", "SWITCHON": "turn_on", "SWITCHOFF": "turn_off"}
+#: Steps that put their first node on or in the second, and the relation.
+PUT_ACTIONS = {"PUTBACK": Relation.ONTOP, "PUTIN": Relation.INSIDE}
 #: Steps that move their first node, which must be an object for us; they walk by themselves.
-_HAND_ACTIONS = frozenset({"GRAB", "PUTBACK", "PUTIN", "PUTOBJBACK", "DROP", "RELEASE", "PUTON"})
+HAND_ACTIONS = frozenset({"GRAB", "PUTBACK", "PUTIN", "PUTOBJBACK", "DROP", "RELEASE", "PUTON"})
 
 
 def source_dir(package: str = PACKAGE) -> Path:
@@ -131,7 +133,8 @@ _STEP_RE = re.compile(r"^\[(\w+)\]((?:\s*<[^<>]+>\s*\(\d+\.\d+\))*)\s*$")
 _ARG_RE = re.compile(r"<([^<>]+)>\s*\((\d+)\.(\d+)\)")
 
 
-def _arity() -> dict[str, int]:
+def action_arity() -> dict[str, int]:
+    """The number of nodes each VirtualHome script action takes (from virtualhome-eval)."""
     try:
         from virtualhome_eval.simulation.evolving_graph.scripts import Action as VHAction
     except Exception as exc:  # noqa: BLE001 - any import failure means the package is unusable
@@ -142,7 +145,7 @@ def _arity() -> dict[str, int]:
 def read_program(path: Path, arity: dict[str, int] | None = None) -> Program:
     """Parse a program file; a malformed one raises :class:`SourceError` naming it and the line."""
     path = Path(path)
-    arity = arity if arity is not None else _arity()
+    arity = arity if arity is not None else action_arity()
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from grasif.dataset import SourceError
 from grasif.task import Task
-from grasif.virtualhome.convert import Naming, _final_override, _Raw, _to_graph, convert_graph, make_naming
+from grasif.virtualhome.convert import Naming, RawGraph, convert_graph, final_corrections, make_naming, to_scene_graph
 from grasif.virtualhome.goal import task_goal
 from grasif.virtualhome.instruction import instruction
 from grasif.virtualhome.source import (
-    DATASET, GRAPHS, PROGRAMS, SELECTIONS, SPLIT, Program, _arity, program_paths, read_graphs, read_program,
+    DATASET, GRAPHS, PROGRAMS, SELECTIONS, SPLIT, Program, action_arity, program_paths, read_graphs, read_program,
     source_version,
 )
 from grasif.virtualhome.translate import TranslationError, translate_program
@@ -35,7 +35,7 @@ class SourceTask:
     program: Program
     graph_path: Path
     naming: Naming
-    raw_init: _Raw
+    raw_init: RawGraph
     initial: SceneGraph
     final: SceneGraph
     initial_data: dict
@@ -46,7 +46,7 @@ def load_source_task(program_path: Path, graph_path: Path, arity: dict[str, int]
     program = read_program(program_path, arity)
     init, final = read_graphs(graph_path)
     try:
-        raw_init, raw_final = _Raw(init, graph_path), _Raw(final, graph_path)
+        raw_init, raw_final = RawGraph(init, graph_path), RawGraph(final, graph_path)
         if raw_init.held:
             raise SourceError(f"{graph_path}: the character holds something in the initial graph")
         for s in program.steps:
@@ -55,9 +55,9 @@ def load_source_task(program_path: Path, graph_path: Path, arity: dict[str, int]
                     raise SourceError(f"{program_path}: {s.text}: node {i} is not in {graph_path.name}")
         naming = make_naming(raw_init)
         init_data = convert_graph(raw_init, naming)
-        held, placed = _final_override(program, raw_init, naming, raw_final)
+        held, placed = final_corrections(program, raw_init, naming, raw_final)
         final_data = convert_graph(raw_final, naming, placed=placed, held=held)
-        initial, final_graph = _to_graph(init_data, graph_path), _to_graph(final_data, graph_path)
+        initial, final_graph = to_scene_graph(init_data, graph_path), to_scene_graph(final_data, graph_path)
     except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:  # data we did not foresee
         raise SourceError(f"{graph_path} ({program_path.name}): cannot convert ({exc!r})") from exc
     return SourceTask(program, graph_path, naming, raw_init, initial, final_graph, init_data)
@@ -68,7 +68,7 @@ def load_source(source: Path | None = None, selection: str | None = None) -> lis
     if selection is not None and selection not in SELECTIONS:
         raise ValueError(f"unknown selection {selection!r}; selections are {', '.join(SELECTIONS)}")
     paths = program_paths(source)
-    arity = _arity()
+    arity = action_arity()
     out = []
     for program_path, graph_path in paths:
         program = read_program(program_path, arity)

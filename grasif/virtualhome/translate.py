@@ -13,8 +13,8 @@ Concepts: ``docs/benchmark/splits.md`` (VirtualHome RobotHow split).
 
 from __future__ import annotations
 
-from grasif.virtualhome.convert import Naming, _affords_relation, _Raw
-from grasif.virtualhome.source import _HAND_ACTIONS, _PUT_ACTIONS, _STATE_ACTIONS, Program, Step
+from grasif.virtualhome.convert import Naming, RawGraph, affords_relation
+from grasif.virtualhome.source import HAND_ACTIONS, PUT_ACTIONS, STATE_ACTIONS, Program, Step
 from sgs.actions import Action, make
 from sgs.graph import Layer, Relation, SceneGraph
 from sgs.simulator import check, run_plan
@@ -26,7 +26,7 @@ class TranslationError(RuntimeError):
 class _Translator:
     """Emits primitive actions while keeping a copy of our scene graph in step with the program."""
 
-    def __init__(self, graph: SceneGraph, naming: Naming, raw: _Raw, program: Program):
+    def __init__(self, graph: SceneGraph, naming: Naming, raw: RawGraph, program: Program):
         self.g = graph
         self.naming = naming
         self.raw = raw
@@ -117,20 +117,20 @@ class _Translator:
             if a in ("WALK", "RUN") and first in self.raw.rooms:
                 self.go(self.name(first))
                 continue
-            if a not in _HAND_ACTIONS:  # the character walks to what it acts on
+            if a not in HAND_ACTIONS:  # the character walks to what it acts on
                 self.go(self.room_of(first))
             obj = self.name(first)
-            if a in _HAND_ACTIONS and (obj is None or self.g.nodes[obj].layer is not Layer.OBJECT):
+            if a in HAND_ACTIONS and (obj is None or self.g.nodes[obj].layer is not Layer.OBJECT):
                 continue  # VirtualHome also lets the character grab water, an asset for us
             if a == "GRAB":
                 if self.g.agent.holding != obj:
                     self.free_hand()
                 self.pick(obj)
-            elif a in _PUT_ACTIONS:
+            elif a in PUT_ACTIONS:
                 dest = self._need(self.name(step.args[1][1]), step)
                 self.take(obj)
-                if _affords_relation(self.g.nodes[dest], _PUT_ACTIONS[a]):
-                    self.put(dest, _PUT_ACTIONS[a])
+                if affords_relation(self.g.nodes[dest], PUT_ACTIONS[a]):
+                    self.put(dest, PUT_ACTIONS[a])
                 else:  # VirtualHome puts things on anything; we cannot: put it back
                     self.put(*self.taken[obj])
             elif a == "PUTOBJBACK":
@@ -139,8 +139,8 @@ class _Translator:
             elif a in ("DROP", "RELEASE", "PUTON"):
                 self.take(obj)
                 self.put(self.here_floor(), Relation.ONTOP)
-            elif a in _STATE_ACTIONS:
-                self.emit(_STATE_ACTIONS[a], self._need(obj, step))
+            elif a in STATE_ACTIONS:
+                self.emit(STATE_ACTIONS[a], self._need(obj, step))
         # VirtualHome still holds what it grabbed last and did not put: so do we
         if self.g.agent.holding is None and self.pending:
             self.take(self.pending[-1])
@@ -152,7 +152,7 @@ class _Translator:
         return name
 
 
-def translate_program(program: Program, graph: SceneGraph, naming: Naming, raw: _Raw) -> list[Action]:
+def translate_program(program: Program, graph: SceneGraph, naming: Naming, raw: RawGraph) -> list[Action]:
     """The program in our primitive actions (one hand), then compacted (:func:`compact_plan`)."""
     primitive = _Translator(graph, naming, raw, program).run()
     return compact_plan(graph, primitive)

@@ -1,5 +1,5 @@
 """Retrieved demonstrations: the k train-pool trajectories most like the episode's task, written
-compactly before it in the prompt (issue 23, the lever that needs no GPU).
+compactly before it in the prompt (they help the planner without training a model).
 
 * A :class:`Demonstration` is one solved episode of the train pool: its instruction, its rooms and
   the accepted actions with what ``discover_objects`` saw (:mod:`lookplangraph.distill.teacher.expert`

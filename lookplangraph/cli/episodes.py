@@ -180,8 +180,10 @@ def add_parsers(sub) -> None:
                     description="Rebuild each decision's prompt of a recorded LookPlanGraph episode (the run replayed "
                                 "with its recorded replies; no model runs for that) and ask an LM, by default the "
                                 "run's own, for the reason of each chosen step: the action is fixed, only the reason "
-                                "is decoded. For runs without reasons in their answers (reason_max_length 0). Exit "
-                                "code 2 when the run cannot be replayed or its replay proposes other actions.",
+                                "is decoded. For runs without reasons in their answers (reason_max_length 0). The "
+                                "reasons are printed and saved in DIR/reasons.jsonl, where lookplangraph view finds "
+                                "them. Exit code 2 when the run cannot be replayed or its replay proposes other "
+                                "actions.",
                     examples=["lookplangraph explain runs/20261129-094338_office_office-01",
                               "lookplangraph explain runs/dev_eval --task dev/clinic-07 --call 3 4",
                               "lookplangraph explain runs/office --task office-02 --lm openai:gpt-4o"])
@@ -431,8 +433,11 @@ def cmd_report(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    """The reasons of a recorded episode's decisions (:mod:`lookplangraph.evaluation.explain`)."""
-    from lookplangraph.evaluation.explain import ReplayError, chosen_prompts, explain_steps, load_episode, replay_prompts
+    """The reasons of a recorded episode's decisions (:mod:`lookplangraph.evaluation.explain`),
+    printed and saved in the run directory's ``reasons.jsonl`` (each as soon as it is given: an
+    interrupted command keeps the ones before), where the viewer finds them."""
+    from lookplangraph.evaluation.explain import (ReplayError, chosen_prompts, explain_steps, load_episode, reason_rows,
+                                                  replay_prompts, save_reasons)
     from lookplangraph.lm import make_backend
 
     try:
@@ -441,14 +446,24 @@ def cmd_explain(args) -> int:
         prompts = chosen_prompts(replay_prompts(task, s, trace), args.call)
     except ReplayError as exc:
         raise UsageError(str(exc)) from None
+    spec = args.lm or s.lm
     print(f"Task {task.split}/{task.id}: {task.instruction}")
-    print(f"replayed {len(trace)} decisions of {args.run_dir}; reasons from {args.lm or s.lm}")
-    lm = _made(lambda: make_backend(args.lm or s.lm, **(s.lm_options if not args.lm else {})))
+    print(f"replayed {len(trace)} decisions of {args.run_dir}; reasons from {spec}")
+    lm = _made(lambda: make_backend(spec, **(s.lm_options if not args.lm else {})))
+    saved, where = 0, None
     try:
-        for p, said in explain_steps(lm, prompts):
-            print(f"[{p.call}] {trace[p.call - 1].get('proposed')}: {said.reason or said.error}", flush=True)
+        for p in prompts:
+            for _, said in explain_steps(lm, [p]):  # none for a decision that named no action
+                print(f"[{p.call}] {trace[p.call - 1].get('proposed')}: {said.reason or said.error}", flush=True)
+                rows = reason_rows(task, trace, [(p, said)], spec)
+                if rows:
+                    where = save_reasons(Path(args.run_dir), rows)
+                    saved += len(rows)
     except _unavailable_kinds() as exc:
         raise lm_failure(exc) from None
+    finally:
+        if where is not None:
+            print(f"{saved} reason(s) saved in {where} (lookplangraph view shows them)")
     return EXIT_OK
 
 

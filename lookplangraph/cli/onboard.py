@@ -58,7 +58,7 @@ def add_parsers(sub) -> None:
                                 "seeds, as it is and augmented (renamed instances, shuffled listing order, "
                                 "distractors), and write chat-format examples of the accepted answers.",
                     examples=["lookplangraph distill data --out runs/distill --seeds static,0,1,2,3",
-                              "lookplangraph distill data --out runs/distill_v2 --generated runs/gen/home "
+                              "lookplangraph distill data --out runs/distill_generated --generated runs/gen/home "
                               "--generated runs/gen/office --prompt-layout history-scene --answer-format action"])
     d.add_argument("--out", required=True, metavar="DIR", help="output directory")
     d.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
@@ -94,7 +94,7 @@ def add_parsers(sub) -> None:
                      examples=[f"lookplangraph distill dagger --student {default_lm()} "
                                "--tasks train-pool --episodes 40 --out runs/dagger1",
                                "lookplangraph distill dagger --student openai:local@http://127.0.0.1:8080/v1 "
-                               "--tasks generated:runs/gen/office --episodes 500 --out runs/distill_v2 --round 1"])
+                               "--tasks generated:runs/gen/office --episodes 500 --out runs/dagger --round 1"])
     dg.add_argument("--student", required=True, metavar="SPEC", help="the student's LM backend spec")
     dg.add_argument("--tasks", default="train-pool", metavar="WHICH",
                     help="train-pool (default) or generated:DIR (a `grasif generate` directory)")
@@ -191,15 +191,15 @@ def add_parsers(sub) -> None:
                                  "dagger) must share prompt layout, answer format and recall; Cypher sources (cypher-data) "
                                  "keep the agent's system message, planning examples get --system-prompt's here "
                                  "(lookplangraph.distill.training.mix).",
-                     examples=["lookplangraph distill mix --out runs/mix_v4 --take runs/distill_v4:4000 "
-                               "--take runs/dagger_v4 --take runs/cypher_data_v2:800 --system-prompt compact",
-                               "lookplangraph distill mix --out runs/mix_v9 --take runs/distill_v7_homes:1300 "
-                               "--take runs/distill_v7_homes@split=virtualhome:1000 --system-prompt compact"])
+                     examples=["lookplangraph distill mix --out runs/mix --take runs/distill:4000 "
+                               "--take runs/dagger --take runs/cypher_data:800 --system-prompt compact",
+                               "lookplangraph distill mix --out runs/mix_homes --take runs/distill_homes:1300 "
+                               "--take runs/distill_homes@split=virtualhome:1000 --system-prompt compact"])
     mx.add_argument("--out", required=True, metavar="DIR", help="output directory (sft.jsonl, counts.json)")
     mx.add_argument("--take", action="append", required=True, metavar="DIR[@KEY=VALUE,...][:N]",
                     help="a source directory and how many of its examples (default all); repeat for each source. "
                          "@KEY=VALUE takes only the examples whose meta has that value (e.g. "
-                         "runs/distill_v7_homes@split=virtualhome:1000), so a part of a source can be taken again")
+                         "runs/distill_homes@split=virtualhome:1000), so a part of a source can be taken again")
     mx.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
                     help="the planning examples' system message: as built, or the planner's compact prompt (then "
                          "train with --system-prompt compact or as-built, and run the adapter with the compact prompt)")

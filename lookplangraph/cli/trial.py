@@ -1,5 +1,6 @@
 """``trial``: a human-in-the-loop trial (:mod:`lookplangraph.apps.trial`), in the web console or
-the terminal."""
+the terminal. Reasons on demand are on for a new trial unless ``--no-explain``: the planner config's
+``explain``, kept in ``trial.json``, so ``--resume`` keeps it (and refuses the flag)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from pathlib import Path
 
 from grasif.task import TaskError, load_task
 
-from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, Interrupted, Unavailable, UsageError, add_command,
-                                           check_spec_flags, lm_failure, verbose_flag)
+from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, Interrupted, Unavailable, UsageError, YesNo,
+                                           add_command, check_spec_flags, lm_failure, verbose_flag)
 from lookplangraph.cli.tasks import read_goal, read_graph
 from lookplangraph.evaluation.settings import DEFAULT_LM
 from lookplangraph.planners.config import CORRECTION_MODES
@@ -41,6 +42,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--parser-lm", metavar="SPEC", help="the parser of descriptions (default: --vlm, else --lm)")
     p.add_argument("--max-actions", type=int, metavar="N", help="action limit (default 30)")
     p.add_argument("--correction", choices=CORRECTION_MODES, help="correction mode (default rules)")
+    p.add_argument("--explain", action=YesNo, default=None, default_text="on",
+                   help="after each decision whose answer gives no reason, ask the LM why (the planner config's "
+                        "explain): the operator sees the reason beside the step to approve, the trace records it")
     p.add_argument("--out", metavar="DIR", help="trial directory (default runs/trial_<time>_<task>)")
     p.add_argument("--host", default="127.0.0.1", help="console address (default 127.0.0.1, this machine only); "
                                                        "0.0.0.0 opens it to the network with a one-time token")
@@ -65,6 +69,9 @@ def cmd_trial(args) -> int:
                      if getattr(args, f)]
             if given:
                 raise UsageError(f"--resume continues a trial as it was set up (its trial.json); drop --{given[0].replace('_', '-')}")
+            if args.explain is not None:
+                raise UsageError("--resume continues a trial as it was set up (its trial.json, which says whether "
+                                 f"reasons are asked); drop --{'' if args.explain else 'no-'}explain")
             trial = Trial(args.resume)
         else:
             if args.task_file:
@@ -80,7 +87,8 @@ def cmd_trial(args) -> int:
             else:
                 raise UsageError("give --task-file T.json, or --graph G.json with --instruction TEXT, or --resume DIR")
             check_spec_flags(args.lm, args.vlm, args.parser_lm)
-            given = {"max_actions": args.max_actions, "correction": args.correction}
+            given = {"max_actions": args.max_actions, "correction": args.correction,
+                     "explain": True if args.explain is None else args.explain}  # a person reads the reasons
             cfg = PlannerConfig.from_dict({k: v for k, v in given.items() if v is not None})
             trial = Trial.create(Path(args.out) if args.out else new_trial_dir(task), task, lm=args.lm or DEFAULT_LM,
                                  vlm=args.vlm, parser_lm=args.parser_lm, planner=cfg)
@@ -93,6 +101,8 @@ def cmd_trial(args) -> int:
     print(f"Trial {trial.dir}: {trial.task.instruction}")
     print(f"LM {s['lm']}; photos {'described by ' + s['vlm'] if s.get('vlm') else 'kept, not read (no --vlm): type descriptions'}; "
           f"parser {s.get('parser_lm') or s.get('vlm') or s['lm']}; {len(trial.answers())} recorded answers to replay")
+    if trial.planner_config().explain:
+        print("Reasons: the LM is asked why after each answer that gives none (the operator sees them)")
     if args.operator == "terminal":
         operator = TerminalOperator(needs_description=trial.augmentation_mode != "vlm", check_photo=photo_file_check(limit))
         session = TrialSession(trial, operator, lm=lm, augmentation=augmentation, max_photo_bytes=limit,

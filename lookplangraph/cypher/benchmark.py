@@ -76,7 +76,7 @@ def path_of(task: str, directory: Path | None = None) -> Path:
     return Path(directory or DEFAULT_DIR) / f"{task}.v{VERSION}.json"
 
 
-def _unique_scenes(tasks: list[Task]) -> list[Task]:
+def unique_scenes(tasks: list[Task]) -> list[Task]:
     """One task per distinct initial graph (office tasks share the building), first by id."""
     seen, out = set(), []
     for t in sorted(tasks, key=lambda t: t.id):
@@ -119,7 +119,7 @@ def build(data_dir: Path, out_dir: Path | None = None, *, seed: int = 0, qa_per_
             if not tasks:
                 continue
             n = qa_per_split if part == "dev" else heldout_qa_per_split
-            qs = build_questions(split, [(t.id, t.graph) for t in _unique_scenes(tasks)], n, seed, part)
+            qs = build_questions(split, [(t.id, t.graph) for t in unique_scenes(tasks)], n, seed, part)
             made = _grounding(tasks, split, grounding_per_split, seed, part)
             questions += qs
             goals += made

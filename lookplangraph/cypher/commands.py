@@ -28,19 +28,19 @@ DEFAULT_LM = default_lm()
 WORKED_EXAMPLES = 2
 
 
-class _Bad(Exception):
+class BadInput(Exception):
     """Bad input; printed as ``error: ...`` with exit code 2."""
 
     code = 2
 
 
-class _Unavailable(_Bad):
+class Unavailable(BadInput):
     """The LM or the graph store cannot be used; printed as ``error: ...`` with exit code 3."""
 
     code = 3
 
 
-def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None = None, verbose: bool = False):
+def open_lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None = None, verbose: bool = False):
     """The agent's LM; an in-process llama.cpp keeps its own log in ``out/llama.log`` (none
     without ``out``) and shows it on the terminal with ``verbose``."""
     from lookplangraph.lm import LMError, make_backend, parse_spec
@@ -49,12 +49,12 @@ def _lm(spec: str, n_ctx: int, cache: str | bool | None = None, out: Path | None
     try:
         kind = parse_spec(spec)[0]
     except LMError as exc:
-        raise _Bad(f"--lm: {exc}") from None
+        raise BadInput(f"--lm: {exc}") from None
     try:
         options = {"n_ctx": n_ctx} if kind == "llamacpp" else {}
         lm = make_backend(spec, **with_native_log(spec, options, out / "llama.log" if out is not None else None, verbose))
     except LMError as exc:
-        raise _Unavailable(str(exc)) from None
+        raise Unavailable(str(exc)) from None
     if cache:
         from lookplangraph.lm.cache import CachedBackend
 
@@ -69,15 +69,17 @@ def _store(args, allow_writes: bool = False):
     try:
         return open_store(args.engine, limits, allow_writes=allow_writes)
     except StoreError as exc:
-        raise _Unavailable(str(exc)) from None
+        raise Unavailable(str(exc)) from None
 
 
-def _guarded(fn):
+def guarded_command(fn):
+    """``fn`` (a sub-command's function of its arguments) printing a :class:`BadInput` as
+    ``error: ...`` and returning its exit code, with no traceback."""
     @functools.wraps(fn)
     def run(args) -> int:
         try:
             return fn(args)
-        except _Bad as exc:
+        except BadInput as exc:
             print(f"error: {exc}", file=sys.stderr)
             return exc.code
     return run
@@ -111,11 +113,11 @@ def _texts(args) -> list[str]:
     if not args.text or "-" in args.text:
         texts += [line.strip() for line in sys.stdin if line.strip() and not line.lstrip().startswith("#")]
     if not texts:
-        raise _Bad("no question given (as an argument, or one per line on standard input)")
+        raise BadInput("no question given (as an argument, or one per line on standard input)")
     return texts
 
 
-@_guarded
+@guarded_command
 def cmd_ask(args) -> int:
     """Answer questions about a scene graph file (or ground instructions with --ground), one model
     and one store for all of them."""
@@ -127,21 +129,21 @@ def cmd_ask(args) -> int:
     try:
         graph = load_graph(args.graph)
     except FileNotFoundError:
-        raise _Bad(f"{args.graph}: no such file") from None
+        raise BadInput(f"{args.graph}: no such file") from None
     except (GraphError, ValueError) as exc:
-        raise _Bad(str(exc)) from None
+        raise BadInput(str(exc)) from None
     try:
         config = AgentConfig(variant=args.variant, max_queries=args.max_queries, allow_relabel=args.allow_relabel,
                              worked_examples=args.worked_examples, worked_goals=args.worked_goals,
                              answer_from_rows=args.answer_from_rows, classes_at=_classes_at(args))
     except ValueError as exc:
-        raise _Bad(str(exc)) from None
+        raise BadInput(str(exc)) from None
     texts = _texts(args)
     store = _store(args, allow_writes=args.allow_relabel)
     unanswered = 0
     try:
         store.load(graph)
-        lm = _lm(args.lm, args.n_ctx, verbose=args.verbose)
+        lm = open_lm(args.lm, args.n_ctx, verbose=args.verbose)
         agent = CypherAgent(lm, store, config, graph=graph)
         for k, text in enumerate(texts, start=1):
             if len(texts) > 1:
@@ -149,7 +151,7 @@ def cmd_ask(args) -> int:
             result = agent.ground(text) if args.goal else agent.answer_question(text, args.answer_type)
             unanswered += _report(result, args.verbose)
     except StoreError as exc:
-        raise _Unavailable(str(exc)) from None
+        raise Unavailable(str(exc)) from None
     finally:
         store.close()
     return 1 if unanswered else 0
@@ -190,7 +192,7 @@ def _progress(total_width: int = 30):
     return show
 
 
-@_guarded
+@guarded_command
 def cmd_cypher_eval(args) -> int:
     """Evaluate one variant on the QA or grounding benchmark (resumable; prints the summary table)."""
     from lookplangraph.lm import LMError
@@ -205,24 +207,24 @@ def cmd_cypher_eval(args) -> int:
                              worked_goals=args.worked_goals, answer_from_rows=args.answer_from_rows,
                              classes_at=_classes_at(args))
     except ValueError as exc:
-        raise _Bad(str(exc)) from None
+        raise BadInput(str(exc)) from None
     store = _store(args)
     meta = {"lm": args.lm, "n_ctx": args.n_ctx, "timeout_s": args.timeout, "max_rows": args.max_rows,
             "max_chars": args.max_chars, "worked_examples": args.worked_examples, "worked_goals": args.worked_goals,
             "answer_from_rows": args.answer_from_rows} | \
         ({"classes_at": config.classes_at} if config.classes_at != "schema" else {})  # older runs stay resumable
     try:
-        summary = evaluate(args.task, lambda: _lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
+        summary = evaluate(args.task, lambda: open_lm(args.lm, args.n_ctx, args.cache, out), store, config, out,
                            splits=args.split, limit=args.limit, seed=args.seed, part=args.part,
                            phrasing=args.phrasing, data_dir=Path(args.data_dir) if args.data_dir else None,
                            bench_dir=Path(args.bench_dir) if args.bench_dir else None, meta=meta,
                            progress=_progress())
     except (BenchmarkError, FileNotFoundError, ValueError) as exc:
-        raise _Bad(str(exc)) from None
+        raise BadInput(str(exc)) from None
     except StoreError as exc:
-        raise _Unavailable(str(exc)) from None
+        raise Unavailable(str(exc)) from None
     except LMError as exc:
-        raise _Unavailable(f"{exc} (finished items are kept in {out / 'results.jsonl'}; rerun to resume)") from None
+        raise Unavailable(f"{exc} (finished items are kept in {out / 'results.jsonl'}; rerun to resume)") from None
     finally:
         store.close()
     print(summary_table(summary, f"{args.task}, {args.variant}, {args.lm}"))
@@ -230,7 +232,7 @@ def cmd_cypher_eval(args) -> int:
     return 0
 
 
-@_guarded
+@guarded_command
 def cmd_cypher_build(args) -> int:
     """Build the QA and grounding benchmark files from a GraSIF build."""
     from grasif import dataset
@@ -242,14 +244,14 @@ def cmd_cypher_build(args) -> int:
                               qa_per_split=args.qa_per_split, grounding_per_split=args.grounding_per_split,
                               heldout_qa_per_split=args.heldout_qa_per_split, progress=lambda m: print(m, file=sys.stderr))
     except (FileNotFoundError, dataset.SourceError, KeyError) as exc:
-        raise _Bad(str(exc).strip("'\"")) from None
+        raise BadInput(str(exc).strip("'\"")) from None
     print(f"written: {qa}, {grounding}")
     return 0
 
 
-def _grasif_tasks(args, generated: list[str] = ()) -> list:
+def grasif_tasks(args, generated: list[str] = ()) -> list:
     """Every task of the GraSIF build (``--data-dir``) and of the ``generated`` directories;
-    ``_Bad`` when they cannot be read."""
+    :class:`BadInput` when they cannot be read."""
     from grasif import dataset
     from grasif.generate import load
 
@@ -259,22 +261,22 @@ def _grasif_tasks(args, generated: list[str] = ()) -> list:
         for d in generated:
             tasks += load(Path(d))
     except (FileNotFoundError, dataset.SourceError, KeyError, ValueError) as exc:
-        raise _Bad(str(exc).strip("'\"")) from None
+        raise BadInput(str(exc).strip("'\"")) from None
     return tasks
 
 
-@_guarded
+@guarded_command
 def cmd_cypher_examples(args) -> int:
     """Write the worked examples of ``cypher-data`` output (:mod:`lookplangraph.cypher.examples`)."""
     from lookplangraph.agent.demonstrations import LeakError
     from lookplangraph.cypher.benchmark import building
     from lookplangraph.cypher.examples import KINDS, ExampleIndex, examples_from_training, write_examples
 
-    tasks = _grasif_tasks(args)
+    tasks = grasif_tasks(args)
     sources = [Path(p) / "sft.jsonl" if Path(p).is_dir() else Path(p) for p in args.sources]
     missing = [str(p) for p in sources if not p.exists()]
     if missing:
-        raise _Bad(f"--from: no such file {', '.join(missing)}")
+        raise BadInput(f"--from: no such file {', '.join(missing)}")
     try:
         examples = examples_from_training(sources, {(t.split, t.id): building(t) for t in tasks})
         for kind in KINDS:  # an index refuses an example of a held-out building before anything is written
@@ -282,9 +284,9 @@ def cmd_cypher_examples(args) -> int:
             if of_kind:
                 ExampleIndex(of_kind)
     except (LeakError, ValueError) as exc:
-        raise _Bad(str(exc)) from None
+        raise BadInput(str(exc)) from None
     if not examples:
-        raise _Bad("--from: no gold question or grounded instruction in the files (are they cypher-data output?)")
+        raise BadInput("--from: no gold question or grounded instruction in the files (are they cypher-data output?)")
     n = write_examples(examples, Path(args.out))
     by_template: dict[str, int] = {}
     for e in examples:
@@ -413,7 +415,7 @@ def add_parser(sub) -> None:
                                    "before anything is written. The package ships lookplangraph/cypher/data/"
                                    "examples.v1.jsonl.gz.",
                        epilog="examples:\n  lookplangraph cypher-examples --from runs/cypher_data --out runs/examples.jsonl.gz\n"
-                              "  lookplangraph cypher-examples --from runs/cypher_data_v4 --from runs/cypher_data_v4_deep "
+                              "  lookplangraph cypher-examples --from runs/cypher_data --from runs/cypher_data_deep "
                               "--out lookplangraph/cypher/data/examples.v1.jsonl.gz")
     p.add_argument("--from", dest="sources", action="append", required=True, metavar="PATH",
                    help="a cypher-data sft.jsonl (or its directory; .gz read as gzip); repeat for several")

@@ -24,8 +24,8 @@ from typing import Callable
 from grasif import dataset
 from sgs.graph import SceneGraph
 
-from lookplangraph.cypher.benchmark import DEFAULT_DIR, FORMATS, PARTS, SPLITS, VERSION, _unique_scenes, building, \
-    parts, path_of
+from lookplangraph.cypher.benchmark import DEFAULT_DIR, FORMATS, PARTS, SPLITS, VERSION, building, parts, path_of, \
+    unique_scenes
 from lookplangraph.cypher.intent_words import phrase
 from lookplangraph.cypher.intents import HELDOUT_INTENTS, INTENTS, check_intents, gold_query
 from lookplangraph.cypher.qa import Question
@@ -104,7 +104,7 @@ def write_heldout_intents(data_dir: Path, out_dir: Path, *, seed: int = 0, per_s
     used: dict[str, dict[str, str]] = {}
     for split in SPLITS:
         for part in PARTS:
-            tasks = _unique_scenes([t for t in every[split] if part_of[building(t)] == part])
+            tasks = unique_scenes([t for t in every[split] if part_of[building(t)] == part])
             qs = intent_questions(split, [(t.id, t.graph) for t in tasks], seed=seed, per_scene=per_scene,
                                   intents=intents, part=part, per_intent=per_intent)
             items += qs

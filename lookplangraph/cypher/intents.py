@@ -34,7 +34,7 @@ from sgs.graph import OPPOSITE_STATE, Layer, Relation, SceneGraph, node_class
 
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.gold import CHAIN, Gold, GoldError, answer_from_rows
-from lookplangraph.cypher.qa import MAX_SET, _base_asset, _depth, _objects, _pick, _room
+from lookplangraph.cypher.qa import MAX_SET, base_asset, nesting_depth, room_of, seeded_pick, unheld_objects
 
 #: colours a ``properties`` entry may name (a node named "the red mug"); an owner ends in ``'s``
 COLOURS = ("red", "blue", "green", "yellow", "black", "white", "grey", "gray", "orange", "brown", "pink", "purple")
@@ -76,8 +76,8 @@ def _object_kids(g: SceneGraph, n: str) -> list[str]:
 def _room_counts(g: SceneGraph) -> dict[str, Counter]:
     """class -> Counter of rooms holding its (not held) objects."""
     by: dict[str, Counter] = {}
-    for n in _objects(g):
-        by.setdefault(node_class(n), Counter())[_room(g, n)] += 1
+    for n in unheld_objects(g):
+        by.setdefault(node_class(n), Counter())[room_of(g, n)] += 1
     return by
 
 
@@ -92,42 +92,42 @@ def is_owner(p: str) -> bool:
 # -- intents --------------------------------------------------------------------------------------
 def count_scene(g, rng):
     counts = Counter(node_class(n) for n in g.names(Layer.OBJECT))
-    cls = _pick(rng, [c for c, k in counts.items() if k >= 2]) or _pick(rng, counts)
+    cls = seeded_pick(rng, [c for c, k in counts.items() if k >= 2]) or seeded_pick(rng, counts)
     return ({"cls": cls}, counts[cls]) if cls else None
 
 
 def count_room(g, rng):
     by, rooms = _room_counts(g), sorted(g.places)
-    cls = _pick(rng, by)
+    cls = seeded_pick(rng, by)
     if cls is None or len(rooms) < 2:
         return None
     empty = [r for r in rooms if not by[cls][r]]
-    room = _pick(rng, empty) if empty and rng.random() < 0.2 else _pick(rng, by[cls])
+    room = seeded_pick(rng, empty) if empty and rng.random() < 0.2 else seeded_pick(rng, by[cls])
     return {"cls": cls, "room": room}, by[cls][room]
 
 
 def count_on(g, rng):
-    node = _pick(rng, [n for n in _things(g) if _object_kids(g, n)])
+    node = seeded_pick(rng, [n for n in _things(g) if _object_kids(g, n)])
     if node is None:
         return None
     kids = _object_kids(g, node)
-    cls = _pick(rng, {node_class(c) for c in kids})
+    cls = seeded_pick(rng, {node_class(c) for c in kids})
     mine = [c for c in kids if node_class(c) == cls]
     return {"cls": cls, "node": node, "rel": _rel(g, mine)}, len(mine)
 
 
 def locate_room(g, rng):
-    obj = _pick(rng, _objects(g)) if len(g.places) > 1 else None
-    return ({"obj": obj}, _room(g, obj)) if obj else None
+    obj = seeded_pick(rng, unheld_objects(g)) if len(g.places) > 1 else None
+    return ({"obj": obj}, room_of(g, obj)) if obj else None
 
 
 def locate_holder(g, rng):
-    obj = _pick(rng, _objects(g))
+    obj = seeded_pick(rng, unheld_objects(g))
     return ({"obj": obj, "rel": _rel(g, [obj])}, g.parent[obj][0]) if obj else None
 
 
 def contents_direct(g, rng):
-    node = _pick(rng, [n for n in _things(g) if 1 <= len(_object_kids(g, n)) <= MAX_SET])
+    node = seeded_pick(rng, [n for n in _things(g) if 1 <= len(_object_kids(g, n)) <= MAX_SET])
     if node is None:
         return None
     kids = _object_kids(g, node)
@@ -137,13 +137,13 @@ def contents_direct(g, rng):
 def contents_deep(g, rng):
     def below(n):
         return [d for d in g.descendants(n) if g.nodes[d].layer is Layer.OBJECT]
-    node = _pick(rng, [n for n in _things(g) if 2 <= len(below(n)) <= MAX_SET and len(below(n)) > len(g.children(n))])
+    node = seeded_pick(rng, [n for n in _things(g) if 2 <= len(below(n)) <= MAX_SET and len(below(n)) > len(g.children(n))])
     return ({"node": node}, sorted(below(node))) if node else None
 
 
 def support(g, rng):
-    obj = _pick(rng, [n for n in _objects(g) if _depth(g, n) >= 2])
-    return ({"obj": obj}, _base_asset(g, obj)) if obj else None
+    obj = seeded_pick(rng, [n for n in unheld_objects(g) if nesting_depth(g, n) >= 2])
+    return ({"obj": obj}, base_asset(g, obj)) if obj else None
 
 
 def list_class(g, rng):
@@ -151,19 +151,19 @@ def list_class(g, rng):
     for n in _things(g):
         by.setdefault(node_class(n), []).append(n)
     rooms = {node_class(r) for r in g.places}  # the query's class filter would find rooms too
-    cls = _pick(rng, [c for c, ns in by.items() if 2 <= len(ns) <= MAX_SET and c not in rooms])
+    cls = seeded_pick(rng, [c for c, ns in by.items() if 2 <= len(ns) <= MAX_SET and c not in rooms])
     return ({"cls": cls}, sorted(by[cls])) if cls else None
 
 
 def list_room(g, rng):
     by = _room_counts(g)
-    cls = _pick(rng, [c for c, rooms in by.items() if len(rooms) >= 2])
+    cls = seeded_pick(rng, [c for c, rooms in by.items() if len(rooms) >= 2])
     if cls is None:
         return None
-    room = _pick(rng, [r for r, k in by[cls].items() if k <= MAX_SET])
+    room = seeded_pick(rng, [r for r, k in by[cls].items() if k <= MAX_SET])
     if room is None:
         return None
-    return {"cls": cls, "room": room}, sorted(n for n in _objects(g) if node_class(n) == cls and _room(g, n) == room)
+    return {"cls": cls, "room": room}, sorted(n for n in unheld_objects(g) if node_class(n) == cls and room_of(g, n) == room)
 
 
 def list_state(g, rng):
@@ -188,7 +188,7 @@ def list_property(g, rng):
         for p in node.properties or ():
             if is_colour(p) or is_owner(p):
                 by.setdefault(p, []).append(n)
-    prop = _pick(rng, [p for p, ns in by.items() if len(ns) <= MAX_SET])
+    prop = seeded_pick(rng, [p for p, ns in by.items() if len(ns) <= MAX_SET])
     return ({"prop": prop}, sorted(by[prop])) if prop else None
 
 
@@ -199,7 +199,7 @@ def chain_contents(g, rng):
             inner = _object_kids(g, c)
             if inner:
                 options.setdefault((a, node_class(c)), []).append(c)
-    key = _pick(rng, [k for k, cs in options.items() if sum(len(_object_kids(g, c)) for c in cs) <= MAX_SET])
+    key = seeded_pick(rng, [k for k, cs in options.items() if sum(len(_object_kids(g, c)) for c in cs) <= MAX_SET])
     if key is None:
         return None
     containers = options[key]
@@ -209,7 +209,7 @@ def chain_contents(g, rng):
 
 def rooms_with_class(g, rng):
     by = _room_counts(g)
-    cls = _pick(rng, [c for c, rooms in by.items() if len(rooms) <= MAX_SET]) if len(g.places) > 1 else None
+    cls = seeded_pick(rng, [c for c, rooms in by.items() if len(rooms) <= MAX_SET]) if len(g.places) > 1 else None
     return ({"cls": cls}, sorted(by[cls])) if cls else None
 
 

@@ -53,15 +53,17 @@ MAX_SET = 8
 
 
 # -- graph helpers --------------------------------------------------------------------------------
-def _objects(g: SceneGraph) -> list[str]:
+def unheld_objects(g: SceneGraph) -> list[str]:
+    """The objects of the scene that are not held."""
     return [n for n in g.names(Layer.OBJECT) if g.parent[n][1] is not Relation.HELD]
 
 
-def _room(g: SceneGraph, n: str) -> str:
+def room_of(g: SceneGraph, n: str) -> str:
+    """The room (place) ``n`` is in."""
     return g.place_of(n)
 
 
-def _depth(g: SceneGraph, n: str) -> int:
+def nesting_depth(g: SceneGraph, n: str) -> int:
     """1 for an object on an asset, 2 for an object on that object ..."""
     d = 0
     while g.nodes[n].layer is Layer.OBJECT and g.parent[n][1] is not Relation.HELD:
@@ -70,48 +72,50 @@ def _depth(g: SceneGraph, n: str) -> int:
     return d
 
 
-def _base_asset(g: SceneGraph, n: str) -> str:
+def base_asset(g: SceneGraph, n: str) -> str:
+    """The asset that ultimately holds ``n`` (``n`` itself when it is not an object)."""
     while g.nodes[n].layer is Layer.OBJECT:
         n = g.parent[n][0]
     return n
 
 
-def _pick(rng: random.Random, items):
+def seeded_pick(rng: random.Random, items):
+    """One of ``items`` drawn with ``rng`` from their sorted order (the same for the same seed), or None."""
     items = sorted(items)
     return rng.choice(items) if items else None
 
 
 # -- templates ------------------------------------------------------------------------------------
 def count_class_scene(g, rng):
-    counts = Counter(node_class(n) for n in _objects(g))
-    cls = _pick(rng, [c for c, k in counts.items() if k >= 2])
+    counts = Counter(node_class(n) for n in unheld_objects(g))
+    cls = seeded_pick(rng, [c for c, k in counts.items() if k >= 2])
     if cls:
         return f"How many objects of class {cls} are there in the whole scene?", "number", counts[cls]
 
 
 def count_class_room(g, rng):
-    by = Counter((_room(g, n), node_class(n)) for n in _objects(g))
+    by = Counter((room_of(g, n), node_class(n)) for n in unheld_objects(g))
     classes = Counter(c for (_, c) in by)
-    key = _pick(rng, [k for k in by if classes[k[1]] >= 2])  # the class is in several rooms
+    key = seeded_pick(rng, [k for k in by if classes[k[1]] >= 2])  # the class is in several rooms
     if key:
         return f"How many {key[1]} objects are in the room {key[0]}?", "number", by[key]
 
 
 def count_on_asset(g, rng):
     kids = {a: len(g.children(a)) for a in g.names(Layer.ASSET)}
-    a = _pick(rng, [a for a, k in kids.items() if k >= 2])
+    a = seeded_pick(rng, [a for a, k in kids.items() if k >= 2])
     if a:
         return f"How many objects are directly on top of or inside {a}?", "number", kids[a]
 
 
 def location_room(g, rng):
-    n = _pick(rng, [n for n in _objects(g) if len(g.names(Layer.PLACE)) > 1])
+    n = seeded_pick(rng, [n for n in unheld_objects(g) if len(g.names(Layer.PLACE)) > 1])
     if n:
-        return f"In which room is {n}?", "string", _room(g, n)
+        return f"In which room is {n}?", "string", room_of(g, n)
 
 
 def location_parent(g, rng):
-    n = _pick(rng, _objects(g))
+    n = seeded_pick(rng, unheld_objects(g))
     if n:
         par, rel = g.parent[n]
         return f"What is {n} directly on top of or inside? Give the name of that node.", "string", par
@@ -144,8 +148,8 @@ def state_bool(g, rng):
 
 
 def state_count_room(g, rng):
-    by = Counter((_room(g, a), s) for a in g.names(Layer.ASSET) for s in g.nodes[a].states or ())
-    key = _pick(rng, [k for k, v in by.items() if v >= 1])
+    by = Counter((room_of(g, a), s) for a in g.names(Layer.ASSET) for s in g.nodes[a].states or ())
+    key = seeded_pick(rng, [k for k, v in by.items() if v >= 1])
     if key:
         return f"How many assets in the room {key[0]} are {key[1]}?", "number", by[key]
 
@@ -156,9 +160,9 @@ def contain_deep_set(g, rng):
         if g.nodes[n].layer is Layer.PLACE:
             continue
         below = [d for d in g.descendants(n) if g.nodes[d].layer is Layer.OBJECT]
-        if 2 <= len(below) <= MAX_SET and any(_depth(g, d) - _depth(g, n) >= 2 for d in below):
+        if 2 <= len(below) <= MAX_SET and any(nesting_depth(g, d) - nesting_depth(g, n) >= 2 for d in below):
             options.append(n)
-    n = _pick(rng, options)
+    n = seeded_pick(rng, options)
     if n:
         below = sorted(d for d in g.descendants(n))
         return (f"Which objects are on top of or inside {n}, directly or through other objects (at any depth)?",
@@ -166,10 +170,10 @@ def contain_deep_set(g, rng):
 
 
 def contain_base_asset(g, rng):
-    n = _pick(rng, [n for n in _objects(g) if _depth(g, n) >= 2])
+    n = seeded_pick(rng, [n for n in unheld_objects(g) if nesting_depth(g, n) >= 2])
     if n:
         return (f"{n} rests on or inside another object. Which asset (furniture or fixture) ultimately holds it?",
-                "string", _base_asset(g, n))
+                "string", base_asset(g, n))
 
 
 def contain_count_deep(g, rng):
@@ -178,7 +182,7 @@ def contain_count_deep(g, rng):
         below = list(g.descendants(a))
         if len(below) > len(g.children(a)):  # some object holds another
             options.append((a, len(below)))
-    pick = _pick(rng, options)
+    pick = seeded_pick(rng, options)
     if pick:
         return f"How many objects are on top of or inside {pick[0]} at any depth (objects on or in objects count too)?", \
             "number", pick[1]
@@ -186,20 +190,20 @@ def contain_count_deep(g, rng):
 
 def argmax_room_class(g, rng):
     by: dict[str, Counter] = {}
-    for n in _objects(g):
-        by.setdefault(node_class(n), Counter())[_room(g, n)] += 1
+    for n in unheld_objects(g):
+        by.setdefault(node_class(n), Counter())[room_of(g, n)] += 1
     options = []
     for cls, rooms in by.items():
         top = rooms.most_common()
         if len(top) >= 2 and top[0][1] > top[1][1]:
             options.append((cls, top[0][0]))
-    pick = _pick(rng, options)
+    pick = seeded_pick(rng, options)
     if pick:
         return f"Which room has the most {pick[0]} objects?", "string", pick[1]
 
 
 def argmax_room_assets(g, rng):
-    rooms = Counter(_room(g, a) for a in g.names(Layer.ASSET))
+    rooms = Counter(room_of(g, a) for a in g.names(Layer.ASSET))
     top = rooms.most_common()
     if len(top) >= 2 and top[0][1] > top[1][1]:
         return "Which room has the most assets?", "string", top[0][0]
@@ -207,7 +211,7 @@ def argmax_room_assets(g, rng):
 
 def set_classes_on(g, rng):
     options = [a for a in g.names(Layer.ASSET) if 2 <= len({node_class(c) for c in g.children(a)}) <= MAX_SET]
-    a = _pick(rng, options)
+    a = seeded_pick(rng, options)
     if a:
         return (f"What classes of objects are directly on top of or inside {a}? Give each class once.", "set",
                 sorted({node_class(c) for c in g.children(a)}))
@@ -220,7 +224,7 @@ def list_rooms_sorted(g, rng):
 
 
 def list_on_asset_sorted(g, rng):
-    a = _pick(rng, [a for a in g.names(Layer.ASSET) if 2 <= len(g.children(a)) <= MAX_SET])
+    a = seeded_pick(rng, [a for a in g.names(Layer.ASSET) if 2 <= len(g.children(a)) <= MAX_SET])
     if a:
         return (f"List the names of the objects directly on top of or inside {a}, in alphabetical order.", "list",
                 sorted(g.children(a)))
@@ -228,9 +232,9 @@ def list_on_asset_sorted(g, rng):
 
 def set_rooms_with_class(g, rng):
     by: dict[str, set[str]] = {}
-    for n in _objects(g):
-        by.setdefault(node_class(n), set()).add(_room(g, n))
-    cls = _pick(rng, [c for c, rooms in by.items() if 2 <= len(rooms) <= MAX_SET])
+    for n in unheld_objects(g):
+        by.setdefault(node_class(n), set()).add(room_of(g, n))
+    cls = seeded_pick(rng, [c for c, rooms in by.items() if 2 <= len(rooms) <= MAX_SET])
     if cls:
         return f"Which rooms contain at least one {cls} object?", "set", sorted(by[cls])
 

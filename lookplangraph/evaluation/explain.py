@@ -11,12 +11,22 @@ settings), :class:`ReplayError` says at which call. :func:`explain_steps` then a
 (normally the run's own) for the reason of chosen steps with
 :func:`lookplangraph.agent.decide.explain`: the action is fixed, only the reason is decoded, and
 no prompt is changed. Only runs of the LookPlanGraph planner with ground-truth augmentation can be
-replayed. Docs: ``docs/concepts/loop.md#reasons-on-demand``.
+replayed.
+
+The reasons asked are kept in the run directory's :data:`REASONS_FILE` (``reasons.jsonl``): one
+JSON object per ``(split, task_id, call)`` with the ``proposed`` action it explains, the
+``reason``, the ``lm`` spec that gave it and when (``asked``). :func:`save_reasons` merges new rows
+into the file (a row replaces the one of the same key) and writes it whole to a temporary file that
+is renamed, so a reader never sees half; :func:`read_reasons` reads it leniently (a torn or foreign
+line is skipped). The viewer shows a saved reason for a step whose trace has none, as asked after
+the fact, when the step still proposes that action. Docs: ``docs/concepts/loop.md#reasons-on-demand``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -161,4 +171,66 @@ def explain_steps(lm, prompts: list[Prompt]) -> list[tuple[Prompt, LMReply]]:
         action = reply_of(p.reply, Usage(), 0.0).action
         if action is not None:
             out.append((p, explain(lm, p.static, p.dynamic, action)))
+    return out
+
+
+#: the file of a run directory (``run`` or ``eval``) that keeps the reasons asked after the run
+REASONS_FILE = "reasons.jsonl"
+
+#: a saved reason's key: ``(split, task_id, call)``
+ReasonKey = "tuple[str, str, int]"
+
+
+def reason_rows(task: Task, trace: list[dict], explained: list[tuple[Prompt, LMReply]], lm_spec: str) -> list[dict]:
+    """The rows of :data:`REASONS_FILE` for ``explained`` (:func:`explain_steps` of ``task``'s
+    episode ``trace``) given by the LM ``lm_spec``; a reply without a reason gives no row."""
+    asked = time.strftime("%Y-%m-%d %H:%M:%S")
+    return [{"split": task.split, "task_id": task.id, "call": p.call, "proposed": trace[p.call - 1].get("proposed"),
+             "reason": said.reason, "lm": lm_spec, "asked": asked}
+            for p, said in explained if said.reason]
+
+
+def read_reasons(run_dir: Path) -> dict[tuple[str, str, int], dict]:
+    """The saved reasons of ``run_dir`` by ``(split, task_id, call)`` (module doc); none when the
+    file is missing or unreadable."""
+    try:
+        lines = (Path(run_dir) / REASONS_FILE).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if (isinstance(row, dict) and isinstance(row.get("split"), str) and isinstance(row.get("task_id"), str)
+                and isinstance(row.get("call"), int) and isinstance(row.get("reason"), str) and row["reason"]):
+            out[(row["split"], row["task_id"], row["call"])] = row
+    return out
+
+
+def save_reasons(run_dir: Path, rows: list[dict]) -> Path:
+    """Merge ``rows`` (:func:`reason_rows`) into ``run_dir``'s :data:`REASONS_FILE`, written whole
+    and renamed into place (module doc); the file's path."""
+    path = Path(run_dir) / REASONS_FILE
+    merged = read_reasons(run_dir)
+    for row in rows:
+        merged[(row["split"], row["task_id"], row["call"])] = row
+    tmp = path.with_name(f".{REASONS_FILE}.{os.getpid()}.part")
+    tmp.write_text("".join(json.dumps(merged[k], ensure_ascii=False) + "\n" for k in sorted(merged)), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def unexplained_calls(trace: list[dict], saved: dict[tuple[str, str, int], dict], split: str, task_id: str) -> list[int]:
+    """The calls of ``trace`` (the episode ``split``/``task_id``) that proposed an action and have
+    no reason, neither in the trace nor saved for that action."""
+    out = []
+    for step in trace:
+        call, proposed = step.get("call"), step.get("proposed")
+        if not isinstance(call, int) or not proposed or step.get("reason"):
+            continue
+        kept = saved.get((split, task_id, call))
+        if kept is None or kept.get("proposed") != proposed:
+            out.append(call)
     return out

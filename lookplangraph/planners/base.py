@@ -53,6 +53,6 @@ def get_planner(name: str) -> Planner:
     where = _REGISTRY[name]
     if where is None:
         built = ", ".join(n for n, w in _REGISTRY.items() if w is not None)
-        raise ValueError(f"planner {name} is not built yet (issue 10); built: {built}")
+        raise ValueError(f"planner {name} is not built yet; built: {built}")
     module, cls = where
     return getattr(import_module(module), cls)()

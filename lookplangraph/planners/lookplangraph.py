@@ -112,8 +112,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
                        reason_max_length=cfg.reason_max_length)
         said = explain(lm, static, dynamic, reply.action) if cfg.explain and reply.action and not reply.reason else None
-        if on_reply is not None:
-            on_reply(reply, memory)
+        if on_reply is not None:  # with the reason asked for, so that a trial's operator sees it
+            on_reply(replace(reply, reason=said.reason) if said is not None else reply, memory)
         rec = log.add(StepRecord(len(log) + 1, said.reason if said else reply.reason,
                                  str(reply.action) if reply.action else None, False,
                                  reply.text, prompt_tokens=reply.usage.prompt_tokens,

@@ -4,7 +4,8 @@ episode the step-by-step timeline, the memory graph after each step and the goal
 
 Modules: :mod:`.load` reads run directories (evaluations, single episodes, trials),
 :mod:`.replay` rebuilds the planner's belief graph step by step, :mod:`.goals` the goal units,
-:mod:`.page` the page itself, :mod:`.command` the command line.
+:mod:`.page` the page itself, :mod:`.reasons` the asking of missing reasons (``--explain``),
+:mod:`.command` the command line.
 """
 
 from lookplangraph.apps.viewer.command import add_parser, cmd_view, write_view

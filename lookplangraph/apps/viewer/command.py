@@ -1,6 +1,9 @@
-"""``lookplangraph view RUN_DIR [RUN_DIR...] [--out FILE] [--open] [--data-dir DIR]``: write the
-episode viewer's page (:mod:`lookplangraph.apps.viewer.page`) and print its path (or open it in the
-default browser with ``--open``)."""
+"""``lookplangraph view RUN_DIR [RUN_DIR...] [--out FILE] [--open] [--data-dir DIR] [--explain [--lm
+SPEC]]``: write the episode viewer's page (:mod:`lookplangraph.apps.viewer.page`) and print its path
+(or open it in the default browser with ``--open``). With ``--explain`` the steps without a reason
+are first asked of the run's LM (or ``--lm``) and the reasons saved in the run directories
+(:mod:`lookplangraph.apps.viewer.reasons`); an LM that cannot be used stops the asking, the page is
+still written with what was saved, and the exit code is 3."""
 
 from __future__ import annotations
 
@@ -62,16 +65,40 @@ def add_parser(sub) -> None:
                                                      "graphs (default: $LOOKPLANGRAPH_DATA or ~/.cache/lookplangraph/grasif)")
     p.add_argument("--image-budget-mb", type=float, default=25, metavar="MB",
                    help="at most this many MB of image thumbnails in the page (default 25)")
+    p.add_argument("--explain", action=argparse.BooleanOptionalAction, default=False,
+                   help="first ask the run's LM for the reasons of the LookPlanGraph steps that have none (as "
+                        "lookplangraph explain does) and save them in RUN_DIR/reasons.jsonl (default: off)")
+    p.add_argument("--lm", metavar="SPEC", help="with --explain: the LM that gives the reasons (default: each run's own)")
     p.set_defaults(func=cmd_view)
 
 
 def cmd_view(args) -> int:
-    """Write the page; print its path (and open it with ``--open``). 2 on a bad run directory."""
+    """Write the page, with ``--explain`` after asking for the missing reasons; print its path
+    (and open it with ``--open``). 2 on a bad run directory, 3 when the reasons' LM cannot be used
+    (the page is written all the same)."""
     t0 = time.perf_counter()
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    unavailable = None
+    if args.lm and not args.explain:
+        print("error: --lm names the LM that gives the reasons: it goes with --explain", file=sys.stderr)
+        return 2
+    if args.explain:
+        from lookplangraph.apps.viewer.reasons import ReasonsUnavailable, ask_missing_reasons
+
+        try:
+            done = ask_missing_reasons([Path(d) for d in args.dirs], data_dir=data_dir, lm=args.lm,
+                                       progress=lambda line: print(line, flush=True))
+            print(f"reasons: {done.saved} saved of {done.asked} asked, in {done.episodes} episode(s)"
+                  + (f"; {done.skipped} could not be replayed" if done.skipped else ""))
+        except ReasonsUnavailable as exc:
+            unavailable = str(exc)
+            print(f"error: {exc}; the page shows the reasons saved so far", file=sys.stderr)
+        except ViewerError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         out = write_view([Path(d) for d in args.dirs], Path(args.out) if args.out else None,
-                         data_dir=Path(args.data_dir) if args.data_dir else None,
-                         image_budget_mb=args.image_budget_mb)
+                         data_dir=data_dir, image_budget_mb=args.image_budget_mb)
     except ViewerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -82,4 +109,4 @@ def cmd_view(args) -> int:
 
         if not webbrowser.open(out.resolve().as_uri()):
             print("no browser could be opened here; open the file above", file=sys.stderr)
-    return 0
+    return 3 if unavailable else 0

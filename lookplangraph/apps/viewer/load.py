@@ -7,7 +7,9 @@ trial directories (``lookplangraph trial``), or a directory holding them, and re
 :class:`Run` objects of :class:`Episode` objects; a trace without a results row is an
 *unfinished* episode. Tasks come from a trial's own ``task.json``, else from the GraSIF data
 directory (``--data-dir``, default ``$LOOKPLANGRAPH_DATA``); without its task an episode is
-still shown, without the memory graph.
+still shown, without the memory graph. The reasons that ``lookplangraph explain`` (or ``view
+--explain``) asked after the run are read from the run directory's ``reasons.jsonl``
+(:func:`lookplangraph.evaluation.explain.read_reasons`) into :attr:`Episode.asked`.
 
 Invariants: JSON-lines files are read leniently (a torn line is skipped and named in
 :attr:`Episode.warnings` / :attr:`Run.warnings`, never fatal); a directory that is none of the
@@ -46,6 +48,7 @@ class Episode:
     env_steps: list[dict] = field(default_factory=list)  # steps.jsonl of a single-episode directory
     augmentations: list[dict] = field(default_factory=list)  # a trial's augmentations.jsonl
     checklist: list[dict] | None = None  # a trial's marked goal checklist
+    asked: dict[int, dict] = field(default_factory=dict)  # reasons asked after the run, by call (module doc)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -217,6 +220,7 @@ def _load_eval(path: Path, index: int, tasks: TaskSource) -> Run:
     run.summary, w2 = read_json(path / "summary.json")
     rows, w3 = read_jsonl(path / "results.jsonl")
     run.warnings += w1 + w2 + w3
+    reasons = _reasons(path)
     seen: set[tuple[str, str]] = set()
     finished: list[tuple[str, str, dict]] = []
     for row in rows:
@@ -243,7 +247,8 @@ def _load_eval(path: Path, index: int, tasks: TaskSource) -> Run:
         if row is not None and not trace.exists():
             warnings.append(f"traces/{trace.name} is missing: no timeline")
         task, why = tasks.get(split, task_id)
-        ep = Episode(index, "eval", path, split, task_id, row, steps, task, warnings=warnings + w)
+        ep = Episode(index, "eval", path, split, task_id, row, steps, task, warnings=warnings + w,
+                     asked=_asked(reasons, split, task_id))
         if why and task is None:
             ep.warnings.append(why)
         run.episodes.append(ep)
@@ -272,8 +277,19 @@ def _load_single(path: Path, index: int, tasks: TaskSource) -> Run:
                  warnings=warnings + w + w2 + w3 + ([why] if why and task is None else []))
     if task is not None and ep.split is None:
         ep.split, ep.task_id = task.split, task.id
+    ep.asked = _asked(_reasons(path), ep.split, ep.task_id)
     run.episodes.append(ep)
     return run
+
+
+def _reasons(path: Path) -> dict:
+    from lookplangraph.evaluation.explain import read_reasons
+
+    return read_reasons(path)
+
+
+def _asked(reasons: dict, split: str | None, task_id: str | None) -> dict[int, dict]:
+    return {call: row for (s, t, call), row in reasons.items() if s == split and t == task_id}
 
 
 def _load_trial(path: Path, index: int) -> Run:

@@ -6,7 +6,9 @@ The page (template, style and script are the package files ``assets/viewer.html`
 
 * ``#lpg-index``: the runs and one compact row per episode (what the list shows and filters on);
 * ``#lpg-ep-N``: episode N's details (steps, goal units, the belief-graph deltas of
-  :mod:`lookplangraph.apps.viewer.replay`), parsed only when the episode is opened;
+  :mod:`lookplangraph.apps.viewer.replay`), parsed only when the episode is opened; a step whose
+  trace has no reason carries the reason saved after the run for its action (``asked``: the
+  reason, the LM that gave it, when), else the episode's ``explain`` command asks for it;
 * ``#lpg-g-N``: a belief graph before the first step, shared by the episodes that start from it;
 * ``#lpg-img-N``: an image as a ``data:`` URL thumbnail (:func:`thumbnail`), read when shown.
 
@@ -168,6 +170,9 @@ def _step(rec: dict, ep: Episode, images: Images, env_images: dict[int, list[str
            "seconds": rec.get("seconds", 0.0), "excluded": rec.get("excluded", 0), "failure": rec.get("failure")}
     if shots:
         out["shots"] = shots
+    asked = ep.asked.get(rec.get("call"))
+    if not rec.get("reason") and asked and asked.get("proposed") == rec.get("proposed"):
+        out["asked"] = {"reason": asked["reason"], "lm": asked.get("lm"), "at": asked.get("asked")}
     for key in ("agent", "form"):  # two-agent planners (SG-RwR): who made the call, the reply's form
         if rec.get(key):
             out[key] = str(rec[key])

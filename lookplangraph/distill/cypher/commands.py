@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from lookplangraph.cypher.commands import _Bad, _grasif_tasks, _guarded, _lm, _Unavailable
+from lookplangraph.cypher.commands import BadInput, Unavailable, grasif_tasks, guarded_command, open_lm
 from lookplangraph.distill.planning.conversations import merge_turns
 from lookplangraph.lm.embedded import DEFAULT_MODEL
 
@@ -28,11 +28,11 @@ def _training_tasks(args) -> list:
     the ``--generated`` directories."""
     from lookplangraph.distill.cypher.data import allowed_scenes
 
-    return allowed_scenes(_grasif_tasks(args, args.generated))
+    return allowed_scenes(grasif_tasks(args, args.generated))
 
 
 def _templates(text: str | None) -> tuple[str, ...] | None:
-    """``--templates NAME[,NAME...]`` as a tuple (None when not given); ``_Bad`` naming an unknown one."""
+    """``--templates NAME[,NAME...]`` as a tuple (None when not given); ``BadInput`` naming an unknown one."""
     if text is None:
         return None
     from lookplangraph.cypher.qa import TEMPLATES
@@ -40,12 +40,12 @@ def _templates(text: str | None) -> tuple[str, ...] | None:
     templates = tuple(t.strip() for t in text.split(",") if t.strip())
     unknown = [t for t in templates if t not in TEMPLATES]
     if unknown or not templates:
-        raise _Bad(f"--templates: unknown {', '.join(unknown) or '(none given)'}; the templates are "
+        raise BadInput(f"--templates: unknown {', '.join(unknown) or '(none given)'}; the templates are "
                    + ", ".join(TEMPLATES))
     return templates
 
 
-@_guarded
+@guarded_command
 def cmd_cypher_data(args) -> int:
     """Write Cypher training data (:mod:`lookplangraph.distill.cypher.data`)."""
     from lookplangraph.cypher import QueryLimits, open_store
@@ -54,19 +54,19 @@ def cmd_cypher_data(args) -> int:
     from lookplangraph.distill.cypher.intent_data import intent_writer
 
     if args.qa_per_split < 0 or args.grounding_per_split < 0 or args.intents_per_split < 0:
-        raise _Bad("--qa-per-split, --grounding-per-split and --intents-per-split cannot be negative")
+        raise BadInput("--qa-per-split, --grounding-per-split and --intents-per-split cannot be negative")
     if args.qa_per_split == 0 and args.grounding_per_split == 0 and args.intents_per_split == 0 \
             and not args.recovery_from:
-        raise _Bad("nothing to write: --qa-per-split, --grounding-per-split and --intents-per-split are 0 and no "
+        raise BadInput("nothing to write: --qa-per-split, --grounding-per-split and --intents-per-split are 0 and no "
                    "--recovery-from")
     mistakes = []
     for path in args.recovery_from:
         try:
             mistakes += read_records(Path(path))
         except FileNotFoundError:
-            raise _Bad(f"--recovery-from {path}: no such file") from None
+            raise BadInput(f"--recovery-from {path}: no such file") from None
         except ValueError as exc:
-            raise _Bad(f"--recovery-from: {exc}") from None
+            raise BadInput(f"--recovery-from: {exc}") from None
     templates = _templates(args.templates)
     tasks = _training_tasks(args)
     store = open_store("ladybug", QueryLimits(timeout_s=10, max_rows=500, max_chars=20000))
@@ -78,7 +78,7 @@ def cmd_cypher_data(args) -> int:
                             intents=intent_writer(args.intents_per_split, seed=args.seed)
                             if args.intents_per_split else None)
     except ValueError as exc:
-        raise _Bad(str(exc)) from None
+        raise BadInput(str(exc)) from None
     finally:
         store.close()
     if args.conversations:
@@ -111,7 +111,7 @@ def _as_conversations(out: Path) -> int:
     return len(merged)
 
 
-@_guarded
+@guarded_command
 def cmd_cypher_mistakes(args) -> int:
     """Record a real LM's first queries on training items, and its mistakes (:mod:`lookplangraph.distill.cypher.recovery`)."""
     from lookplangraph.lm import LMError
@@ -119,7 +119,7 @@ def cmd_cypher_mistakes(args) -> int:
     from lookplangraph.distill.cypher.recovery import collect
 
     if args.questions < 0 or args.grounding < 0 or args.questions + args.grounding == 0:
-        raise _Bad("--questions and --grounding cannot be negative, and one must be at least 1")
+        raise BadInput("--questions and --grounding cannot be negative, and one must be at least 1")
     templates = _templates(args.templates)
     tasks = _training_tasks(args)
     out = Path(args.out)
@@ -131,12 +131,12 @@ def cmd_cypher_mistakes(args) -> int:
                   f"{rec.seconds:.1f} s", file=sys.stderr)
 
     try:
-        summary = collect(lambda: _lm(args.lm, args.n_ctx, None, out), args.lm, tasks, store, out, n_questions=args.questions,
+        summary = collect(lambda: open_lm(args.lm, args.n_ctx, None, out), args.lm, tasks, store, out, n_questions=args.questions,
                           n_grounding=args.grounding, seed=args.seed, progress=show, templates=templates)
     except ValueError as exc:
-        raise _Bad(str(exc)) from None
+        raise BadInput(str(exc)) from None
     except LMError as exc:
-        raise _Unavailable(f"{exc} (finished items are kept in {out / 'first_queries.jsonl'}; rerun to resume)") from None
+        raise Unavailable(f"{exc} (finished items are kept in {out / 'first_queries.jsonl'}; rerun to resume)") from None
     finally:
         store.close()
     for label, s in summary.items():
@@ -147,7 +147,7 @@ def cmd_cypher_mistakes(args) -> int:
     return 0
 
 
-@_guarded
+@guarded_command
 def cmd_cypher_intents(args) -> int:
     """Write intent questions: the training side as JSON lines, or the held-out intents as a
     benchmark file ``cypher-eval --bench-dir`` reads (:mod:`lookplangraph.cypher.intent_bench`)."""
@@ -158,7 +158,7 @@ def cmd_cypher_intents(args) -> int:
     from lookplangraph.distill.cypher.intent_data import training_intent_questions
 
     if args.per_scene < 1 or (args.per_intent is not None and args.per_intent < 1):
-        raise _Bad("--per-scene and --per-intent must be at least 1")
+        raise BadInput("--per-scene and --per-intent must be at least 1")
     t0 = time.perf_counter()
     out = Path(args.out)
     try:
@@ -170,7 +170,7 @@ def cmd_cypher_intents(args) -> int:
                   f"{len({q.template for q in qs})} intents, in {time.perf_counter() - t0:.1f} s: {path}")
         else:
             if args.generated:
-                raise _Bad("--generated: only for --split train (the benchmark file pins GraSIF scenes)")
+                raise BadInput("--generated: only for --split train (the benchmark file pins GraSIF scenes)")
             data = Path(args.data_dir) if args.data_dir else dataset.default_data_dir()
             path = write_heldout_intents(data, out, seed=args.seed, per_scene=args.per_scene,
                                          per_intent=40 if args.per_intent is None else args.per_intent,
@@ -178,7 +178,7 @@ def cmd_cypher_intents(args) -> int:
             print(f"written in {time.perf_counter() - t0:.1f} s: {path} "
                   f"(lookplangraph cypher-eval --benchmark qa --bench-dir {out})")
     except (FileNotFoundError, dataset.SourceError, KeyError, ValueError) as exc:
-        raise _Bad(str(exc).strip("'\"")) from None
+        raise BadInput(str(exc).strip("'\"")) from None
     return 0
 
 

@@ -120,7 +120,8 @@ def check_allowed(tasks: list[Task]) -> None:
         raise ValueError(f"not allowed as Cypher training scenes (held out): {', '.join(refused[:8])}")
 
 
-def _by_split(tasks: list[Task]) -> dict[str, list[Task]]:
+def tasks_by_split(tasks: list[Task]) -> dict[str, list[Task]]:
+    """The tasks grouped by split, the splits in name order."""
     by_split: dict[str, list[Task]] = {}
     for t in tasks:
         by_split.setdefault(t.split, []).append(t)
@@ -136,7 +137,7 @@ def training_questions(tasks: list[Task], n_per_split: int = 200, seed: int = 0,
     The template's own words are the benchmark's, so a trained agent has seen how the
     benchmark asks (never a held-out question: the scenes are training scenes)."""
     out = []
-    for split, ts in _by_split(tasks).items():
+    for split, ts in tasks_by_split(tasks).items():
         scenes = {t.id: t.graph for t in ts}
         for q in build_questions(split, list(scenes.items()), n_per_split, seed=seed, templates=templates):
             rng = random.Random(f"{seed}:{q.id}")
@@ -150,7 +151,7 @@ def grounding_items(tasks: list[Task], n_per_split: int = 200, seed: int = 0) ->
     instruction, goal and judged states) of the tasks, in an order shuffled with
     ``random.Random(f"{seed}:{split}:grounding-data")``; tasks without an item are passed over."""
     out = []
-    for split, ts in _by_split(tasks).items():
+    for split, ts in tasks_by_split(tasks).items():
         order = sorted(ts, key=lambda t: t.id)
         random.Random(f"{seed}:{split}:grounding-data").shuffle(order)
         made = 0

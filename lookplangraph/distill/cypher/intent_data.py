@@ -20,12 +20,12 @@ from typing import Any, Callable
 from grasif.task import Task
 
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
-from lookplangraph.cypher.benchmark import _unique_scenes
+from lookplangraph.cypher.benchmark import unique_scenes
 from lookplangraph.cypher.gold import GoldError
 from lookplangraph.cypher.intent_bench import IntentQuestion, intent_questions
 from lookplangraph.cypher.intents import HELDOUT_INTENTS, TRAIN_INTENTS, check_intents, intent_gold
 from lookplangraph.cypher.store import QueryError
-from lookplangraph.distill.cypher.data import GoldPolicy, _by_split, allowed_scenes, turns_by_scene, write_turns
+from lookplangraph.distill.cypher.data import GoldPolicy, allowed_scenes, tasks_by_split, turns_by_scene, write_turns
 from lookplangraph.distill.cypher.grounding_gold import EVAL_LIMITS
 
 #: ``meta.source`` of the intent examples
@@ -42,8 +42,8 @@ def training_intent_questions(tasks: list[Task], *, seed: int = 0, per_scene: in
     if held:
         raise ValueError(f"held-out intents never enter training data: {', '.join(held)}")
     out = []
-    for split, ts in _by_split(allowed_scenes(tasks)).items():
-        scenes = [(t.id, t.graph) for t in _unique_scenes(ts)]
+    for split, ts in tasks_by_split(allowed_scenes(tasks)).items():
+        scenes = [(t.id, t.graph) for t in unique_scenes(ts)]
         out += intent_questions(split, scenes, seed=seed, per_scene=per_scene, intents=intents, per_intent=per_intent)
     return out
 

@@ -4,10 +4,25 @@
 * ``sft.jsonl`` — the examples taken from each source (a seeded sample of the number asked, or
   all), in a seeded random order; each keeps its ``meta`` and gains ``meta.mixed_from``;
 * ``counts.json`` — ``kind: "mix"``, the planning sources' ``prompt_layout``, ``answer_format``
-  and ``recall`` (they must agree), their teachers, per source what was available and taken (with
-  the source file's SHA-256), ``by_source``, the planning system message (``systems_final:
-  true``), the Cypher transforms when there are any, and where conversations are among the
-  examples the trained ``decisions`` and the injected ``mistakes`` by kind.
+  and ``recall`` (they must agree), their teachers (``experts``, below), per source what was
+  available and taken (with the source file's SHA-256), ``by_source``, the planning system message
+  (``systems_final: true``), the Cypher transforms when there are any, and where conversations are
+  among the examples the trained ``decisions`` and the injected ``mistakes`` by kind.
+
+Teachers: ``experts`` counts the planning examples by the teacher that labelled them, summed over
+the sources; each planning or mix source records its share as ``experts`` and says where it came
+from in ``experts_from``:
+
+* ``"counted"`` — counted over the examples taken. A planning source's example counts under its
+  ``meta.expert``, else the source's ``expert``, else ``expert (privileged)``; the mix writes that
+  teacher into the example's ``meta.expert``, so a part of this mix can be counted again later. A
+  part of a committed mix (``:N`` or ``@KEY=VALUE``) counts its examples' ``meta.expert``; a
+  planning (not Cypher) example without one counts under the mix's teacher when its ``experts``
+  names only one and it records no ``experts_uncounted`` (the only teacher the mix knows of),
+  else it is not counted and ``experts_uncounted`` says how many.
+* ``"carried"`` — a committed mix taken whole: its own ``experts`` (and ``experts_uncounted``),
+  as it recorded them. Its examples are not counted again, since those a mix took from planning
+  data may carry no ``meta.expert`` (mixes before ``meta.expert`` was written on every one).
 
 Planning examples get the system message ``system`` here, once; Cypher examples keep the agent's
 own, changed only by the Cypher transforms: ``cypher_transform`` (the examples of a Cypher
@@ -124,6 +139,35 @@ def _read(take: Take) -> tuple[dict, list[str], str]:
     return counts, lines, hashlib.sha256(raw).hexdigest()
 
 
+#: The teacher of a planning example whose source names none (``distill data`` before it recorded one).
+DEFAULT_EXPERT = "expert (privileged)"
+
+
+def _teachers(kind: str, take: Take, counts: dict, taken: list[dict]) -> tuple[Counter, int, str]:
+    """(teacher -> planning examples, examples whose teacher is unknown, ``counted``/``carried``)
+    of one source's taken examples (module doc); a planning example gains its ``meta.expert``."""
+    if kind == "mix" and take.n is None and not take.where:
+        return Counter(counts.get("experts") or {}), int(counts.get("experts_uncounted", 0)), "carried"
+    teachers, unknown = Counter(), 0
+    if kind == "planning":
+        for row in taken:
+            meta = row.setdefault("meta", {})
+            meta["expert"] = meta.get("expert") or counts.get("expert") or DEFAULT_EXPERT
+            teachers[meta["expert"]] += 1
+    elif kind == "mix":
+        recorded = list(counts.get("experts") or {}) if not counts.get("experts_uncounted") else []
+        for row in taken:
+            teacher = (row.get("meta") or {}).get("expert")
+            if teacher:
+                teachers[teacher] += 1
+            elif not is_cypher(row):
+                if len(recorded) == 1:
+                    teachers[recorded[0]] += 1
+                else:
+                    unknown += 1
+    return teachers, unknown, "counted"
+
+
 def _label(row: dict) -> str:
     """What ``by_source`` counts an example under: its ``meta.source`` (``dagger``,
     ``cypher-gold``, ...), else its ``meta.split`` (``distill data``'s examples)."""
@@ -170,7 +214,7 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
                        "and filter")
     rng = random.Random(seed)
     rows, sources, formats, experts, planning_system, changed = [], [], set(), Counter(), None, 0
-    system_seen = system_changed = 0
+    system_seen = system_changed = uncounted = 0
     for take in takes:
         counts, lines, sha = _read(take)
         kind = source_kind(counts)
@@ -179,9 +223,6 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
         if kind == "planning":
             formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason"),
                          counts.get("recall", "here")))
-            for row in taken:
-                teacher = row.get("meta", {}).get("expert") or counts.get("expert") or "expert (privileged)"
-                experts[teacher] += 1
             if system is not None:
                 taken = [{**r, "messages": with_system(r["messages"], system)} for r in taken]
             if taken and planning_system is None:
@@ -190,7 +231,6 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
             if counts.get("prompt_layout"):
                 formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason"),
                              counts.get("recall", "here")))
-            experts.update(r["meta"]["expert"] for r in taken if r.get("meta", {}).get("expert"))
         if kind == "cypher" and cypher_transform is not None:
             before = [json.dumps(r, sort_keys=True) for r in taken]
             taken = [cypher_transform(r) for r in taken]
@@ -206,12 +246,17 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
                         raise MixError(f"{take.name}: an example of {meta.get('split')}/{meta.get('scene')}: "
                                        f"{exc}") from None
                     system_changed += taken[k] is not row
+        teachers, unknown, teachers_from = _teachers(kind, take, counts, taken)
+        experts.update(teachers)
+        uncounted += unknown
         for row in taken:
             row.setdefault("meta", {})["mixed_from"] = take.name
         rows.extend(taken)
         sources.append({"name": take.name, "path": str(take.path), "kind": kind, "available": len(lines),
                         "taken": len(taken), "sft_sha256": sha}
-                       | ({"where": dict(take.where)} if take.where else {}))
+                       | ({"where": dict(take.where)} if take.where else {})
+                       | ({"experts": dict(teachers), "experts_from": teachers_from} if kind != "cypher" else {})
+                       | ({"experts_uncounted": unknown} if unknown else {}))
     if len(formats) > 1:
         raise MixError("the planning sources disagree on prompt layout, answer format or recall: "
                        + "; ".join(f"{a} with {b}, recall {c}" for a, b, c in sorted(formats)))
@@ -219,7 +264,7 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
     layout, answer, recall = next(iter(formats)) if formats else (None, None, None)
     counts = {"kind": "mix", "examples": len(rows), "seed": seed, "prompt_layout": layout, "answer_format": answer,
               "recall": recall,
-              "experts": dict(experts), "sources": sources,
+              "experts": dict(experts), **({"experts_uncounted": uncounted} if uncounted else {}), "sources": sources,
               "by_source": dict(Counter(_label(r) for r in rows)),
               "system_prompt_name": system_name if system is not None else "full",
               "system_prompt": planning_system, "systems_final": True}

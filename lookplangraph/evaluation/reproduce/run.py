@@ -31,7 +31,7 @@ from lookplangraph.evaluation.reproduce.tables import TABLES, Row
 from lookplangraph.evaluation.runner import evaluate
 from lookplangraph.evaluation.settings import RunSettings, load_settings
 
-#: Table III's observations per split in a full run (the parser-stage measurement of issue 8 used 100 and 150)
+#: Table III's observations per split in a full run
 GAM_FULL_PER_SPLIT = 150
 #: the error-injection curve of Table V's correction modes
 INJECTION_RATES = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)

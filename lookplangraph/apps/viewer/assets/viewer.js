@@ -277,6 +277,8 @@
       el("span", { cls: "badge s-" + status[0], text: status[1] })));
     if (s.agent || s.form) card.appendChild(line("agent", el("span", { text: [s.agent, s.form].filter(Boolean).join(" · ") })));
     if (s.reason) card.appendChild(line("reason", el("span", { cls: "reason", text: s.reason })));
+    else if (s.asked) card.appendChild(line("reason", el("span", {}, el("span", { cls: "reason", text: s.asked.reason }), " ",
+      el("span", { cls: "asked", text: "(asked after the run" + (s.asked.lm ? "; LM " + s.asked.lm : "") + (s.asked.at ? ", " + s.asked.at : "") + ")" }))));
     else if (d.explain && s.proposed) card.appendChild(line("reason", el("span", {}, "not recorded; ask the LM: ",
       el("span", { cls: "code", text: d.explain + " --call " + s.call }))));
     if (s.code) card.appendChild(el("details", { cls: "raw", on: { click: function (ev) { ev.stopPropagation(); } } },
