@@ -91,6 +91,7 @@ class GoalSpec(BaseModel):
             if g.destination not in graph.nodes:
                 problems.append(f"count goal refers to unknown node {g.destination!r}")
         if self.formula:
+            # here, not at the top: it adds ~0.015 s to every command's start (lookplangraph --help)
             from grasif.formula import Formula
 
             problems += Formula.parse(self.formula).check_names(graph)
@@ -175,6 +176,7 @@ def evaluate_goal(spec: GoalSpec, graph: SceneGraph, initial: SceneGraph | None 
             weight=g.count, correct=k,
         ))
     if spec.formula:
+        # here, not at the top: it adds ~0.015 s to every command's start (lookplangraph --help)
         from grasif.formula import Formula
 
         formula = Formula.parse(spec.formula)
@@ -238,6 +240,7 @@ def side_effects(spec: GoalSpec, graph: SceneGraph, initial: SceneGraph) -> list
     exempt_names: frozenset[str] = frozenset()
     exempt_classes: frozenset[str] = frozenset()
     if spec.formula:
+        # here, not at the top: it adds ~0.015 s to every command's start (lookplangraph --help)
         from grasif.formula import Formula
 
         formula = Formula.parse(spec.formula)

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from grasif.goals import GoalSpec, evaluate_goal
+from grasif.priors import shipped
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 
 __all__ = ["DEFAULT_MODE", "DYNAMIC_MODES", "DynamicMode", "dynamic_mode", "is_perturbed", "perturb",
@@ -120,8 +121,6 @@ def perturb(graph: SceneGraph, goal: GoalSpec, seed: int, mode: str | DynamicMod
     if not mode.prior:
         return _perturb_anywhere(graph, goal, seed)
     if priors is None:
-        from grasif.priors import shipped
-
         priors = shipped()
     rng = random.Random(f"{seed}:{key}")
     avoid = _destinations(goal)

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from sgs.actions import Action, make
 from sgs.graph import Layer, SceneGraph, affords
+from sgs.simulator import Infeasible, apply
 from sim_adapters.base import Environment, StepResult
 from sim_adapters.wrappers import Wrapper
 
@@ -170,8 +171,6 @@ class LowLevelFailures(Wrapper):
 def _feasible(g: SceneGraph, action: Action) -> bool:
     """Whether the SGS would carry ``action`` out on ``g``: a failure is drawn only for an action
     that would otherwise succeed."""
-    from sgs.simulator import Infeasible, apply
-
     try:
         apply(g, action)
     except Infeasible:

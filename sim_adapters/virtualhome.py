@@ -29,8 +29,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from grasif import virtualhome as vh
 from grasif.dataset import SourceError
+from grasif.goals import evaluate_goal
 from grasif.task import Task
-from sgs.actions import Action
+from grasif.validate import validate_plan
+from sgs.actions import Action, parse_action
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 from sim_adapters.base import Observation, StepResult, check_options, graph_copy, observe
 from sim_adapters.binding import BindingError, NameBinding
@@ -475,10 +477,6 @@ def check_plan(task: Task, env: VirtualHomeEnvironment | None = None, plan: list
     """Run ``plan`` (default: the task's ground truth) through the SGS (GraSIF's validator) and its
     primitive steps through VirtualHome, and compare the verdicts (:class:`PlanCheck`). A refused
     step leaves VirtualHome unchanged and the rest still run, as in the validator."""
-    from grasif.goals import evaluate_goal
-    from grasif.validate import validate_plan
-    from sgs.actions import parse_action
-
     plan = task.ground_truth_plan if plan is None else plan
     report = validate_plan(task.graph, plan, task.goal)
     env = env if env is not None else VirtualHomeEnvironment(task)

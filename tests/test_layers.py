@@ -178,6 +178,40 @@ def test_no_module_imports_itself_back_through_others():
     assert import_cycles(first_party_graph()) == []
 
 
+def hidden_imports(path: Path) -> list[int]:
+    """The line of each first-party import inside a function of ``path`` that says nothing
+    about why it is there: neither a comment on its line nor one on the line above it (or above the
+    imports just before it). An import at the top shows a reader the arrow between the modules; one
+    in a function is for a circle, an optional dependency or a measured start-up cost, and says so."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        nodes = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        covered = {i for n in nodes for i in range(n.lineno, n.end_lineno + 1)}
+        for node in nodes:
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if not (isinstance(node, ast.ImportFrom) and node.level) and \
+                    not any(m.split(".")[0] in FIRST_PARTY for m in modules):
+                continue
+            above = node.lineno - 1
+            while above in covered:
+                above -= 1
+            if "#" not in lines[node.lineno - 1] and not (above >= 1 and lines[above - 1].strip().startswith("#")):
+                found.append(node.lineno)
+    return found
+
+
+def test_first_party_imports_inside_functions_say_why():
+    """Outside the command line (whose modules import each command's code when it runs), every
+    first-party import in a function carries a comment with its reason."""
+    found = [f"{module_name(p)}:{line}" for package in FIRST_PARTY for p in package_modules(package)
+             if not module_name(p).startswith("lookplangraph.cli") for line in hidden_imports(p)]
+    assert found == []
+
+
 FIRST_PARTY = ("sgs", "grasif", "sim_adapters", "vlm", "lookplangraph")
 
 
@@ -252,6 +286,11 @@ def test_the_layer_test_can_fail(tmp_path):
         layer_of("lookplangraph.planners.react")
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_cycles({"a": {"b"}, "b": set()}) == []
+    hidden = tmp_path / "hidden.py"
+    hidden.write_text("import json\n\ndef f():\n    import os\n    from sgs.graph import SceneGraph\n\n"
+                      "def g():\n    # a circle\n    from sgs import io\n    from grasif.task import (Task,\n"
+                      "                             load_task)\n    from vlm import gam  # optional\n")
+    assert hidden_imports(hidden) == [5]
 
 
 def test_the_private_name_check_can_fail(tmp_path):

@@ -32,6 +32,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Sequence
 
+import lookplangraph.lm
 from lookplangraph.lm import Completion, LMBackend, Usage, read_json
 from sim_adapters.base import Observation, SeenObject
 from vlm.binding import DEFAULT_STATES, to_observation
@@ -213,8 +214,7 @@ class AugmentationFactory:
         self.mode, self.vlm, self.vlm_options, self.parser_lm = mode, vlm, dict(vlm_options or {}), parser_lm
 
     def __call__(self, lm: LMBackend) -> GraphAugmentation:
-        from lookplangraph.lm import make_backend
-
+        make_backend = lookplangraph.lm.make_backend  # looked up per call: tests replace it
         describer = make_backend(self.vlm, **self.vlm_options) if self.vlm else None
         parser = make_backend(self.parser_lm) if self.parser_lm else (describer if describer is not None else lm)
         return GraphAugmentation(self.mode, describer=describer, parser=parser)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import itertools
 
+from grasif import formula as F
 from grasif.behavior.english import PREPOSITIONS, class_words, join_list, number_word, one_phrase, plural_phrase
 from grasif.behavior.goal import RELATIONS, STATE_WORDS
+from grasif.formula import Formula
 from sgs.graph import Layer, Relation, SceneGraph, node_class
 
 class _Put:
@@ -44,8 +46,6 @@ class _Speaker:
     """
 
     def __init__(self, graph: SceneGraph):
-        from grasif import formula as F
-
         self.F = F
         self.g = graph
         self.index: dict[str, list[str]] = {}
@@ -501,7 +501,5 @@ def title(activity_name: str) -> str:
 
 def instruction(activity_name: str, graph: SceneGraph, formula: str) -> str:
     """``"<Title>: <clause>; <clause>."`` for the goal ``formula`` on the initial ``graph``."""
-    from grasif.formula import Formula
-
     clauses = _Speaker(graph).clauses(Formula.parse(formula))
     return f"{title(activity_name)}: {'; '.join(clauses)}."

@@ -17,6 +17,7 @@ from __future__ import annotations
 from grasif.behavior.convert import Converted
 from grasif.behavior.search import GoalSearch
 from grasif.behavior.source import Activity, quiet_stdout, require_bddl
+from grasif.formula import Formula
 from grasif.goals import GoalSpec
 from grasif.validate import validate_plan
 from sgs.actions import make, parse_action
@@ -146,8 +147,6 @@ def emit_plan(graph: SceneGraph, moves: dict[str, tuple[str, str]], keep_out: di
 
 def search_plan(graph: SceneGraph, goal: GoalSpec, limit: int = 3000) -> list[str] | None:
     """A plan for the cheapest final state :class:`GoalSearch` finds for ``goal.formula``, or ``None``."""
-    from grasif.formula import Formula
-
     found = GoalSearch(graph, limit).solve(Formula.parse(goal.formula))
     if found is None:
         return None
@@ -186,8 +185,6 @@ def ground_truth_plan(act: Activity, conv: Converted, graph: SceneGraph, goal: G
     """The shortest plan over the candidates (module doc) that succeeds with and without the SGS's
     corrections, after dropping needless steps; ``[]`` when the goal holds already; ``None`` if
     no candidate reaches the goal."""
-    from grasif.formula import Formula
-
     formula = Formula.parse(goal.formula)
     if formula.evaluate(graph):
         return []

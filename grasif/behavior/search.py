@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import itertools
 
+from grasif import formula as F
 from grasif.behavior.goal import RELATIONS, STATE_WORDS
+from grasif.formula import category_class
 from sgs.graph import Layer, Relation, SceneGraph, affords, node_class
 
 _SWITCH = {"open": ("open", "close"), "on": ("turn_on", "turn_off")}
@@ -28,8 +30,6 @@ class GoalSearch:
     """
 
     def __init__(self, graph: SceneGraph, limit: int = 3000):
-        from grasif.formula import category_class
-
         self.g, self.limit, self.calls = graph, limit, 0
         self.cat = category_class
         self.index: dict[str, list[str]] = {}
@@ -79,8 +79,6 @@ class GoalSearch:
         return self.index.get(self.cat(category), [])
 
     def holds(self, f, env, st) -> bool:
-        from grasif import formula as F
-
         if isinstance(f, F.Atom):
             args = [env[n] if v else n for n, v in f.args]
             if f.predicate in RELATIONS:
@@ -143,8 +141,6 @@ class GoalSearch:
             self.run(tuple(option) + rest, st)
 
     def step(self, f, env, pos, rest, st) -> None:
-        from grasif import formula as F
-
         if isinstance(f, F.Atom):
             return self.atom(f, env, pos, rest, st)
         if isinstance(f, F.Not):

@@ -30,10 +30,11 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from grasif.generate.leaks import check_leaks
 from grasif.generate.tasks import KINDS, OPT_IN_KINDS, checked, draw_task
 from grasif.generate.worlds import BUILDING_KINDS, building
-from grasif.priors import Priors
-from grasif.task import Task
+from grasif.priors import Priors, shipped
+from grasif.task import Task, load_task
 from sgs.io import graph_from_dict
 
 __all__ = ["BUILDING_KINDS", "GENERATOR", "KINDS", "OPT_IN_KINDS", "SPLIT_PREFIX", "WORDINGS", "generate",
@@ -67,8 +68,6 @@ def generate(kind: str, n: int, seed: int = 0, priors: Priors | None = None,
     if n < 1:
         raise ValueError(f"--n must be at least 1, not {n}")
     if priors is None:
-        from grasif.priors import shipped
-
         priors = shipped()
     tasks: list[Task] = []
     index = 0
@@ -107,8 +106,6 @@ def write(tasks: list[Task], out: Path, heldout: list[Task]) -> Path:
     """Write ``tasks`` into ``out`` (module doc) after the leak check against ``heldout``
     (:class:`grasif.generate.leaks.GeneratedLeak` names every leak); ``out`` must not exist yet
     or be empty. Everything is written to a sibling directory first and moved in whole."""
-    from grasif.generate.leaks import check_leaks
-
     check_leaks(tasks, heldout)
     out = Path(out)
     if out.exists() and any(out.iterdir()):
@@ -144,8 +141,6 @@ def write(tasks: list[Task], out: Path, heldout: list[Task]) -> Path:
 def load(out: Path) -> list[Task]:
     """The tasks :func:`write` wrote into ``out``, each file checked against ``index.json``'s
     SHA-256; ``ValueError`` naming a missing or changed file."""
-    from grasif.task import load_task
-
     out = Path(out)
     try:
         index = json.loads((out / "index.json").read_text())

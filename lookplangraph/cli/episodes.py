@@ -168,7 +168,7 @@ def add_parsers(sub) -> None:
                     description="One table comparing the summaries of evaluation directories (success rates, "
                                 "action precision, LM calls), the failure kinds of each, and one table of the "
                                 "human-in-the-loop trials among them.",
-                    examples=["lookplangraph report runs/lm47_vh runs/lm47_bh runs/lm47_office --per-split",
+                    examples=["lookplangraph report runs/eval_virtualhome runs/eval_behavior runs/eval_office --per-split",
                               "lookplangraph report runs/trial_*"])
     p.add_argument("dirs", nargs="+", metavar="DIR", help="evaluation output directories (with summary.json), trial "
                                                           "directories or directories of trials")

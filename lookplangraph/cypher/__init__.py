@@ -20,6 +20,8 @@ The training data made of them is :mod:`lookplangraph.distill.cypher`.
 
 from __future__ import annotations
 
+from lookplangraph.cypher.ladybug_store import LadybugStore
+from lookplangraph.cypher.neo4j_store import Neo4jStore
 from lookplangraph.cypher.store import GraphStore, QueryError, QueryLimits, QueryResult, StoreError, WritesDisabled
 
 ENGINES = ("ladybug", "neo4j")
@@ -30,12 +32,8 @@ def open_store(engine: str = "ladybug", limits: QueryLimits | None = None, *, al
     """A new, empty store of ``engine`` (``ladybug``: embedded, default; ``neo4j``: a server from
     ``NEO4J_URI``...). ``options`` go to the store's constructor. Raises :class:`StoreError`."""
     if engine == "ladybug":
-        from lookplangraph.cypher.ladybug_store import LadybugStore
-
         return LadybugStore(limits, allow_writes=allow_writes, **options)
     if engine == "neo4j":
-        from lookplangraph.cypher.neo4j_store import Neo4jStore
-
         return Neo4jStore(limits=limits, allow_writes=allow_writes, **options)
     raise StoreError(f"unknown graph engine {engine!r}; one of {', '.join(ENGINES)}")
 

@@ -31,6 +31,7 @@ from sgs.graph import Layer, Relation, SceneGraph, node_class
 from lookplangraph.lm import ContextOverflow, LMBackend
 from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
 from lookplangraph.cypher.examples import ExampleIndex, example_block, shipped_index
+from lookplangraph.cypher.grounding import EMPTY_GOAL, parse_goal, referenced
 from lookplangraph.cypher.hints import LABELS, empty_result_note, holders, is_empty, values
 from lookplangraph.cypher.row_answers import answer_outside_rows, narrowed_answer
 from lookplangraph.cypher.store import QueryError, StoreError
@@ -222,8 +223,6 @@ def goal_problem(answer: Any) -> str | None:
     """Why ``answer`` is no usable goal (:func:`~.grounding.parse_goal`'s reason: unreadable, a
     formula that does not parse, or empty, since an instruction always asks for something), or
     None. Reads nothing of the scene."""
-    from lookplangraph.cypher.grounding import EMPTY_GOAL, parse_goal
-
     try:
         parse_goal(answer)
     except ValueError as exc:  # FormulaError included
@@ -243,8 +242,6 @@ def goal_names_problem(store) -> Callable[[Any], str | None]:
         problem = goal_problem(answer)
         if problem is not None:
             return problem
-        from lookplangraph.cypher.grounding import parse_goal, referenced
-
         names = sorted(referenced(parse_goal(answer))[0])
         try:
             known = {row[0] for label in (*LABELS, "Agent") for row in store.query(

@@ -27,8 +27,10 @@ from statistics import mean
 from typing import Callable, Iterable, Sequence
 
 from grasif import dataset
+from grasif.task import load_task
 from sgs.graph import Layer, node_class
 from sim_adapters.base import Observation, SeenObject, observe
+from sim_adapters.omnigibson import BankError, ImageBank
 from vlm.binding import DEFAULT_STATES
 from vlm.descriptions import write_description
 from vlm.gam import GraphAugmentation
@@ -95,9 +97,6 @@ def bank_cases(bank, data_dir: Path) -> list[Case]:
     path), in manifest order: the entry's picture, description and recorded truth; the names of
     the node's room in the task's graph from the GraSIF build at ``data_dir``. Raises
     :class:`sim_adapters.omnigibson.BankError` for a task or node the build does not have."""
-    from grasif.task import load_task
-    from sim_adapters.omnigibson import BankError, ImageBank
-
     bank = bank if isinstance(bank, ImageBank) else ImageBank.load(bank)
     where = {t: s for s, t in dataset.task_ids(Path(data_dir))}
     cases, tasks = [], {}

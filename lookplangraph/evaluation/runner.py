@@ -44,12 +44,16 @@ from grasif.metrics import EpisodeRecord, Summary, summarize, summary_table
 from grasif.task import Task, save_task
 
 from lookplangraph.lm import LMError
+from lookplangraph.lm.pool import EndpointDown
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
 from lookplangraph.planners import get_planner
 from lookplangraph.evaluation.workers import WorkerProcesses, WorkerThreads
-from sim_adapters.failures import LowLevelFailures
+from sim_adapters.failures import LowLevelFailures, parse_rates
 from sim_adapters.graph_env import GraphEnvironment
+from sim_adapters.omnigibson import ImageBank, ImageBankEnvironment
+from sim_adapters.unity import DEFAULT_URL, UnityBackend
+from sim_adapters.virtualhome import VirtualHomeEnvironment
 from sim_adapters.dynamic import DEFAULT_MODE, perturb
 from sim_adapters.dynamic import dynamic_mode as dynamic_mode_of
 from sim_adapters.wrappers import DynamicPerturbation, StepRecorder
@@ -95,16 +99,10 @@ def make_env(task: Task, dynamic_seed: int | None = None, env: str = "graph", fa
     if kind == "graph":
         environment = GraphEnvironment(task.graph, describer=describe_truth)
     elif kind == "omnigibson-bank":
-        from sim_adapters.omnigibson import ImageBankEnvironment
-
         environment = ImageBankEnvironment(task, _bank(where), describer=describe_truth)
     else:
-        from sim_adapters.virtualhome import VirtualHomeEnvironment
-
         backend = None
         if kind == "virtualhome-unity":
-            from sim_adapters.unity import DEFAULT_URL, UnityBackend
-
             backend = UnityBackend(where or DEFAULT_URL)
         environment = VirtualHomeEnvironment(task, backend)
     if dynamic_seed is not None:
@@ -127,8 +125,6 @@ def dynamic_moves(task: Task, seed: int, dynamic_mode: str = DEFAULT_MODE) -> bo
 
 @lru_cache(maxsize=4)
 def _bank(path: str):
-    from sim_adapters.omnigibson import ImageBank
-
     return ImageBank.load(Path(path))
 
 
@@ -342,8 +338,6 @@ class _EpisodeJob:
     def run(self, task: Task, lm, augmentation, log: Callable[[str], None]) -> dict:
         """The result row of ``task`` (``evaluate``'s doc: reruns on a lost endpoint, the trace
         renamed from ``.partial`` when the episode ends)."""
-        from lookplangraph.lm.pool import EndpointDown
-
         key = _key(task.split, task.id)
         partial, final = self.traces / f"{key}.jsonl.partial", self.traces / f"{key}.jsonl"
         for attempt in range(1, self.attempts + 1):
@@ -426,8 +420,6 @@ def evaluate(tasks: list[Task], lm_factory: Callable[[], object], cfg: PlannerCo
     if progress:
         progress(finished, total, None)
     if failures:
-        from sim_adapters.failures import parse_rates
-
         parse_rates(failures)  # a bad rate is bad input before any episode
     dynamic_mode_of(dynamic_mode)  # an unknown mode fails before any episode
     job = _EpisodeJob(cfg, traces, dynamic_seed, env, planner, episode_attempts, failures, failure_seed, dynamic_mode)

@@ -29,7 +29,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterable
 
+from grasif import dataset, office
 from grasif.task import Task
+
+from lookplangraph.evaluation.injection import script_for
 
 _INSTRUCTION = re.compile(r"Instruction: (.*?)\nScene:", re.S)
 _HISTORY = re.compile(r"\nPrevious steps: (.*?)(?:\nFeedback on your last answer:|\nAnswer:)", re.S)
@@ -42,8 +45,6 @@ class PlanScripts:
     one are left out: the prompt could not tell them apart; see :attr:`ambiguous`)."""
 
     def __init__(self, tasks: Iterable[Task]):
-        from lookplangraph.evaluation.injection import script_for
-
         tasks = list(tasks)
         counts: dict[str, int] = {}
         for t in tasks:
@@ -239,11 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     tasks: list[Task] = []
     for split in args.split:
-        from grasif import dataset
-
         if split == "office":
-            from grasif import office
-
             tasks += office.build_tasks()
         else:
             from pathlib import Path

@@ -31,8 +31,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from sim_adapters.dynamic import DEFAULT_MODE, DYNAMIC_MODES
+from sim_adapters.failures import parse_rates
+from vlm.gam import AugmentationFactory
 
+from lookplangraph.lm.base import AdapterError, LMError
 from lookplangraph.lm.embedded import DEFAULT_MODEL, default_lm
+from lookplangraph.lm.specs import spec_adapter
+from lookplangraph.planners import PLANNER_NAMES
 
 from lookplangraph.planners.config import (
     PlannerConfig, check_choices, legacy_note, reference_lines, setting, settings_reference,
@@ -112,8 +117,6 @@ class RunSettings:
     def __post_init__(self):
         check_choices(self)
         if self.failures:
-            from sim_adapters.failures import parse_rates
-
             try:
                 parse_rates(self.failures)
             except ValueError as exc:
@@ -128,8 +131,6 @@ class RunSettings:
         ``parser_lm``, else the describer (vlm mode), else the planner's LM (parser mode)."""
         if self.augmentation == "ground_truth":
             return None
-        from vlm.gam import AugmentationFactory
-
         return AugmentationFactory(self.augmentation, self.vlm, self.vlm_options, self.parser_lm)
 
     def as_dict(self) -> dict:
@@ -153,9 +154,6 @@ def _settle_prompt(s: RunSettings, note: Callable[[str], None]) -> None:
     for an adapter that cannot be read."""
     if s.planner != "lookplangraph":  # the prompt settings are LookPlanGraph's only
         return
-    from lookplangraph.lm.base import AdapterError, LMError
-    from lookplangraph.lm.specs import spec_adapter
-
     try:
         adapter = spec_adapter(s.lm, s.lm_options)
     except AdapterError:
@@ -197,8 +195,6 @@ def load_settings(path: str | None, overrides: dict, *, note: Callable[[str], No
         raise SettingsError(str(exc)) from None
     if "lm" not in run and s.planner != "lookplangraph":
         s.lm = BASE_LM
-    from lookplangraph.planners import PLANNER_NAMES
-
     if s.planner not in PLANNER_NAMES:
         raise SettingsError(f"planner must be one of {', '.join(PLANNER_NAMES)}, not {s.planner!r}")
     _settle_prompt(s, note or (lambda line: print(line, file=sys.stderr)))

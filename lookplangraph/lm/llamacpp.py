@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from lookplangraph.lm import structured
+from lookplangraph.lm import embedded as models, structured
 from lookplangraph.lm.base import (
     AdapterError, Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion,
 )
@@ -254,8 +254,6 @@ class LlamaCppBackend:
         except ImportError:
             raise LMError("the llamacpp backend needs llama-cpp-python (built from source): "
                           "pip install 'llama-cpp-python>=0.3.16'") from None
-        from lookplangraph.lm import embedded as models
-
         self._llama_cpp = llama_cpp
         if native_log is not None or verbose or _NATIVE_LOG["callback"] is None:
             route_native_log(native_log, echo=verbose)
@@ -503,8 +501,6 @@ def resolve_adapter(model: str, adapter: str) -> Path:
     name of an adapter of the embedded model ``model`` in the registry
     (:data:`lookplangraph.lm.embedded.ADAPTERS`); raises :class:`AdapterError` naming the adapters
     that exist, or saying how to restore one the package does not ship."""
-    from lookplangraph.lm import embedded as models
-
     path = Path(adapter).expanduser()
     if path.is_file():
         return path

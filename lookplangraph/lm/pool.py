@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlparse
 
 from lookplangraph.lm.base import Completion, LMError, LMUnavailable
+from lookplangraph.lm.cache import CachedBackend
 from lookplangraph.lm.openai_compat import DEFAULT_STRUCTURED, OpenAIBackend, mode_constraints
 from lookplangraph.lm.specs import make_backend, parse_spec
 
@@ -383,7 +384,5 @@ class LMFactory:
         self.spec, self.options, self.pooled, self.cache = spec, dict(options), pooled, cache
 
     def __call__(self):
-        from lookplangraph.lm.cache import CachedBackend
-
         lm = self.pooled() if self.pooled is not None else make_backend(self.spec, **self.options)
         return CachedBackend(lm, self.cache) if self.cache is not None else lm

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import sys
 
+from lookplangraph.lm import embedded
+from lookplangraph.lm.base import LMError
+from lookplangraph.lm.llamacpp import default_extra_buffers, set_extra_buffers
+
 
 def server_argv(argv: list[str]) -> list[str]:
     """``argv`` with the value of ``--model`` (``--model X`` or ``--model=X``) resolved to a file
     when it names an embedded model. Raises :class:`lookplangraph.lm.LMError` when that model
     cannot be assembled."""
-    from lookplangraph.lm import embedded
-    from lookplangraph.lm.base import LMError
-
     out = list(argv)
     for i, arg in enumerate(out):
         name = None
@@ -43,9 +44,6 @@ def server_argv(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lookplangraph.lm.base import LMError
-    from lookplangraph.lm.llamacpp import default_extra_buffers, set_extra_buffers
-
     try:
         args = server_argv(sys.argv[1:] if argv is None else argv)
         extra = default_extra_buffers()

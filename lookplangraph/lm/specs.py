@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from lookplangraph.lm.base import LMBackend, LMError
-from lookplangraph.lm.llamacpp import LlamaCppBackend
+from lookplangraph.lm.embedded import DEFAULT_MODEL
+from lookplangraph.lm.llamacpp import LlamaCppBackend, resolve_adapter
+from lookplangraph.lm.lora import merged_record, read_adapter
 from lookplangraph.lm.openai_compat import OpenAIBackend
 from lookplangraph.lm.scripted import ScriptedBackend
 
@@ -24,7 +26,6 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     if not sep:
         raise LMError(f"backend spec {spec!r} has no kind; use llamacpp:MODEL, openai:MODEL[@BASE_URL] or scripted:REPLY")
     if kind in ("llamacpp", "llama.cpp", "llama_cpp"):
-        from lookplangraph.lm.embedded import DEFAULT_MODEL
         return "llamacpp", rest.strip() or DEFAULT_MODEL, None
     if kind == "openai":
         m = re.match(r"^(.*)@(https?://.+)$", rest.strip())
@@ -60,9 +61,6 @@ def spec_adapter(spec: str, options: dict[str, Any] | None = None):
     model file of ``llamacpp:PATH`` (:func:`~lookplangraph.lm.lora.merged_record`); None for a
     spec without either. Raises :class:`~lookplangraph.lm.AdapterError` for an adapter that
     cannot be read."""
-    from lookplangraph.lm.llamacpp import resolve_adapter
-    from lookplangraph.lm.lora import merged_record, read_adapter
-
     kind, model, _ = parse_spec(spec)
     if kind != "llamacpp":
         return None

@@ -26,7 +26,9 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Iterable
 
 from lookplangraph.agent.decoding import ANSWER_FORMATS, answer_format  # noqa: F401 - the settings' reply formats
-from lookplangraph.agent.prompts import PROMPT_LAYOUTS
+from lookplangraph.agent.prompts import PROMPT_LAYOUTS, SYSTEM_PROMPTS, system_prompt
+from lookplangraph.lm.base import AdapterError
+from lookplangraph.lm.embedded import registered_settings
 
 #: The view's recall of unseen priors (:mod:`lookplangraph.agent.recall`): the agent's room only
 #: (the paper's), or also those of the classes the instruction names, from anywhere.
@@ -222,9 +224,6 @@ class PlannerConfig:
         own (kept: a prompt other than the adapter's is a choice, recorded with the results). Raises
         :class:`~lookplangraph.lm.AdapterError` when the adapter's recorded system prompt is not
         this version's text of that name."""
-        from lookplangraph.agent.prompts import SYSTEM_PROMPTS, system_prompt
-        from lookplangraph.lm.embedded import registered_settings
-
         meta = adapter.metadata if adapter is not None else {}
         chosen = registered_settings(adapter.path) if adapter is not None else {}
         own = {"system_prompt": meta.get("lookplangraph.system_prompt_name"),
@@ -236,8 +235,6 @@ class PlannerConfig:
             recorded = meta.get("lookplangraph.system_prompt")
             if name not in SYSTEM_PROMPTS or (recorded is not None and recorded.strip() != system_prompt(name).strip()):
                 if self.system_prompt == "auto":
-                    from lookplangraph.lm.base import AdapterError
-
                     raise AdapterError(
                         f"{adapter.path} was trained with a system prompt ({name!r}) that this version does not have "
                         f"as it was; set system_prompt (--system-prompt) to {' or '.join(SYSTEM_PROMPTS)} to run it anyway")

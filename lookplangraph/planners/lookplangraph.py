@@ -26,6 +26,7 @@ from dataclasses import asdict, replace
 from functools import lru_cache
 from typing import Callable, Sequence
 
+from grasif.heldout import in_train_pool
 from grasif.task import Task
 from sgs.actions import make, parse_action
 from sgs.graph import SceneGraph, node_class
@@ -170,8 +171,6 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
 
 @lru_cache(maxsize=2)
 def _index(path: str | None) -> DemonstrationIndex:
-    from grasif.heldout import in_train_pool
-
     return DemonstrationIndex(read_demonstrations(path), is_held_out=lambda split, tid: not in_train_pool(split, tid))
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from lookplangraph.lm import image_mime
+
 #: largest photo accepted (bytes); ``--max-upload-mb`` changes it
 DEFAULT_MAX_PHOTO_BYTES = 15_000_000
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
@@ -18,8 +20,6 @@ class PhotoError(ValueError):
 
 def photo_type(data: bytes) -> str:
     """The file extension of a PNG, JPEG, GIF or WebP photo by its bytes; :class:`PhotoError` otherwise."""
-    from lookplangraph.lm import image_mime
-
     if not data:
         raise PhotoError("the file is empty")
     mime = image_mime(data[:16])

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from grasif.goals import GoalSpec
+from grasif.metrics import summarize
 from grasif.task import Task, load_task, save_task
 from sgs.io import graph_to_dict, load_graph
 
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.evaluation.runner import read_results
+from lookplangraph.evaluation.runner import read_results, to_record
 from lookplangraph.apps.trial.photos import DEFAULT_MAX_PHOTO_BYTES, check_photo_size, photo_type
 
 
@@ -144,9 +145,6 @@ def report_table(dirs: list[Path]) -> str:
     """One line per trial and the totals as a benchmark reports them (SR, APP, actions), plus
     primitive steps, failed steps, photos and operator time. Unfinished trials are listed and
     left out of the totals."""
-    from grasif.metrics import summarize
-    from lookplangraph.evaluation.runner import to_record
-
     head = f"{'trial':<44}{'task':<22}{'success':>8}{'prec.':>7}{'actions':>8}{'steps':>7}{'failed':>7}{'photos':>7}{'op. min':>8}{'LM calls':>9}"
     lines = [head, "-" * len(head)]
     rows = []

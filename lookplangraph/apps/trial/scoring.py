@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from grasif.formula import Formula
 from grasif.goals import GoalSpec, evaluate_goal
 from grasif.task import Task
 from sim_adapters.human import TrialPaused
@@ -62,8 +63,6 @@ def checklist(task: Task, final=None, initial=None) -> list[ChecklistItem]:
         items.append(ChecklistItem(f"at least {g.count} {g.cls.replace('_', ' ')} objects are "
                                    f"{_REL_WORDS[g.relation]} {g.destination}{extra}", weight=g.count))
     if goal.formula:
-        from grasif.formula import Formula
-
         for conjunct in Formula.parse(goal.formula).conjuncts():
             items.append(ChecklistItem(f"holds: {conjunct}"))
     for item, ok in zip(items, reported):

@@ -15,11 +15,16 @@ from typing import Any, Callable
 
 from sim_adapters.base import Observation
 from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, TrialPaused
+from vlm.gam import GraphAugmentation
 
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
 from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.apps.trial.scoring import ChecklistItem, checklist, score
+from lookplangraph.evaluation.runner import format_step
+import lookplangraph.lm
+from lookplangraph.lm.cache import CachedBackend
+from lookplangraph.lm.specs import with_native_log
 from lookplangraph.apps.trial.photos import DEFAULT_MAX_PHOTO_BYTES
 from lookplangraph.apps.trial.record import Trial, TrialError
 
@@ -92,8 +97,6 @@ class TrialSession:
                     trace.write(json.dumps(asdict(rec)) + "\n")
                     trace.flush()
                     if self.echo and not self.replaying:
-                        from lookplangraph.evaluation.runner import format_step
-
                         self.echo(format_step(rec))
 
                 self.episode = run_episode(trial.task, self.env, self.lm, self.cfg, on_step=on_step, augmentation=aug,
@@ -330,12 +333,8 @@ def backends_for(trial: Trial, make: Callable[..., Any] | None = None, verbose: 
     trial directory (what makes a trial resumable). ``make(spec, **options)`` builds a backend
     (default :func:`lookplangraph.lm.make_backend`). An in-process llama.cpp keeps its own log in
     the trial's ``llama.log``, and shows it on the terminal too with ``verbose``."""
-    from lookplangraph.lm.cache import CachedBackend
-    from lookplangraph.lm.specs import with_native_log
-    from vlm.gam import GraphAugmentation
-
     if make is None:
-        from lookplangraph.lm import make_backend as make
+        make = lookplangraph.lm.make_backend  # looked up per call: tests replace it
 
     def built(spec: str, options: dict[str, Any]):
         return make(spec, **with_native_log(spec, options, trial.path("llama.log"), verbose))

@@ -12,13 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+from grasif.dataset import default_data_dir
+
 from lookplangraph.apps.viewer.load import ViewerError, load_runs
 from lookplangraph.apps.viewer.page import render_page
 
 
 def _default_data_dir() -> Path | None:
-    from grasif.dataset import default_data_dir
-
     d = default_data_dir()
     return d if d.is_dir() else None
 
@@ -83,6 +83,7 @@ def cmd_view(args) -> int:
         print("error: --lm names the LM that gives the reasons: it goes with --explain", file=sys.stderr)
         return 2
     if args.explain:
+        # here, not at the top: it adds ~0.05 s to every command's start (lookplangraph --help)
         from lookplangraph.apps.viewer.reasons import ReasonsUnavailable, ask_missing_reasons
 
         try:

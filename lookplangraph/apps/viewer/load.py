@@ -283,6 +283,7 @@ def _load_single(path: Path, index: int, tasks: TaskSource) -> Run:
 
 
 def _reasons(path: Path) -> dict:
+    # here, not at the top: it adds ~0.05 s to every command's start (lookplangraph --help)
     from lookplangraph.evaluation.explain import read_reasons
 
     return read_reasons(path)

@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Callable
 
 from lookplangraph.apps.viewer.load import expand, kind_of, read_json, read_jsonl, step_records
+from lookplangraph.evaluation.explain import (ReplayError, chosen_prompts, explain_steps, load_episode, read_reasons,
+                                              reason_rows, replay_prompts, save_reasons, unexplained_calls)
+import lookplangraph.lm
+from lookplangraph.lm import LMError
 
 
 class ReasonsUnavailable(RuntimeError):
@@ -56,12 +60,8 @@ def ask_missing_reasons(run_dirs: list[Path], *, data_dir: Path | None = None, l
                         progress: Callable[[str], None] = print, make: Callable | None = None) -> Asked:
     """Ask for and save the missing reasons of ``run_dirs``' episodes (module doc). ``make(spec,
     **options)`` builds a backend (default :func:`lookplangraph.lm.make_backend`)."""
-    from lookplangraph.evaluation.explain import (ReplayError, chosen_prompts, explain_steps, load_episode, read_reasons,
-                                                  reason_rows, replay_prompts, save_reasons, unexplained_calls)
-    from lookplangraph.lm import LMError
-
     if make is None:
-        from lookplangraph.lm import make_backend as make
+        make = lookplangraph.lm.make_backend  # looked up per call: tests replace it
     backends: dict[tuple[str, str], object] = {}
     done = Asked()
     for run_dir in expand([Path(p) for p in run_dirs]):

@@ -29,13 +29,16 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from grasif.goals import GoalSpec
 from grasif.task import Task
+from sgs.graph import node_class
 
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answers_equal
 from lookplangraph.cypher.gold import GoldError, answer_from_rows, gold
-from lookplangraph.cypher.grounding import GroundingItem, referenced
+from lookplangraph.cypher.grounding import GroundingItem, build_item, referenced
 from lookplangraph.distill.cypher.grounding_gold import GroundingGoldError, grounding_gold
+from lookplangraph.lm import LMError
 from lookplangraph.cypher.hints import is_empty
 from lookplangraph.cypher.memory_view import MemoryView
 from lookplangraph.cypher.qa import Question
@@ -101,8 +104,6 @@ def classify(store, query: str, *, question: Question | None = None, gold_answer
     ``empty`` (:func:`~.hints.is_empty`), ``wrong_rows`` or ``right_rows``. For a question, give
     ``question`` and ``gold_answer``; for a grounding item, ``needed`` = the names and classes the
     gold goal uses (:func:`~lookplangraph.cypher.grounding.referenced`)."""
-    from sgs.graph import node_class
-
     try:
         rows = store.query(query).rows
     except QueryError as exc:
@@ -144,8 +145,6 @@ class FirstReply:
 
 def _first_reply(lm, run: Callable[[CypherAgent], Any], store) -> tuple[Completion | None, str, str | None]:
     """The LM's first reply under the agent, what the agent showed next, and an LM error if any."""
-    from lookplangraph.lm import LMError
-
     wrapped = FirstReply(lm)
     try:
         run(CypherAgent(wrapped, store, AgentConfig()))
@@ -274,8 +273,6 @@ def _ask_grounding(lm, lm_spec, pair, store) -> FirstQuery:
 
 def _grounding_outcome(view, query: str, item: GroundingItem) -> tuple[str, str | None, int]:
     """:func:`classify` for a grounding item: the rows must name what its gold goal uses."""
-    from grasif.goals import GoalSpec
-
     return classify(view, query, needed=referenced(GoalSpec.model_validate(item.goal)))
 
 
@@ -354,8 +351,6 @@ def recovery_turns(m: Mistake, task: Task, store, *, seed: int = 0,
         expected_queries, expected_answer = [m.query, g.query], g.answer
         run = lambda agent: agent.answer_question(m.text, q.answer_type)  # noqa: E731
     else:
-        from lookplangraph.cypher.grounding import build_item
-
         item: GroundingItem | None = build_item(task, seed)
         if item is None or item.id != m.item or item.instruction != m.text:
             raise RecoveryRejected("bad_record", f"{m.id}: the task no longer gives this grounding item")

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from grasif.augment import AugmentError, augment
 from grasif.generate import is_generated
+from grasif.generate.leaks import check_training
 from grasif.goals import evaluate_goal
 from grasif.heldout import LeakError, in_train_pool
 from grasif.task import Task
@@ -41,6 +43,7 @@ from lookplangraph.distill.planning.conversations import (
 )
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env
+from lookplangraph.lm.embedded import DEFAULT_MODEL, is_available, model_path
 from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
 
@@ -106,8 +109,6 @@ def augmented(task: Task, kind: str | None, seed: int = 0) -> Task | None:
     """``task`` itself (kind None) or its augmented copy; None when the copy cannot keep the label."""
     if kind is None:
         return task
-    from grasif.augment import AugmentError, augment
-
     try:
         return augment(task, kind, seed)
     except AugmentError:
@@ -170,8 +171,6 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     if leaked:
         raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
     if generated:
-        from grasif.generate.leaks import check_training
-
         if heldout is None:
             raise ValueError("generated tasks are checked against the held-out tasks: pass heldout")
         check_training(list(generated), heldout)
@@ -274,8 +273,6 @@ def _write_conversation(sft, examples, teacher, meta: dict, counts: Counts, toke
 def _token_counter() -> Callable[[str], int]:
     try:
         from llama_cpp import Llama
-
-        from lookplangraph.lm.embedded import DEFAULT_MODEL, is_available, model_path
 
         if not is_available(DEFAULT_MODEL):
             raise ImportError

@@ -34,7 +34,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from lookplangraph.cypher.agent import classes_layout
+from lookplangraph.distill.training.gguf_lora import ExportError, export_lora, load_lora
 from lookplangraph.lm.embedded import sha256_file
+from lookplangraph.lm.lora import read_adapter, stamp_adapter, training_metadata
 
 #: Every linear layer of a Qwen2/Llama block: attention and MLP projections.
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -205,8 +208,6 @@ def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, b
     in its ``counts.json`` (``distill data``; data written before they were recorded had
     ``scene-history``, ``action+reason`` and ``here``), and the layout of its Cypher prompts
     (:func:`cypher_layout`)."""
-    from lookplangraph.lm.lora import training_metadata
-
     counts = data_counts(data)
     recorded = {key: counts.get(key) or default for key, default in UNRECORDED.items()}
     return training_metadata(base_sha256, config.system_name, system, recorded["prompt_layout"],
@@ -218,8 +219,6 @@ def cypher_layout(data: str | os.PathLike) -> str:
     """Where the Cypher examples of ``data`` list the scene's classes in their system prompts
     (:func:`lookplangraph.cypher.agent.classes_layout`), read from the prompts themselves:
     ``schema`` when there are none; :class:`TrainError` when they mix both layouts."""
-    from lookplangraph.cypher.agent import classes_layout
-
     layouts = {classes_layout(m["content"]) for ex in read_examples(data) for m in ex[:1] if m["role"] == "system"}
     layouts.discard(None)
     if len(layouts) > 1:
@@ -232,8 +231,6 @@ def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[s
     """What the adapter ``adapter`` was trained on that differs from the run's examples (``wanted``:
     :func:`prompt_metadata`): prompt layout, answer format, recall. A run started from it then
     relearns those first; on a CPU's few hundred examples that costs more than it gains."""
-    from lookplangraph.lm.lora import read_adapter
-
     had = read_adapter(adapter).metadata
     out = []
     for key, default in UNRECORDED.items():
@@ -549,8 +546,6 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                            target_modules=list(config.targets), bias="none", task_type="CAUSAL_LM")
     model = peft.get_peft_model(model, lora)
     if config.init_adapter is not None:
-        from lookplangraph.distill.training.gguf_lora import ExportError, load_lora
-
         try:
             pairs = load_lora(model, config.init_adapter, base_gguf)
         except ExportError as exc:
@@ -666,11 +661,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
 
     adapter_dir = out / "adapter"
     model.save_pretrained(str(adapter_dir))
-    from lookplangraph.distill.training.gguf_lora import export_lora
-
     exported = export_lora(adapter_dir, base_gguf, out / "adapter.gguf")
-    from lookplangraph.lm.lora import stamp_adapter
-
     recorded = config
     if mixed is not None:  # the planning examples' system message, whatever example came first
         system = mixed.get("system_prompt") or ""

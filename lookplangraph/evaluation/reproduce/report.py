@@ -15,6 +15,8 @@ from pathlib import Path
 
 from grasif.metrics import summarize
 
+from lookplangraph.evaluation.gam_eval import summary_of
+from lookplangraph.evaluation.injection_curve import plot_curve, read_curve
 from lookplangraph.evaluation.reproduce.run import Cell
 from lookplangraph.evaluation.reproduce.tables import METRIC_HEADERS, TABLES, Table
 from lookplangraph.evaluation.runner import read_results, to_record
@@ -25,8 +27,6 @@ def cell_metrics(cell: Cell) -> dict:
     if cell.row.config == "@gam":
         rows = read_results(cell.dir / "results.jsonl")
         mine = {r["key"]: r for r in rows if r.get("key") in set(cell.keys)}
-        from lookplangraph.evaluation.gam_eval import summary_of
-
         out: dict = {"done": len(mine), "n": len(cell.keys)}
         if mine:
             summary = summary_of(list(mine.values()))
@@ -191,8 +191,6 @@ def write_report(names: list[str], cells: list[Cell], out: Path, identity: dict)
     mds = [write_table(TABLES[name], cells, report, identity) for name in names]
     curve = out / "table5" / "injection" / "curve.csv"
     if "table5" in names and curve.exists():
-        from lookplangraph.evaluation.injection_curve import plot_curve, read_curve
-
         plot_curve(read_curve(curve), report / "injection_curve")
     index = ["# Reproduction report", "", f"Run: `{json.dumps(identity)}`", ""]
     for name in sorted(TABLES):  # every table written so far into this report, not only this command's

@@ -25,8 +25,13 @@ from tqdm import tqdm
 
 from grasif import dataset
 from grasif.task import Task
+from vlm.gam import GraphAugmentation
 
+from lookplangraph.evaluation.gam_eval import bank_cases, evaluate as evaluate_gam, sample_cases
+from lookplangraph.evaluation.injection_curve import curve, write_curve
 from lookplangraph.lm import make_backend, parse_spec
+from lookplangraph.lm.cache import CachedBackend
+from lookplangraph.lm.pool import lm_factory
 from lookplangraph.evaluation.reproduce.tables import TABLES, Row
 from lookplangraph.evaluation.runner import evaluate
 from lookplangraph.evaluation.settings import RunSettings, load_settings
@@ -149,8 +154,6 @@ def plan(names: list[str], opts: Options, splits: list[str] | None = None) -> li
 def _lm_factory(s: RunSettings, out: Path, opts: Options):
     """One cached LM per worker, over ``opts.endpoints`` when given
     (:func:`lookplangraph.lm.pool.lm_factory`)."""
-    from lookplangraph.lm.pool import lm_factory
-
     try:
         return lm_factory(s.lm, s.lm_options, endpoints=opts.endpoints, concurrency=opts.endpoint_concurrency,
                           rate=opts.endpoint_rate, cache=out / "lm_cache.jsonl")
@@ -202,18 +205,12 @@ def run_cells(cells: list[Cell], opts: Options, *, quiet: bool = False) -> None:
 
 
 def _gam_cases(opts: Options, split: str):
-    from lookplangraph.evaluation.gam_eval import bank_cases, sample_cases
-
     if opts.vlm and opts.bank and split == "behavior":
         return bank_cases(opts.bank, opts.data_dir)
     return sample_cases(opts.data_dir, [split], opts.limit or GAM_FULL_PER_SPLIT, opts.seed)
 
 
 def _run_gam(cell: Cell, cases, opts: Options, progress) -> None:
-    from lookplangraph.lm.cache import CachedBackend
-    from lookplangraph.evaluation.gam_eval import evaluate as evaluate_gam
-    from vlm.gam import GraphAugmentation
-
     images = opts.vlm and opts.bank and cell.split == "behavior"
     parser = CachedBackend(make_backend(opts.lm), cell.dir / "lm_cache.jsonl")
     describer = CachedBackend(make_backend(opts.vlm), cell.dir / "vlm_cache.jsonl") if images else None
@@ -227,8 +224,6 @@ def run_injection(opts: Options, splits: list[str] | None = None, *, quiet: bool
     """Table V's error-injection curve (a scripted policy, no LM) on the sampled tasks of every
     split (or of ``splits``); kept in ``out/table5/injection/curve.csv`` and reused when its
     tasks are the same."""
-    from lookplangraph.evaluation.injection_curve import curve, write_curve
-
     out = opts.out / "table5" / "injection"
     tasks = [t for split in (splits or ("virtualhome", "behavior", "office"))
              for t in sample_tasks(opts.data_dir, split, opts.limit, opts.seed)]
