@@ -89,6 +89,37 @@ def grasif_build():
                           progress=lambda m: None)
 
 
+@pytest.fixture(scope="session")
+def grasif_copy(grasif_build, tmp_path_factory):
+    """A writable copy of :func:`grasif_build` (every split, the same files and index a fresh
+    ``dataset.build`` writes), in a directory of its own: for tests and modules that want a build
+    of their own without building one (seconds per split). ``grasif_copy()`` returns a new copy's
+    path each call."""
+    import shutil
+
+    return lambda: Path(shutil.copytree(grasif_build, tmp_path_factory.mktemp("grasif") / "data"))
+
+
+@pytest.fixture(scope="session")
+def split_tasks():
+    """``split_tasks(split)``: the tasks ``dataset.split_module(split).build_tasks()`` returns, built
+    once a session per split (the VirtualHome split takes about ten seconds) and handed out as a
+    fresh copy on every call (unpickled from the built list, graphs included), so that what one
+    test or module does to its tasks no other sees."""
+    import pickle
+
+    from grasif import dataset
+
+    built: dict[str, bytes] = {}
+
+    def tasks(split: str) -> list:
+        if split not in built:
+            built[split] = pickle.dumps(dataset.split_module(split).build_tasks(), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(built[split])
+
+    return tasks
+
+
 # ---------------------------------------------------------------------------------------------
 # Real small model (Qwen2.5-Coder-0.5B-Instruct): for tests marked ``lm``
 # ---------------------------------------------------------------------------------------------

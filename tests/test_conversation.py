@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from grasif import dataset, heldout
+from grasif import heldout
 from sgs.actions import make
 from lookplangraph.agent.conversation import FEEDBACK, Conversation, outcome_line
 from lookplangraph.agent.decide import decision_messages
@@ -23,8 +23,8 @@ from lookplangraph.distill.teacher.expert import FEEDBACK_MARK, Expert
 
 
 @pytest.fixture(scope="module")
-def behavior_pool():
-    tasks = dataset.split_module("behavior").build_tasks()
+def behavior_pool(split_tasks):
+    tasks = split_tasks("behavior")
     return [t for t in tasks if heldout.in_train_pool(t.split, t.id)]
 
 

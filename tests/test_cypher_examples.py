@@ -13,7 +13,6 @@ import re
 
 import pytest
 
-from grasif import dataset
 from grasif.heldout import in_train_pool
 from lookplangraph.agent.demonstrations import LeakError
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
@@ -43,9 +42,8 @@ def _asked(store, kitchen, index, config, question="Is fridge-1 open?") -> list[
         question, "boolean").transcript
 
 
-def test_the_shipped_examples_come_from_training_scenes_only(shipped):
-    tasks = {(t.split, t.id): t for s in ("virtualhome", "behavior", "office")
-             for t in dataset.split_module(s).build_tasks()}
+def test_the_shipped_examples_come_from_training_scenes_only(shipped, split_tasks):
+    tasks = {(t.split, t.id): t for s in ("virtualhome", "behavior", "office") for t in split_tasks(s)}
     dev = dev_buildings()
     assert {e.template for e in shipped if e.kind == "qa"} == set(TEMPLATES)
     assert any(e.kind == "grounding" and e.split == "behavior" for e in shipped)

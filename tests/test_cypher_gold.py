@@ -7,7 +7,6 @@ from collections import Counter
 
 import pytest
 
-from grasif import dataset
 from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.gold import QUERIES, GoldError, gold, gold_query
 from lookplangraph.cypher.qa import TEMPLATES, Question, build_questions
@@ -16,10 +15,10 @@ pytest.importorskip("ladybug")
 
 
 @pytest.fixture(scope="module")
-def questions():
+def questions(split_tasks):
     out = []
     for split, stride in (("virtualhome", 40), ("behavior", 30), ("office", 7)):
-        scenes = [(t.id, t.graph) for t in dataset.split_module(split).build_tasks()[::stride]]
+        scenes = [(t.id, t.graph) for t in split_tasks(split)[::stride]]
         out += [(q, dict(scenes)[q.scene]) for q in build_questions(split, scenes, 60, seed=3)]
     return out
 

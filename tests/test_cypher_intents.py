@@ -20,10 +20,10 @@ pytest.importorskip("ladybug")
 
 
 @pytest.fixture(scope="module")
-def scenes():
+def scenes(split_tasks):
     out = {}
     for split, stride in (("virtualhome", 40), ("behavior", 20), ("office", 7)):
-        out[split] = [(t.id, t.graph) for t in unique_scenes(dataset.split_module(split).build_tasks())[::stride]]
+        out[split] = [(t.id, t.graph) for t in unique_scenes(split_tasks(split))[::stride]]
     return out
 
 

@@ -12,7 +12,6 @@ import json
 
 import pytest
 
-from grasif import dataset
 from lookplangraph.cypher import QueryLimits, open_store
 from lookplangraph.cypher.gold import gold
 from lookplangraph.cypher.qa import Question
@@ -47,8 +46,8 @@ class MistakeDouble:
 
 
 @pytest.fixture(scope="module")
-def tasks():
-    return allowed_scenes([t for s in ("virtualhome", "behavior") for t in dataset.split_module(s).build_tasks()])
+def tasks(split_tasks):
+    return allowed_scenes([t for s in ("virtualhome", "behavior") for t in split_tasks(s)])
 
 
 @pytest.fixture

@@ -15,9 +15,10 @@ from lookplangraph.cypher.grounding import apply_edits, build_item, judge, refer
 
 
 @pytest.fixture(scope="module")
-def grasif_dir(tmp_path_factory):
-    """A fresh GraSIF build of all three splits (about 25 s)."""
-    return dataset.build(tmp_path_factory.mktemp("grasif") / "data", progress=lambda m: None)
+def grasif_dir(grasif_copy):
+    """A GraSIF build of every split, fresh for the session: a copy of the session's (the bytes a
+    ``dataset.build`` writes, without its 25 s)."""
+    return grasif_copy()
 
 
 # -- answers --------------------------------------------------------------------------------------

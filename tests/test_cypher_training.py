@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from grasif import dataset, heldout
+from grasif import heldout
 from grasif.generate import generate
 from grasif.goals import GoalSpec
 from lookplangraph.cypher import QueryLimits, open_store
@@ -25,8 +25,8 @@ pytest.importorskip("ladybug")
 
 
 @pytest.fixture(scope="module")
-def tasks():
-    return [t for s in ("virtualhome", "behavior", "office") for t in dataset.split_module(s).build_tasks()]
+def tasks(split_tasks):
+    return [t for s in ("virtualhome", "behavior", "office") for t in split_tasks(s)]
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from grasif import dataset, heldout
+from grasif import heldout
 from lookplangraph.cli import main
 from lookplangraph.distill.planning.dagger import run_round
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
@@ -16,8 +16,8 @@ from lookplangraph.lm.scripted import ScriptedBackend
 
 
 @pytest.fixture(scope="module")
-def pool():
-    tasks = dataset.split_module("virtualhome").build_tasks()
+def pool(split_tasks):
+    tasks = split_tasks("virtualhome")
     return [t for t in tasks if heldout.in_train_pool(t.split, t.id) and not t.goal.is_empty()][:3]
 
 

@@ -21,7 +21,7 @@ pytest.importorskip("transformers", reason="the distill extra is not installed: 
 pytest.importorskip("peft", reason="the distill extra is not installed: pip install -e '.[distill]'")
 gguf = pytest.importorskip("gguf", reason="the distill extra is not installed: pip install -e '.[distill]'")
 
-from grasif import dataset, heldout  # noqa: E402
+from grasif import heldout  # noqa: E402
 from lookplangraph.agent.decoding import action_schema  # noqa: E402
 from lookplangraph.distill.planning.trajectories import build_data  # noqa: E402
 from lookplangraph.lm import LMError, make_backend  # noqa: E402
@@ -98,8 +98,8 @@ def tiny_base(small_model_path, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    tasks = dataset.split_module("virtualhome").build_tasks()
+def data(split_tasks, tmp_path_factory):
+    tasks = split_tasks("virtualhome")
     pool = [t for t in tasks if heldout.in_train_pool(t.split, t.id)][:1]
     built = tmp_path_factory.mktemp("sft")
     counts = build_data(pool, built, seeds=[None], augmentations=())
@@ -394,10 +394,10 @@ def test_a_run_starts_from_a_gguf_adapter_exactly_and_refuses_one_that_does_not_
 # -- the conversation layout: one episode a sequence ------------------------------------------------
 
 @pytest.fixture(scope="module")
-def conversations(tmp_path_factory):
+def conversations(split_tasks, tmp_path_factory):
     """Conversation-layout data of two train-pool episodes, a mistake injected in each,
     less their system message (as ``data``)."""
-    tasks = dataset.split_module("behavior").build_tasks()
+    tasks = split_tasks("behavior")
     pool = [t for t in tasks if heldout.in_train_pool(t.split, t.id)][:2]
     built = tmp_path_factory.mktemp("conv")
     build_data(pool, built, seeds=[None], augmentations=(), prompt_layout="conversation", answer_format="action",

@@ -294,7 +294,13 @@ def test_two_real_llama_cpp_servers_one_killed_mid_run(tmp_path, office_tasks, s
     from tests.conftest import llama_server_process
 
     tasks = office_tasks[:4]
-    cfg = PlannerConfig(max_actions=2, system_prompt="compact")  # a short prompt: the CPU's time goes to the run
+    # A short prompt, and episodes of one decision each (an accepted action ends one at the action
+    # limit, a refused or unreadable reply as unresolved): the CPU's time goes to the run. What is
+    # checked is the pool's and the rerun's, not the episodes' length: when the first row is written,
+    # the worker bound to the first server is inside a decision or about to start one of the two
+    # episodes not yet begun, and either way its request fails on the killed server, so an episode
+    # runs again on the other, as with longer episodes.
+    cfg = PlannerConfig(max_actions=1, max_unresolved=1, system_prompt="compact")
     with llama_server_process(small_model_path, tmp_path / "a.log", 1) as (a, url_a), \
             llama_server_process(small_model_path, tmp_path / "b.log", 1) as (_, url_b):
         factory = pool_factory("openai:qwen-0.5b", [url_a, url_b],

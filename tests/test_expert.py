@@ -26,8 +26,8 @@ STRIDE = {"virtualhome": 25, "behavior": 15, "office": 5}
 
 
 @pytest.fixture(scope="module")
-def sample():
-    return {split: dataset.split_module(split).build_tasks()[::stride] for split, stride in STRIDE.items()}
+def sample(split_tasks):
+    return {split: split_tasks(split)[::stride] for split, stride in STRIDE.items()}
 
 
 @pytest.mark.parametrize("correction", ["rules", "feedback", "none"])

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from grasif import dataset, heldout
+from grasif import heldout
 from lookplangraph.cli import main
 from lookplangraph.agent.search import instruction_hints as _hints
 from lookplangraph.distill.teacher.expert import Expert, grounded, ungrounded
@@ -29,15 +29,15 @@ def test_a_reason_keeps_the_nodes_its_prompt_shows_and_writes_the_rest_as_classe
     assert ungrounded("look at shelf-21", prompt) == ["shelf-21"]  # a name, not a prefix of one
 
 
-def test_hints_are_the_rooms_and_asset_classes_the_instruction_names():
-    office = dataset.split_module("office").build_tasks()[0].graph
+def test_hints_are_the_rooms_and_asset_classes_the_instruction_names(split_tasks):
+    office = split_tasks("office")[0].graph
     rooms, classes = _hints("Bring me the cup on the shelf in the storage room.", office)
     assert rooms == {"storage_room-1"} and classes == {"shelf"}
 
 
 @pytest.fixture(scope="module")
-def office():
-    return dataset.split_module("office").build_tasks()
+def office(split_tasks):
+    return split_tasks("office")
 
 
 def test_the_belief_search_looks_nowhere_twice_and_is_no_worse_than_room_by_room(office):
@@ -127,8 +127,8 @@ def test_an_unknown_search_is_refused():
 
 
 @pytest.fixture(scope="module")
-def pool():
-    tasks = [t for s in heldout.POOL_SPLITS for t in dataset.split_module(s).build_tasks()]
+def pool(split_tasks):
+    tasks = [t for s in heldout.POOL_SPLITS for t in split_tasks(s)]
     chosen = [t for t in tasks if heldout.in_train_pool(t.split, t.id) and relevant_objects(t.graph, t.goal)]
     return chosen[:5] + [t for t in chosen if t.split == "behavior"][:5], tasks
 

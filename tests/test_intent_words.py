@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import kitchen_dict
-from grasif import dataset, heldout
+from grasif import heldout
 from lookplangraph.cypher.benchmark import unique_scenes
 from lookplangraph.cypher.intent_bench import intent_questions
 from lookplangraph.cypher.intent_words import describe_room, descriptions, display, name_of, plural, plural_words, words
@@ -79,11 +79,11 @@ def _raw_forms(cls: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def pool():
+def pool(split_tasks):
     """The planning train pool's unique scenes, split by split (what training questions are asked on)."""
     out = {}
     for split in ("virtualhome", "behavior"):
-        tasks = [t for t in dataset.split_module(split).build_tasks() if heldout.in_train_pool(t.split, t.id)]
+        tasks = [t for t in split_tasks(split) if heldout.in_train_pool(t.split, t.id)]
         out[split] = [(t.id, t.graph) for t in unique_scenes(tasks)]
     assert out["virtualhome"] and out["behavior"]
     return out

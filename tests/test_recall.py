@@ -9,7 +9,6 @@ import re
 
 import pytest
 
-from grasif import dataset
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.recall import named_classes
 from lookplangraph.agent.view import names_in, render_view, view
@@ -17,8 +16,8 @@ from lookplangraph.planners.config import PlannerConfig
 
 
 @pytest.fixture(scope="module")
-def office():
-    return {t.id: t for t in dataset.split_module("office").build_tasks()}
+def office(split_tasks):
+    return {t.id: t for t in split_tasks("office")}
 
 
 def test_an_instruction_names_classes_by_their_words_in_the_singular(office):
@@ -45,7 +44,7 @@ def test_without_recall_the_view_is_what_it_was_and_with_it_the_named_priors_els
     assert "stapler-2" in names_in(named) and "stapler-2" not in names_in(plain)
 
 
-def test_the_view_shows_properties_so_that_an_instruction_naming_one_is_decidable(office):
+def test_the_view_shows_properties_so_that_an_instruction_naming_one_is_decidable(office, split_tasks):
     """Office-01 asks for "the red stapler" with a blue one remembered too: the properties are in
     the view's data (JSON style included), in the text as an apposition, and a room's in Places;
     a graph without properties renders as it always did."""
@@ -61,7 +60,7 @@ def test_the_view_shows_properties_so_that_an_instruction_naming_one_is_decidabl
     parcels = render_view(view(MemoryGraph(office["office-08"].graph)))
     assert "parcel-2, addressed to Anna, ontop reception_desk-1" in parcels
 
-    home = dataset.split_module("virtualhome").build_tasks()[0]
+    home = split_tasks("virtualhome")[0]
     plain = view(MemoryGraph(home.graph))
     assert plain["place_properties"] == {} and not any("properties" in e for k in ("assets", "remembered") for e in plain[k])
     items = [i for line in render_view(plain).splitlines()[2:] for i in line.split(": ", 1)[1].rstrip(".").split("; ")]

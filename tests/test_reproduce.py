@@ -16,13 +16,9 @@ SCRIPTED = 'scripted:{"plan": []}'
 
 
 @pytest.fixture(scope="module")
-def grasif_data(tmp_path_factory):
-    """All three splits, built once for the module (~15 s)."""
-    from grasif import dataset
-
-    root = tmp_path_factory.mktemp("grasif")
-    dataset.build(root, progress=lambda m: None)
-    return root
+def grasif_data(grasif_copy):
+    """All three splits: the module's own copy of the session's build (``grasif_copy``)."""
+    return grasif_copy()
 
 
 def _rows(path: Path) -> list[dict]:

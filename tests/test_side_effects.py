@@ -144,13 +144,14 @@ def test_behavior_formula_goals_keep_bddl_semantics(kitchen):
     assert report.success and not report.goal.frame_checked and report.side_effects == []
 
 
-def test_every_ground_truth_plan_of_every_split_is_strictly_successful(tmp_path):
-    """The built data directory (all splits): goals from goal graphs, VirtualHome and the office are
-    strict; BEHAVIOR's formula goals are not. Every ground-truth plan succeeds strictly with the
-    SGS's corrections, and the VirtualHome and BEHAVIOR plans also without them."""
+def test_every_ground_truth_plan_of_every_split_is_strictly_successful(request):
+    """The built data directory (all splits; the session's build, read only): goals from goal
+    graphs, VirtualHome and the office are strict; BEHAVIOR's formula goals are not. Every
+    ground-truth plan succeeds strictly with the SGS's corrections, and the VirtualHome and
+    BEHAVIOR plans also without them."""
     pytest.importorskip("virtualhome_eval")
     pytest.importorskip("bddl")
-    out = dataset.build(tmp_path / "g", progress=lambda m: None)
+    out = request.getfixturevalue("grasif_build")
     for split, strict, without_correction in (("virtualhome", True, True), ("behavior", False, True), ("office", True, False)):
         tasks = dataset.load_split(out, split)
         assert tasks

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from grasif import dataset, heldout
+from grasif import heldout
 from lookplangraph.distill.planning.trajectories import build_data, validate_data
 from lookplangraph.agent.prompts import static_prompt
 
 
 @pytest.fixture(scope="module")
-def pool():
-    tasks = dataset.split_module("virtualhome").build_tasks()
+def pool(split_tasks):
+    tasks = split_tasks("virtualhome")
     return [t for t in tasks if heldout.in_train_pool(t.split, t.id) and not t.goal.is_empty()][:4], tasks
 
 
