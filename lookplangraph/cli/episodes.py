@@ -436,8 +436,7 @@ def cmd_explain(args) -> int:
     """The reasons of a recorded episode's decisions (:mod:`lookplangraph.evaluation.explain`),
     printed and saved in the run directory's ``reasons.jsonl`` (each as soon as it is given: an
     interrupted command keeps the ones before), where the viewer finds them."""
-    from lookplangraph.evaluation.explain import (ReplayError, chosen_prompts, explain_steps, load_episode, reason_rows,
-                                                  replay_prompts, save_reasons)
+    from lookplangraph.evaluation.explain import REASONS_FILE, ReplayError, ask_and_save, chosen_prompts, load_episode, replay_prompts
     from lookplangraph.lm import make_backend
 
     try:
@@ -450,20 +449,16 @@ def cmd_explain(args) -> int:
     print(f"Task {task.split}/{task.id}: {task.instruction}")
     print(f"replayed {len(trace)} decisions of {args.run_dir}; reasons from {spec}")
     lm = _made(lambda: make_backend(spec, **(s.lm_options if not args.lm else {})))
-    saved, where = 0, None
+    saved = 0
     try:
-        for p in prompts:
-            for _, said in explain_steps(lm, [p]):  # none for a decision that named no action
-                print(f"[{p.call}] {trace[p.call - 1].get('proposed')}: {said.reason or said.error}", flush=True)
-                rows = reason_rows(task, trace, [(p, said)], spec)
-                if rows:
-                    where = save_reasons(Path(args.run_dir), rows)
-                    saved += len(rows)
+        for p, said, n in ask_and_save(lm, task, trace, prompts, Path(args.run_dir), spec):  # each saved as given
+            print(f"[{p.call}] {trace[p.call - 1].get('proposed')}: {said.reason or said.error}", flush=True)
+            saved += n
     except _unavailable_kinds() as exc:
         raise lm_failure(exc) from None
     finally:
-        if where is not None:
-            print(f"{saved} reason(s) saved in {where} (lookplangraph view shows them)")
+        if saved:
+            print(f"{saved} reason(s) saved in {Path(args.run_dir) / REASONS_FILE} (lookplangraph view shows them)")
     return EXIT_OK
 
 

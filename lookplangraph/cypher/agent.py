@@ -509,7 +509,7 @@ class CypherAgent:
         rows_mode = cfg.answer_from_rows if from_rows else "free"
         last_rows: list = []  # the rows of the last query, when it found something
         any_rows = False  # whether some query has found something
-        doubted: list = []  # the answer sent back as unfounded, once
+        doubted: Any = None  # the answer sent back as unfounded (once: then result.unfounded is set)
         try:
             while result.calls < max_calls:
                 can_query = len(result.queries) < allowed
@@ -533,16 +533,16 @@ class CypherAgent:
                 if tool == "answer":
                     unfounded = unfounded_answer(parsed.get("answer"), parsed.get("thought"), bool(result.queries),
                                                  any_rows, can_query) if question and cfg.variant == "agentic" else None
-                    if unfounded is not None and not doubted:  # sent back once, saying what was found
-                        doubted.append(parsed.get("answer"))
+                    if unfounded is not None and result.unfounded is None:  # sent back once, saying what was found
+                        doubted = parsed.get("answer")
                         questioned = True
                         result.unfounded = unfounded
                         max_calls += 1
                         messages.append({"role": "user", "content": UNFOUNDED.format(
                             problem=unfounded, found=found_text(result.queries))})
                         continue
-                    if unfounded is not None and parsed.get("answer") == doubted[0]:
-                        result.error = f"the same answer again, which no rows gave ({unfounded}): {doubted[0]!r}"
+                    if unfounded is not None and parsed.get("answer") == doubted:
+                        result.error = f"the same answer again, which no rows gave ({unfounded}): {doubted!r}"
                         return result
                     if last_empty and not questioned and can_query and cfg.variant == "agentic":
                         questioned = True  # an answer read off an empty result is questioned once

@@ -29,6 +29,7 @@ import os
 import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Iterator
 
 from grasif import dataset
 from grasif.task import Task, TaskError, load_task
@@ -220,6 +221,19 @@ def save_reasons(run_dir: Path, rows: list[dict]) -> Path:
     tmp.write_text("".join(json.dumps(merged[k], ensure_ascii=False) + "\n" for k in sorted(merged)), encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def ask_and_save(lm, task: Task, trace: list[dict], prompts: list[Prompt], run_dir: Path,
+                 lm_spec: str) -> Iterator[tuple[Prompt, LMReply, int]]:
+    """For each of ``prompts`` (of ``task``'s episode ``trace``) that names an action, the LM's
+    reason (:func:`explain_steps`), saved in ``run_dir``'s :data:`REASONS_FILE` as soon as it is
+    given (an interrupted caller keeps the ones before); yields ``(prompt, reply, rows saved)``."""
+    for p in prompts:
+        for _, said in explain_steps(lm, [p]):
+            rows = reason_rows(task, trace, [(p, said)], lm_spec)
+            if rows:
+                save_reasons(run_dir, rows)
+            yield p, said, len(rows)
 
 
 def unexplained_calls(trace: list[dict], saved: dict[tuple[str, str, int], dict], split: str, task_id: str) -> list[int]:

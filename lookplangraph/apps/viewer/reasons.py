@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Callable
 
 from lookplangraph.apps.viewer.load import expand, kind_of, read_json, read_jsonl, step_records
-from lookplangraph.evaluation.explain import (ReplayError, chosen_prompts, explain_steps, load_episode, read_reasons,
-                                              reason_rows, replay_prompts, save_reasons, unexplained_calls)
+from lookplangraph.evaluation.explain import (ReplayError, ask_and_save, chosen_prompts, load_episode, read_reasons,
+                                              replay_prompts, unexplained_calls)
 import lookplangraph.lm
 from lookplangraph.lm import LMError
 
@@ -99,12 +99,8 @@ def ask_missing_reasons(run_dirs: list[Path], *, data_dir: Path | None = None, l
             progress(f"reasons: {where}: asking {spec} for {len(prompts)} step(s)")
             for prompt in prompts:
                 try:
-                    explained = explain_steps(backends[key], [prompt])
+                    done.saved += sum(n for _, _, n in ask_and_save(backends[key], task, recorded, [prompt], run_dir, spec))
                 except LMError as exc:
                     raise ReasonsUnavailable(f"the LM {spec} cannot give the reasons: {exc}") from None
-                rows = reason_rows(task, recorded, explained, spec)
-                if rows:
-                    save_reasons(run_dir, rows)
                 done.asked += 1
-                done.saved += len(rows)
     return done

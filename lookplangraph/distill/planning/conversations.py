@@ -188,14 +188,23 @@ class MistakeInjector:
         :attr:`episode_key`, which the data writer sets to tell a task's episodes apart)."""
         self.expert.begin_episode(task, env, planner, config)
         self.env, self.calls, self.injected = env, 0, Injected()
-        self.rng = random.Random(f"{self.seed}:{task.split}/{task.id}:{task.instruction}:{self.episode_key}")
+        self.rng = self._rng(task)
         steps = MISTAKE_STEPS
         if self.episode_decisions is not None and self.episode_decisions > 1:
             steps = range(MISTAKE_STEPS.start, min(MISTAKE_STEPS.stop, self.episode_decisions))
         self.at = self.rng.choice(steps) if self.rng.random() < self.rate else None
-        self.kind = self.rng.choice(self.kinds)
-        self.order = [self.kind, *self.rng.sample([k for k in self.kinds if k != self.kind], len(self.kinds) - 1)]
+        kind = self.rng.choice(self.kinds)  # the drawn kind first, then the others in a drawn order
+        self.order = [kind, *self.rng.sample([k for k in self.kinds if k != kind], len(self.kinds) - 1)]
         self.last_wrong: str | None = None
+
+    def _rng(self, task) -> random.Random:
+        return random.Random(f"{self.seed}:{task.split}/{task.id}:{task.instruction}:{self.episode_key}")
+
+    def draws_mistake(self, task) -> bool:
+        """Whether :meth:`begin_episode` will draw a mistake for ``task`` under the current
+        :attr:`episode_key` (the same first draw), so that a writer plays the clean run, which
+        only places the mistake, for those episodes alone."""
+        return self._rng(task).random() < self.rate
 
     def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
         self.calls += 1

@@ -115,6 +115,11 @@ def augmented(task: Task, kind: str | None, seed: int = 0) -> Task | None:
         return None
 
 
+def episode_key(seed: int | None) -> str:
+    """What tells a task's episodes apart for :class:`MistakeInjector`'s draws: the dynamic seed."""
+    return f"seed={seed}"
+
+
 def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Expert | MistakeInjector | None" = None):
     """One expert episode of LookPlanGraph: ``(result, [(messages, answer, accepted)], demonstration)``.
     ``expert`` may be a :class:`~lookplangraph.distill.planning.conversations.MistakeInjector`
@@ -122,7 +127,7 @@ def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Ex
     lm = RecordingLM(expert or Expert())
     env = make_env(task, seed)
     if isinstance(lm.lm, MistakeInjector):
-        lm.lm.episode_key = f"seed={seed}"
+        lm.lm.episode_key = episode_key(seed)
     lm.begin_episode(task, env, "lookplangraph", cfg)
     records = []
     result = run_episode(task, env, lm, cfg, on_step=records.append)
@@ -202,7 +207,9 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                         counts.unmoved_left_out += 1  # the dynamic mode leaves this task as it is: the static episode again
                         continue
                     if isinstance(teacher, MistakeInjector):  # its mistake is drawn before the clean run's end
-                        teacher.episode_decisions = len(expert_episode(copy, seed, cfg, expert)[1])
+                        teacher.episode_key = episode_key(seed)
+                        teacher.episode_decisions = len(expert_episode(copy, seed, cfg, expert)[1]) \
+                            if teacher.draws_mistake(copy) else None
                     result, examples, demo = expert_episode(copy, seed, cfg, teacher)
                     meta = {"split": task.split, "task_id": task.id, "seed": seed,
                             "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
