@@ -417,8 +417,18 @@ def _expand_rearrange(graph: SceneGraph, a: Action, correct: bool, notes: list[s
     elif dest_place != here:
         steps.append(make("go_to", dest_place))
     steps.append(make(put, None, None, dest_name))
-    notes.append(f"expanded rearrange into {len(steps)} steps")
+    notes.append(f"{EXPANDED} {len(steps)} steps")
     return steps, mid, done
+
+
+#: the note of a ``rearrange``'s expansion into its own steps: not a correction, nothing was added to it
+EXPANDED = "expanded rearrange into"
+
+
+def corrected(notes) -> bool:
+    """Whether an outcome's ``corrections`` notes say a correction changed the action (a step
+    inserted, a name read as another), not only that a ``rearrange`` was expanded into its steps."""
+    return any(not note.startswith(EXPANDED) for note in notes)
 
 
 def _a(word: str) -> str:

@@ -199,7 +199,8 @@ def test_an_adapter_that_is_not_shipped_says_how_to_restore_it_and_resolves_once
 
 def test_the_default_adapter_records_its_start_and_runs_in_its_own_view():
     info, training = shipped_record(DEFAULT)
-    defaulted = {"lookplangraph.recall", "lookplangraph.cypher_classes_at"}  # absent: here, schema
+    defaulted = {"lookplangraph.recall", "lookplangraph.cypher_classes_at",  # absent: here, schema, 1
+                 "lookplangraph.actions_per_answer"}
     assert set(info.metadata) <= set(META_KEYS) and set(META_KEYS) - set(info.metadata) <= defaulted
     assert training["device"] and training["steps"] > 0 and training["examples"] > 0
     start = json.loads(embedded.REGISTRY_FILE.read_text())

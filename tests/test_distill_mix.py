@@ -83,7 +83,7 @@ def test_a_mix_that_cannot_be_made_writes_nothing(sources, tmp_path):
     other = source(tmp_path / "v0", [example("FULL", "t", "done()", {"split": "virtualhome"})],
                    {"prompt_layout": "scene-history", "answer_format": "action+reason"})
     out = tmp_path / "mix"
-    with pytest.raises(MixError, match="disagree on prompt layout, answer format or recall"):
+    with pytest.raises(MixError, match="disagree on prompt layout, answer format, recall or actions per answer"):
         mix([Take(data), Take(other)], out)
     with pytest.raises(MixError, match="50 examples asked, 5 there"):
         mix([Take(cypher, 50)], out)

@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pytest
 
-from lookplangraph.agent.decoding import action_schema, constrained_schema
-from lookplangraph.lm.jump import JumpDecoder, flat_schema
+from lookplangraph.agent.decoding import action_schema, chain_schema, constrained_schema
+from lookplangraph.lm.jump import JumpDecoder, flat_chain, flat_schema
 
 PIECES = [bytes([b]) for b in range(256)] + [
     b'{"', b'":', b' "', b'",', b' null', b'"}', b"function", b"_name", b"node", b"reason", b"kitchen", b"-1",
@@ -236,3 +236,47 @@ def test_with_values_it_decodes_variants_with_other_keys_and_any_json_value():
     with pytest.raises(Unsure):
         JumpDecoder(ScriptedLlama(b'{"thought": "t", "tool": "answer", "answer": ["a"')).decode(
             [0, 1, 2], keyed, 500, strict=True)
+
+
+def chain(k: int = 3, excluded=()):
+    names = ["kitchen-1", "cup-1"]
+    first = constrained_schema(names, excluded, reason_max_length=0)
+    return chain_schema(first, constrained_schema(names, (), reason_max_length=0), k)
+
+
+def test_an_answer_of_several_actions_is_decoded_one_object_or_a_list():
+    assert flat_chain(chain()).limit == 3 and flat_schema(chain()) is None
+    assert flat_chain(chain_schema(action_schema(["cup-1"]), action_schema(["cup-1"]), 2)) is None  # a reason last
+    assert flat_chain(action_schema(["cup-1"], reason_max_length=0)) is None
+    one = reply("go_to", "kitchen-1")
+    two = b"[" + reply("go_to", "kitchen-1") + b", " + reply("pick_up", "cup-1") + b"]"
+    three = b"[" + b", ".join([reply("go_to", "kitchen-1"), reply("pick_up", "cup-1"), reply("done", None)]) + b"]"
+    for target in (one, two, three):
+        llm = ScriptedLlama(target)
+        text, _, n = JumpDecoder(llm).decode([0, 1, 2], flat_chain(chain()), 400)
+        assert text.encode() == target and n == len(llm.tokenize(target))
+    # the limit closes the list whatever the model wants next; the exclusions bind the first action
+    four = b"[" + b", ".join([reply("pick_up", "cup-1")] * 4) + b"]"
+    text, _, _ = JumpDecoder(ScriptedLlama(four)).decode([0, 1, 2], flat_chain(chain(2)), 400)
+    assert json.loads(text) == [json.loads(reply("pick_up", "cup-1"))] * 2
+    text, _, _ = JumpDecoder(ScriptedLlama(two)).decode(
+        [0, 1, 2], flat_chain(chain(3, [("go_to", "kitchen-1", None, None)])), 400)
+    first = json.loads(text)[0] if text.startswith("[") else json.loads(text)
+    assert (first["function_name"], first["node"]) != ("go_to", "kitchen-1")
+
+
+def test_the_real_model_writes_the_grammars_chain_without_it(small_model_path):
+    from lookplangraph.lm import LlamaCppBackend
+
+    lm = LlamaCppBackend(str(small_model_path), n_ctx=2048)
+    example = json.dumps([json.loads(reply("go_to", "kitchen-1")), json.loads(reply("pick_up", "cup-1"))])
+    messages = [{"role": "system", "content": f"Answer with a JSON list of actions, e.g. {example}"},
+                {"role": "user", "content": "The cup is in the kitchen. Go there, take the cup and stop."}]
+    texts = []
+    for jump in (True, False):
+        lm.jump_forward = jump
+        lm.llm.reset()
+        done = lm.complete(messages, schema=chain(3))
+        assert done.error is None
+        texts.append(done.text.rstrip())
+    assert texts[0] == texts[1] and texts[0].startswith("[")  # the same greedy text, by jumps or by the grammar

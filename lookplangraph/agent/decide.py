@@ -16,7 +16,9 @@ The reply puts the action first and ``reason`` last unless ``reason_first``
 off inside the reason. ``reason_max_length`` caps the reason (None:
 :data:`DEFAULT_REASON_MAX_LENGTH` of the backend kind). :func:`explain` asks for the reason of an
 action already decided, with a schema that fixes every key of the action, so only the reason is
-decoded. Docs: ``docs/guides/lm-backends.md``, ``docs/concepts/loop.md#reasons-on-demand``.
+decoded. With ``actions`` > 1 an answer may hold up to that many actions
+(:func:`~lookplangraph.agent.decoding.chain_schema`; the exclusions bind the first): the first is
+``action``, the others ``then``. Docs: ``docs/guides/lm-backends.md``, ``docs/concepts/loop.md#reasons-on-demand``.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from typing import Any, Sequence
 
 from sgs.actions import Action
 
-from lookplangraph.agent.decoding import ActionKey, Vocabulary, action_schema, constrained_schema
-from lookplangraph.agent.replies import parse_reply
+from lookplangraph.agent.decoding import ActionKey, Vocabulary, action_schema, chain_schema, constrained_schema
+from lookplangraph.agent.replies import parse_answer
 from lookplangraph.lm.base import LMBackend, Relaxed, Usage
 
 #: ``reason_max_length`` when none is configured, by backend kind (the prefix of the backend's name)
@@ -37,8 +39,9 @@ DEFAULT_REASON_MAX_LENGTH: dict[str, int] = {"llamacpp": 300}
 @dataclass
 class LMReply:
     """One decision. ``action`` is None exactly when ``error`` is set; ``error`` is a short
-    sentence meant to be shown to the LM on the next step. ``seconds``: wall time of the
-    ``complete()`` call, retries included."""
+    sentence meant to be shown to the LM on the next step. ``then``: the answer's actions after
+    ``action`` (an answer of several, ``actions_per_answer``), in order. ``seconds``: wall time
+    of the ``complete()`` call, retries included."""
 
     text: str
     action: Action | None
@@ -46,23 +49,28 @@ class LMReply:
     error: str | None
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
+    then: list[Action] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["action"] = self.action.model_dump() if self.action is not None else None
+        d["then"] = [a.model_dump() for a in self.then]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "LMReply":
         action = Action.model_validate(d["action"]) if d.get("action") else None
         return cls(text=d["text"], action=action, reason=d.get("reason"), error=d.get("error"),
-                   usage=Usage(**(d.get("usage") or {})), seconds=float(d.get("seconds", 0.0)))
+                   usage=Usage(**(d.get("usage") or {})), seconds=float(d.get("seconds", 0.0)),
+                   then=[Action.model_validate(a) for a in d.get("then") or ()])
 
 
-def reply_of(text: str, usage: Usage, seconds: float) -> LMReply:
-    """The :class:`LMReply` of a reply text, read tolerantly (:func:`parse_reply`)."""
-    action, reason, error = parse_reply(text)
-    return LMReply(text=text, action=action, reason=reason, error=error, usage=usage, seconds=seconds)
+def reply_of(text: str, usage: Usage, seconds: float, actions: int = 1) -> LMReply:
+    """The :class:`LMReply` of a reply text of at most ``actions`` actions, read tolerantly
+    (:func:`~lookplangraph.agent.replies.parse_answer`)."""
+    read, reason, error = parse_answer(text, actions)
+    return LMReply(text=text, action=read[0] if read else None, reason=reason, error=error, usage=usage,
+                   seconds=seconds, then=read[1:])
 
 
 #: the decision's prompt after its system message: the user message, or (the conversation layout,
@@ -88,21 +96,23 @@ def reason_cap(lm: LMBackend, reason_max_length: int | None) -> int | None:
 
 def decide(lm: LMBackend, static: str, dynamic: "Dynamic", names: "list[str] | Vocabulary | None",
            excluded: Sequence[ActionKey] = (), *, reason_first: bool = False,
-           reason_max_length: int | None = None) -> LMReply:
-    """The next action for the planner's prompt (module doc), from one ``lm.complete()``. Raises
-    what ``complete()`` raises (:class:`~lookplangraph.lm.LMError` when the LM cannot be used);
-    an unreadable reply is an :class:`LMReply` with ``error`` set."""
+           reason_max_length: int | None = None, actions: int = 1) -> LMReply:
+    """The next action (with ``actions`` > 1: up to that many) for the planner's prompt (module
+    doc), from one ``lm.complete()``. Raises what ``complete()`` raises
+    (:class:`~lookplangraph.lm.LMError` when the LM cannot be used); an unreadable reply is an
+    :class:`LMReply` with ``error`` set."""
     kw = {"reason_first": reason_first, "reason_max_length": reason_cap(lm, reason_max_length)}
-    schema = constrained_schema(names, (), **kw)
+    plain = constrained_schema(names, (), **kw)
+    schema = chain_schema(plain, plain, actions)
     relaxed = None
     if excluded:
         relaxed = Relaxed(schema, seed_offset=len(excluded))
         # building the schema without the excluded actions is the costliest part of a request's
         # CPU (an anyOf of variants over every name): only where a grammar can enforce it
         if "grammar" in lm.constraints:
-            schema = constrained_schema(names, excluded, **kw)
+            schema = chain_schema(constrained_schema(names, excluded, **kw), plain, actions)
     c = lm.complete(decision_messages(static, dynamic), schema=schema, relaxed=relaxed, schema_name="next_action")
-    return reply_of(c.text, c.usage, c.seconds)
+    return reply_of(c.text, c.usage, c.seconds, actions)
 
 
 #: the reason's cap for :func:`explain` when the decision's own cap gives none (or 0: no reason)

@@ -16,6 +16,10 @@
 
 :func:`action_key` gives the meaning of an action as an :data:`ActionKey`: the function and the
 slots it takes (``put_on(table-1)`` written with ``node`` or with ``destination`` is one action).
+
+:func:`chain_schema` is the schema of an answer of up to *k* actions (``actions_per_answer``):
+one action object, or a JSON list of 2 to *k* of them, the first without the excluded actions
+(they were refused in the state the answer starts from), the others over the same names.
 """
 
 from __future__ import annotations
@@ -275,6 +279,20 @@ def boxes_schema(boxes: list[Box], *, reason_first: bool = False, reason_max_len
         options.append({"type": "object", "properties": {k: props[k] for k in order},
                         "required": order, "additionalProperties": False})
     return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def chain_schema(first: dict[str, Any], rest: dict[str, Any], limit: int) -> dict[str, Any]:
+    """An answer of at most ``limit`` actions (module doc): ``first`` alone (the one-action schema,
+    exclusions and all), or a list whose first item is ``first`` and each next one ``rest``,
+    as an ``anyOf`` of fixed-length lists (``prefixItems``, which grammar converters read as
+    tuples). ``limit`` 1 is ``first`` itself."""
+    if limit < 1:
+        raise ValueError(f"an answer holds at least one action, not {limit}")
+    if limit == 1:
+        return first
+    lists = [{"type": "array", "prefixItems": [first, *[rest] * (n - 1)], "minItems": n, "maxItems": n}
+             for n in range(2, limit + 1)]
+    return {"anyOf": [first, *lists]}
 
 
 def constrained_schema(names: "Iterable[str] | Vocabulary | None", excluded: Sequence[ActionKey] = (), *,

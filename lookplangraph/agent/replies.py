@@ -2,7 +2,8 @@
 (possibly fenced, surrounded by prose, with single quotes, trailing commas, raw newlines, a nested
 ``"action"``, cut off inside its final ``reason``; the JSON itself is read by
 :mod:`lookplangraph.lm.json_reply`) or call syntax such as ``pick_up(apple-1)``, and never raises:
-an unreadable reply becomes an error sentence for the LM.
+an unreadable reply becomes an error sentence for the LM. :func:`parse_answer` also reads an
+answer of several actions (a JSON list of action objects, ``actions_per_answer`` > 1).
 """
 
 from __future__ import annotations
@@ -73,6 +74,55 @@ def parse_reply(text: str | None) -> tuple[Action | None, str | None, str | None
     if m:
         return _parse_call(m.group(0), text[:500])
     return None, None, f"Could not find an action in your reply. Answer with one JSON object like {_EXAMPLE}."
+
+
+def parse_answer(text: str | None, limit: int = 1) -> tuple[list[Action], str | None, str | None]:
+    """Read ``(actions, reason, error)`` from an answer of at most ``limit`` actions; never raises.
+
+    With ``limit`` 1 it is :func:`parse_reply` (a list of one item is that item). Otherwise the
+    answer is one action as :func:`parse_reply` reads it, or a JSON list of 1 to ``limit`` action
+    objects (``reason``: the first one's); actions after a ``done()`` are dropped, as the episode
+    ends there. Exactly one of ``actions`` (non-empty) and ``error`` is set.
+    """
+    if limit > 1 and text is not None:
+        stripped = str(text).strip()
+        candidates = [m.group(1).strip() for m in FENCE_RE.finditer(stripped)] + [stripped]
+        for cand in candidates:
+            if not cand.startswith("["):
+                continue
+            try:
+                data = json.loads(cand)
+            except ValueError:
+                found = _extract(cand)
+                if found is None:
+                    continue
+                data = found
+            if not isinstance(data, list):
+                continue
+            if not data or len(data) > limit:
+                return [], None, (f"Your answer holds {len(data)} actions; give 1 to {limit}, as one JSON object "
+                                  f"like {_EXAMPLE} or a list of them.")
+            actions: list[Action] = []
+            reason = None
+            for n, item in enumerate(data, 1):
+                one, said, error = parse_reply(json.dumps(item) if isinstance(item, dict) else str(item))
+                if one is None:
+                    return [], None, f"Action {n} of your answer: {error}"
+                reason = reason if reason is not None else said
+                actions.append(one)
+                if one.function_name == "done":
+                    break
+            return actions, reason, None
+    action, reason, error = parse_reply(text)
+    return ([action] if action is not None else []), reason, error
+
+
+def _extract(text: str):
+    try:
+        found = extract_json(text)
+    except CutOff:
+        return None
+    return found[0] if found is not None else None
 
 
 def _parse_call(call: str, reason: str | None) -> tuple[Action | None, str | None, str | None]:

@@ -13,7 +13,7 @@ from lookplangraph.cli.conventions import (EXIT_FAILED, EXIT_OK, EXPERT_SPECS, U
 from lookplangraph.cli.tasks import (DATA_DIR_HELP, SPLITS, generated_tasks, seed_list, select_tasks, source_error,
                                      split_flag)
 from lookplangraph.lm.embedded import default_adapter, default_lm
-from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES, RECALL_MODES
+from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES, MAX_ACTIONS_PER_ANSWER, RECALL_MODES
 from lookplangraph.agent.prompts import PROMPT_LAYOUTS
 
 
@@ -82,6 +82,11 @@ def add_parsers(sub) -> None:
                         "untrained, followed by the simulator's feedback and the expert's trained answer "
                         "(default 0)")
     d.add_argument("--mistake-seed", type=int, default=0, metavar="N", help="seed of the injected mistakes (default 0)")
+    d.add_argument("--actions-per-answer", type=int, default=1, metavar="K",
+                   help="conversation layout: join consecutive answers, each carried out as written and "
+                        "observing nothing, into answers of up to K actions (1 to 3), where replaying them in "
+                        "the loop gives the same chat; the planner's setting actions_per_answer K reads them "
+                        "(default 1: one action an answer)")
     d.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action+reason",
                    help="the examples' replies: the action then a reason (default), the reason "
                         "first, or the action alone (the fewest tokens to decode)")
@@ -331,13 +336,19 @@ def cmd_distill(args) -> int:
         raise UsageError(f"--mistakes is a share of the episodes, 0 to 1, not {args.mistakes}")
     if args.mistakes and args.prompt_layout != "conversation":
         raise UsageError("--mistakes needs --prompt-layout conversation (a mistake stands untrained in its episode's chat)")
+    if args.actions_per_answer != 1 and args.prompt_layout != "conversation":
+        raise UsageError("--actions-per-answer needs --prompt-layout conversation (an answer of several actions is one "
+                         "assistant turn)")
+    if not 1 <= args.actions_per_answer <= MAX_ACTIONS_PER_ANSWER:
+        raise UsageError(f"--actions-per-answer is 1 to {MAX_ACTIONS_PER_ANSWER}, not {args.actions_per_answer}")
     held = kept_out_tasks(root) if generated else []
     try:
         counts = trajectories.build_data(pool, out, seeds=seeds, augmentations=kinds, correction=args.correction,
                                          max_actions=args.max_actions, progress=progress_bar("expert episodes"),
                                          prompt_layout=args.prompt_layout, answer_format=args.answer_format,
                                          generated=generated, heldout=held, expert=_expert(args.expert),
-                                         recall=args.recall, mistakes=args.mistakes, mistake_seed=args.mistake_seed)
+                                         recall=args.recall, mistakes=args.mistakes, mistake_seed=args.mistake_seed,
+                                         actions_per_answer=args.actions_per_answer)
     except GeneratedLeak as exc:
         raise UsageError(str(exc)) from None
     print(f"{len(pool)} train-pool tasks and {len(generated)} generated tasks; {counts.episodes} episodes ({counts.successful} reached the goal; "
@@ -347,6 +358,10 @@ def cmd_distill(args) -> int:
     if args.prompt_layout == "conversation":
         print(f"{counts.examples} conversations, {counts.decisions} trained decisions; injected mistakes: "
               f"{counts.mistakes or 'none'}")
+        if args.actions_per_answer > 1:
+            print(f"answers of up to {args.actions_per_answer} actions: {counts.chained_answers} trained answers hold "
+                  f"more than one; {counts.chains_not_replayed} conversations did not replay chained and are "
+                  "written one action an answer")
     print(f"{counts.examples} examples ({', '.join(f'{k} {v}' for k, v in sorted(counts.by_source.items()))}); "
           f"prompt tokens {counts.prompt_tokens}, answer tokens {counts.answer_tokens} ({counts.tokenizer})")
     print(f"written: {out / 'sft.jsonl'}, {out / 'episodes.jsonl'}, {out / 'demonstrations.jsonl.gz'}, "

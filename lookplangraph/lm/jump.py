@@ -6,7 +6,8 @@ and evaluating the text it fixes (``{"function_name":``, ``", "node":``, the res
 its first tokens single it out) as one batch with the next choice. It takes the schemas of
 :func:`flat_schema`: objects with a fixed key order, all keys required, whose values are a
 finite set of strings and/or null or a free string (``maxLength`` caps it), or an ``anyOf`` of
-such objects with the same keys; anything else gives None and the caller uses its grammar.
+such objects with the same keys; and (:func:`flat_chain`) an answer of several such objects, one
+alone or a list. Anything else gives None and the caller uses its grammar.
 
 The reply is written as ``json.dumps`` writes it. A value is chosen among its candidates token by
 token (allowed: tokens whose text is a prefix of a remaining candidate; taken: the highest logit);
@@ -104,6 +105,40 @@ def flat_schema(schema: dict | None, values: bool = False) -> FlatSchema | None:
     return FlatSchema(tuple(variant_keys), tuple(variants)) if variant_keys else None
 
 
+@dataclass(frozen=True)
+class ChainSchema:
+    """An answer of up to ``limit`` actions (:func:`lookplangraph.agent.decoding.chain_schema`):
+    ``first`` alone, or a list of 2 to ``limit`` objects, ``first`` then ``rest``; both flat, with
+    the same keys, the last key's values literals."""
+
+    first: FlatSchema
+    rest: FlatSchema
+    limit: int
+
+
+def flat_chain(schema: dict | None) -> ChainSchema | None:
+    """The :class:`ChainSchema` of a chain schema whose objects :func:`flat_schema` reads, None
+    for any other schema."""
+    if not isinstance(schema, dict) or set(schema) - {"title", "description"} != {"anyOf"}:
+        return None
+    first, *lists = schema["anyOf"]
+    if not lists or not all(isinstance(x, dict) and x.get("type") == "array" for x in lists):
+        return None
+    items = [x.get("prefixItems") for x in lists]
+    if any(not isinstance(it, list) or len(it) != n or x.get("minItems") != n or x.get("maxItems") != n
+           for n, (x, it) in enumerate(zip(lists, items), 2)):
+        return None
+    rest = items[0][1]
+    if any(it[0] != first or any(r != rest for r in it[1:]) for it in items):
+        return None
+    a, b = flat_schema(first), flat_schema(rest)
+    if a is None or b is None or set(a.variant_keys) | set(b.variant_keys) != {a.keys}:
+        return None
+    if any(not isinstance(v[-1], tuple) for v in (*a.variants, *b.variants)):
+        return None
+    return ChainSchema(a, b, 1 + len(lists))
+
+
 class JumpDecoder:
     """Greedy jump-forward decoding of :class:`FlatSchema` replies with a ``llama_cpp.Llama``
     (module doc). It keeps llama-cpp-python's own bookkeeping (``input_ids``, ``n_tokens``) so
@@ -166,54 +201,90 @@ class JumpDecoder:
         return np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
 
     # -- decoding ----------------------------------------------------------------------------
-    def decode(self, prompt: list[int], schema: FlatSchema, max_tokens: int,
+    def decode(self, prompt: list[int], schema: "FlatSchema | ChainSchema", max_tokens: int,
                strict: bool = False) -> tuple[str, int, int]:
         """The reply text for ``prompt`` (chat-formatted tokens), with the number of prompt tokens
         served from the KV cache and the reply's token count. Fixed text is fed to the model
         only when a later choice needs it: nothing after the last choice is evaluated.
         ``strict``: raise :class:`Unsure` where a free string would leave the model's first
         choice (an escape, a quote the schema does not allow there, the cap), where a value
-        ends the reply, or where the variants still possible disagree on the next key."""
+        ends the reply, or where the variants still possible disagree on the next key. A
+        :class:`ChainSchema` is one object or a list: the model chooses ``{`` or ``[{`` first and,
+        after each listed object's last value, whether another follows (``}, {``) or not (``}]``)."""
         self._vocab()
         cached = self._start(prompt)
         self._n = 0
+        try:
+            if isinstance(schema, ChainSchema):
+                text = self._chain(schema, max_tokens)
+            else:
+                text, _ = self._object(schema, max_tokens, strict)
+        finally:
+            self._feed = []
+        return text.decode("utf-8", "replace"), cached, self._n
+
+    def _chain(self, chain: ChainSchema, max_tokens: int) -> bytes:
+        key = json.dumps(chain.first.keys[0]).encode() + b":"
+        openers = [b"{" + key, b"[{" + key]
+        listed = self._choose(openers) == 1
+        out = [openers[listed]]
+        if not listed:
+            text, _ = self._object(chain.first, max_tokens, opened=True)
+            return out[0] + text
+        schema, n = chain.first, 1
+        more = b"}, {" + key  # another object follows: its first key too, so that tokens may span them
+        while True:
+            ends = (more,) if n == 1 else (b"}]",) if n == chain.limit else (b"}]", more)
+            text, end = self._object(schema, max_tokens, opened=True, ends=ends)
+            out.append(text)
+            if end == b"}]":
+                return b"".join(out)
+            schema, n = chain.rest, n + 1
+
+    def _object(self, schema: FlatSchema, max_tokens: int, strict: bool = False, *, opened: bool = False,
+                ends: tuple[bytes, ...] = (b"}",)) -> tuple[bytes, bytes]:
+        """One object of ``schema``, its text and the text that closed it (one of ``ends``, the
+        model's choice; each starts with ``}``). ``opened``: its ``{`` and first key are written."""
         out: list[bytes] = []
         alive = list(range(len(schema.variants)))
         k = 0
-        try:
-            while True:
-                keys = {schema.variant_keys[v][k] if k < len(schema.variant_keys[v]) else None for v in alive}
-                lasts = {k == len(schema.variant_keys[v]) - 1 for v in alive}
-                if len(keys) > 1 or len(lasts) > 1:
-                    raise Unsure("the variants still possible disagree on the next key")
-                key = keys.pop()
-                if key is None:
-                    break
-                lead = (b"{" if k == 0 else b" ") + json.dumps(key).encode() + b":"
-                tail = b"}" if lasts.pop() else b","
-                slots = [schema.variants[v][k] for v in alive]
-                if all(s == VALUE for s in slots):
-                    self._fix(lead)
-                    out.append(lead + self._free_value(tail, max_tokens) + tail)
-                elif isinstance(slots[0], int):
-                    self._fix(lead + b' "')
-                    body = self._free_string(min(s for s in slots if isinstance(s, int)), tail, max_tokens, strict)
-                    out.append(lead + b' "' + body + b'"' + tail)
-                elif any(not isinstance(s, tuple) for s in slots):
-                    raise Unsure("a choice among literals and other values")
-                else:
-                    self._fix(lead)
-                    values = list(dict.fromkeys(v for s in slots for v in s))
-                    chosen = self._choose([b" " + v.encode() + tail for v in values])
-                    out.append(lead + b" " + values[chosen].encode() + tail)
-                    alive = [v for v in alive
-                             if isinstance(schema.variants[v][k], tuple) and values[chosen] in schema.variants[v][k]]
-                if tail == b"}":
-                    break
-                k += 1
-        finally:
-            self._feed = []
-        return b"".join(out).decode("utf-8", "replace"), cached, self._n
+        closed = b"}"
+        while True:
+            keys = {schema.variant_keys[v][k] if k < len(schema.variant_keys[v]) else None for v in alive}
+            lasts = {k == len(schema.variant_keys[v]) - 1 for v in alive}
+            if len(keys) > 1 or len(lasts) > 1:
+                raise Unsure("the variants still possible disagree on the next key")
+            key = keys.pop()
+            if key is None:
+                break
+            last = lasts.pop()
+            lead = b"" if opened and k == 0 else (b"{" if k == 0 else b" ") + json.dumps(key).encode() + b":"
+            tails = list(ends) if last else [b","]
+            slots = [schema.variants[v][k] for v in alive]
+            if all(s == VALUE for s in slots):
+                self._fix(lead)
+                out.append(lead + self._free_value(tails[0], max_tokens) + tails[0])
+                closed = tails[0]
+            elif isinstance(slots[0], int):
+                self._fix(lead + b' "')
+                body = self._free_string(min(s for s in slots if isinstance(s, int)), tails[0], max_tokens, strict)
+                out.append(lead + b' "' + body + b'"' + tails[0])
+                closed = tails[0]
+            elif any(not isinstance(s, tuple) for s in slots):
+                raise Unsure("a choice among literals and other values")
+            else:
+                self._fix(lead)
+                values = list(dict.fromkeys(v for s in slots for v in s))
+                pairs = [(v, t) for v in values for t in tails]
+                chosen = self._choose([b" " + v.encode() + t for v, t in pairs])
+                value, closed = pairs[chosen]
+                out.append(lead + b" " + value.encode() + closed)
+                alive = [v for v in alive
+                         if isinstance(schema.variants[v][k], tuple) and value in schema.variants[v][k]]
+            if last:
+                break
+            k += 1
+        return b"".join(out), closed
 
     @property
     def tokens_decoded(self) -> int:
@@ -316,11 +387,11 @@ class JumpDecoder:
         raise Unsure("the reply ended inside a value")
 
     def free_object(self, prompt: list[int], max_tokens: int) -> tuple[bytes, int, int, bool]:
-        """Greedy decoding without any constraint, up to the end of the JSON object the reply
-        opens: ``(text, cached, tokens, closed)``. ``closed`` is False when the reply does not
-        open with ``{``, stops (an end-of-turn or other special token) or reaches ``max_tokens``
-        first. The text of the token that closes the object is cut after its ``}``; nothing after
-        the last choice is evaluated."""
+        """Greedy decoding without any constraint, up to the end of the JSON object (or list: an
+        answer of several actions) the reply opens: ``(text, cached, tokens, closed)``. ``closed``
+        is False when the reply does not open with ``{`` or ``[``, stops (an end-of-turn or other
+        special token) or reaches ``max_tokens`` first. The text of the token that closes the
+        value is cut after its ``}`` or ``]``; nothing after the last choice is evaluated."""
         self._vocab()
         cached = self._start(prompt)
         self._n = 0
@@ -331,7 +402,7 @@ class JumpDecoder:
                 if piece is None:
                     return bytes(text), cached, self._n, False
                 for i, byte in enumerate(piece):
-                    if not text and i == 0 and byte != ord("{"):
+                    if not text and i == 0 and byte not in b"{[":
                         return bytes(piece), cached, self._n, False
                     scan.take(byte)
                     if scan.depth == 0:

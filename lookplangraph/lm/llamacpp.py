@@ -16,7 +16,7 @@ from lookplangraph.lm.base import (
     AdapterError, Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion,
 )
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
-from lookplangraph.lm.jump import FlatSchema, JumpDecoder, Unsure, flat_schema
+from lookplangraph.lm.jump import ChainSchema, FlatSchema, JumpDecoder, Unsure, flat_chain, flat_schema
 from lookplangraph.lm.lora import check_adapter, merged_record
 
 
@@ -204,7 +204,7 @@ class LlamaCppBackend:
     into a grammar (what ``response_format={"type": "json_object", "schema": ...}`` does, except
     that a schema the converter cannot handle raises :class:`LMError` instead of silently falling
     back to free JSON). Grammars are cached per schema. A greedy reply to a flat schema (the
-    planner's decisions) is decoded without the grammar by jump-forward decoding
+    planner's decisions, one action or, in the action-only format, several) is decoded without the grammar by jump-forward decoding
     (:mod:`lookplangraph.lm.jump`: the model runs only where the schema leaves a choice, fixed
     text is evaluated in batches). A greedy reply to any other schema is first decoded without
     the grammar and kept when it is text the grammar allows (:func:`grammar_text`): then it is
@@ -350,7 +350,7 @@ class LlamaCppBackend:
         greedy_json = (wire_schema is not None and self.jump_forward and grammar is None and not images
                        and self.temperature == 0 and self.vision is None
                        and "tokenizer.chat_template" in self.llm.metadata)
-        flat = flat_schema(wire_schema) if greedy_json else None
+        flat = (flat_schema(wire_schema) or flat_chain(wire_schema)) if greedy_json else None
         if flat is not None:
             return self._complete_jump(messages, flat, schema, max_tokens)
         t0 = time.perf_counter()
@@ -451,7 +451,7 @@ class LlamaCppBackend:
         done = kept(raw.decode("utf-8", "replace"), usage) if closed else None
         return done, usage
 
-    def _complete_jump(self, messages: list[dict[str, Any]], flat: FlatSchema, schema: Any,
+    def _complete_jump(self, messages: list[dict[str, Any]], flat: "FlatSchema | ChainSchema", schema: Any,
                        max_tokens: int | None) -> Completion:
         """:meth:`complete` of a flat schema by :class:`~lookplangraph.lm.jump.JumpDecoder` (a model
         whose GGUF has a chat template; others take the grammar path)."""
@@ -492,7 +492,8 @@ def _in_order(value: Any, schema: Any, root: dict[str, Any]) -> bool:
         places = [order.index(k) for k in value]
         return places == sorted(places) and all(_in_order(v, schema["properties"][k], root) for k, v in value.items())
     if isinstance(value, list):
-        return all(_in_order(v, schema.get("items"), root) for v in value)
+        prefix = schema.get("prefixItems") or []
+        return all(_in_order(v, prefix[i] if i < len(prefix) else schema.get("items"), root) for i, v in enumerate(value))
     return True
 
 

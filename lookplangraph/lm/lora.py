@@ -39,6 +39,8 @@ META_KEYS = {
     "lookplangraph.prompt_layout": "the order of the examples' user message (prompts.PROMPT_LAYOUTS)",
     "lookplangraph.answer_format": "the reply format of the training examples (decoding.ANSWER_FORMATS)",
     "lookplangraph.recall": "the view's recall of the training examples (planners.config.RECALL_MODES; absent: here)",
+    "lookplangraph.actions_per_answer": "the most actions one answer of the training examples holds "
+                                        "(planners.config actions_per_answer; absent: 1)",
     "lookplangraph.cypher_classes_at": "where the Cypher examples' system prompts list the scene's classes "
                                        "(cypher.agent.CLASSES_AT; absent: schema)",
     "lookplangraph.training": "the training record (train.json) as JSON",
@@ -347,12 +349,14 @@ def stamp_adapter(src: str | os.PathLike, dst: str | os.PathLike, metadata: dict
 
 def training_metadata(base_sha256: str, system_prompt_name: str, system_prompt: str, prompt_layout: str,
                       answer_format: str, training: dict[str, Any] | None = None,
-                      recall: str = "here", cypher_classes_at: str = "schema") -> dict[str, str]:
+                      recall: str = "here", cypher_classes_at: str = "schema",
+                      actions_per_answer: int = 1) -> dict[str, str]:
     """The ``lookplangraph.*`` metadata of an adapter trained on ``base_sha256`` with examples
     whose system message was ``system_prompt`` (the ``system_prompt_name`` setting's text), whose
     user message had ``prompt_layout`` and the view's ``recall`` (recorded only when not the
     default ``here``, so older adapters read the same) and whose replies have ``answer_format``;
-    ``cypher_classes_at``: the layout of its Cypher examples' prompts (recorded when not ``schema``)."""
+    ``cypher_classes_at``: the layout of its Cypher examples' prompts (recorded when not ``schema``);
+    ``actions_per_answer``: the most actions one of its answers holds (recorded when more than 1)."""
     meta = {"lookplangraph.base_sha256": base_sha256, "lookplangraph.system_prompt_name": system_prompt_name,
             "lookplangraph.system_prompt": system_prompt, "lookplangraph.prompt_layout": prompt_layout,
             "lookplangraph.answer_format": answer_format}
@@ -360,6 +364,8 @@ def training_metadata(base_sha256: str, system_prompt_name: str, system_prompt: 
         meta["lookplangraph.recall"] = recall
     if cypher_classes_at != "schema":
         meta["lookplangraph.cypher_classes_at"] = cypher_classes_at
+    if int(actions_per_answer) > 1:
+        meta["lookplangraph.actions_per_answer"] = str(int(actions_per_answer))
     if training is not None:
         meta["lookplangraph.training"] = json.dumps(training, sort_keys=True)
     return meta

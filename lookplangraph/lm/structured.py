@@ -154,6 +154,16 @@ def _validate(value: Any, schema: Any, path: str, root: dict[str, Any], errors: 
             errors.append(f"{path}: more than {schema['maxItems']} items")
             return
         items = schema.get("items")
+        prefix = schema.get("prefixItems")
+        if isinstance(prefix, list):  # positional schemas, then ``items`` (if any) for the rest
+            for i, (item, sub_schema) in enumerate(zip(value, prefix)):
+                _validate(item, sub_schema, f"{path}[{i}]", root, errors)
+                if errors:
+                    return
+            if items is False and len(value) > len(prefix):
+                errors.append(f"{path}: more than {len(prefix)} items")
+                return
+            value = value[len(prefix):]
         if isinstance(items, dict):
             for i, item in enumerate(value):
                 _validate(item, items, f"{path}[{i}]", root, errors)

@@ -35,6 +35,9 @@ from lookplangraph.lm.embedded import registered_settings
 RECALL_MODES = ("here", "named")
 
 
+#: the most actions one LookPlanGraph answer may hold (``PlannerConfig.actions_per_answer``)
+MAX_ACTIONS_PER_ANSWER = 3
+
 #: ``PlannerConfig.correction`` values (:mod:`lookplangraph.planners.lookplangraph`)
 CORRECTION_MODES = ("rules", "feedback", "none")
 #: ``SGRwRConfig.mode`` values (:mod:`lookplangraph.planners.sgrwr`)
@@ -138,6 +141,11 @@ class PlannerConfig:
 
     max_actions: int = setting(30, "action limit of an episode")
     max_unresolved: int = setting(3, "unresolved answers in a row that end an episode")
+    actions_per_answer: int | None = setting(None, "LookPlanGraph, conversation layout: the most actions one "
+                                                   f"answer may hold (1 to {MAX_ACTIONS_PER_ANSWER}; default: the "
+                                                   "LM adapter's own, else 1); they are carried out in order until "
+                                                   "one is refused, corrected, observes something or ends the task, "
+                                                   "and the rest are reported as not carried out")
     graph_style: str = setting("text", "memory-graph serialization (ablations)", choices=("text", "json", "full"))
     priors: bool = setting(True, "the memory graph starts with the map's objects as unseen priors (false: the "
                                  "No Priors ablation)")
@@ -206,6 +214,8 @@ class PlannerConfig:
         check_choices(self)
         if self.reason_max_length is not None and self.reason_max_length < 0:
             raise ValueError(f"reason_max_length must be 0 (no reason) or more, not {self.reason_max_length}")
+        if self.actions_per_answer is not None and not 1 <= self.actions_per_answer <= MAX_ACTIONS_PER_ANSWER:
+            raise ValueError(f"actions_per_answer must be 1 to {MAX_ACTIONS_PER_ANSWER}, not {self.actions_per_answer}")
         if self.demonstrations < 0 or self.demonstration_chars < 200:
             raise ValueError(f"demonstrations must be >= 0 and demonstration_chars >= 200, not "
                              f"{self.demonstrations} and {self.demonstration_chars}")
@@ -217,7 +227,8 @@ class PlannerConfig:
         """This config with every ``auto`` prompt setting replaced by what the LM's LoRA
         ``adapter`` (a :class:`lookplangraph.lm.lora.AdapterInfo`, None for a model without one)
         was trained with: its system prompt, its prompt layout, its recall, and its answer format where
-        ``reason_max_length`` is not set (``action``: 0, no reason). Where the adapter registry
+        ``reason_max_length`` is not set (``action``: 0, no reason), and its actions per answer where
+        ``actions_per_answer`` is not set (else 1). Where the adapter registry
         chooses settings for the adapter (its entry's ``run``, picked on the dev split:
         :func:`lookplangraph.lm.embedded.registered_settings`), those fill the unset ones first.
         Returns the settled copy and one note per explicit setting that differs from the adapter's
@@ -229,7 +240,8 @@ class PlannerConfig:
         own = {"system_prompt": meta.get("lookplangraph.system_prompt_name"),
                "prompt_layout": meta.get("lookplangraph.prompt_layout"),
                "recall": meta.get("lookplangraph.recall"),
-               "answer_format": meta.get("lookplangraph.answer_format")}
+               "answer_format": meta.get("lookplangraph.answer_format"),
+               "actions_per_answer": meta.get("lookplangraph.actions_per_answer")}
         name = own["system_prompt"]
         if name is not None:
             recorded = meta.get("lookplangraph.system_prompt")
@@ -248,6 +260,11 @@ class PlannerConfig:
         registry_reason = self.reason_max_length is None and "reason_max_length" in chosen
         if registry_reason:
             changes["reason_max_length"] = chosen["reason_max_length"]
+        if self.actions_per_answer is None:
+            changes["actions_per_answer"] = int(own["actions_per_answer"] or 1)
+        elif own["actions_per_answer"] and int(own["actions_per_answer"]) != self.actions_per_answer:
+            notes.append(f"{adapter.path.name} was trained with answers of up to {own['actions_per_answer']} actions; "
+                         f"running it with {self.actions_per_answer} as set")
         fmt = own["answer_format"]
         if fmt:
             if self.reason_max_length is None and fmt == "action":

@@ -23,7 +23,9 @@ from lookplangraph.planners.config import PlannerConfig
 
 @dataclass
 class StepRecord:
-    """One LM call and what became of it (a line of the JSON-lines trace)."""
+    """One LM call and what became of it (a line of the JSON-lines trace). With answers of several
+    actions (``actions_per_answer``) each action is a record: the first carries the call's text,
+    tokens and seconds, the others (``in_answer`` 2, 3) none of them."""
 
     call: int
     reason: str | None
@@ -43,6 +45,7 @@ class StepRecord:
     perceived: list[dict] = field(default_factory=list)  # augmentations (lookplangraph.agent.perception.Perceived)
     failure: str | None = None  # a low-level execution failure's kind (sim_adapters.failures), if one happened
     explain_seconds: float = 0.0  # setting explain: the LM's time writing ``reason`` after the decision
+    in_answer: int = 1  # the action's place in its answer: 1 is the LM call's own, 2 and 3 came with it
 
 
 @dataclass
@@ -139,7 +142,7 @@ def episode_result(task: Task, env, lm, cfg: PlannerConfig, records: "list[StepR
     return EpisodeResult(
         task_id=task.id, split=task.split, lm=getattr(lm, "name", type(lm).__name__), termination=termination,
         success=goal.success and not infeasible, success_changed_only=goal.success_changed_only and not infeasible,
-        precision=goal.precision, actions=actions, executed=executed, lm_calls=len(records),
+        precision=goal.precision, actions=actions, executed=executed, lm_calls=sum(r.in_answer == 1 for r in records),
         prompt_tokens=sum(r.prompt_tokens for r in records), completion_tokens=sum(r.completion_tokens for r in records),
         cached_tokens=sum(r.cached_tokens or 0 for r in records),
         lm_seconds=round(sum(r.seconds for r in records), 3), wall_s=round(time.perf_counter() - t0, 3),

@@ -4,7 +4,8 @@
 :class:`~lookplangraph.planners.config.PlannerConfig` and returns an
 :class:`~lookplangraph.planners.episode.EpisodeResult` judged on the environment's true final
 graph (strict success, success on the changed nodes only, precision M^C/M). Per step the LM
-proposes one action over the memory-graph view; an action the SGS refuses on the memory graph,
+proposes one action over the memory-graph view (with ``actions_per_answer`` > 1 up to that many,
+tried in order while each runs as written and observes nothing: :func:`goes_on`); an action the SGS refuses on the memory graph,
 one that changes nothing, closes a cycle, repeats a refused action or that the environment
 refuses is *unresolved* and its feedback goes back to the LM; otherwise its primitive steps run
 in the environment and the memory graph mirrors each. Invariants: the LM never sees the true
@@ -30,7 +31,7 @@ from grasif.heldout import in_train_pool
 from grasif.task import Task
 from sgs.actions import make, parse_action
 from sgs.graph import SceneGraph, node_class
-from sgs.simulator import TARGET_STATE, Infeasible, run_plan
+from sgs.simulator import TARGET_STATE, Infeasible, corrected, run_plan
 
 from lookplangraph.agent.decide import LMReply, decide, explain
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
@@ -75,6 +76,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     history: list[tuple[str, str, str]] = []
     journal = Journal(task.instruction) if cfg.prompt_layout == "journal" else None
     chat = Conversation(task.instruction) if cfg.prompt_layout == "conversation" else None
+    if cfg.actions_per_answer > 1 and chat is None:
+        raise ValueError(f"answers of several actions (actions_per_answer {cfg.actions_per_answer}) are written "
+                         f"in the conversation prompt layout, not {cfg.prompt_layout}")
     if (journal is not None or chat is not None) and cfg.graph_style != "text":
         raise ValueError(f"the {cfg.prompt_layout} prompt layout writes the text view, not graph_style {cfg.graph_style!r}")
     log = EpisodeLog(on_step)
@@ -88,15 +92,56 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     moved: set[str] = set()  # objects the agent has held: no longer described by where they stood
     termination = "max_actions"
 
-    while sum(r.accepted for r in log.records) < cfg.max_actions:
-        shown = view(memory, cfg.graph_style, recall)  # once per step: the prompt text and the names come from it
+    checked = cfg.grounding_check and cfg.correction != "none"
+
+    def step_answer(reply: LMReply, action, reason: str | None, rec: StepRecord) -> str | None:
+        """Check, correct and carry out ``action``, one action of ``reply`` (``None``: an
+        unreadable reply), into ``rec``, keeping the loop's memory of states, refusals and moved
+        objects (``reason``: the one the reply gave it, for the history); the feedback, or None."""
+        nonlocal state, refused, last_accepted
+        key = action_key(action) if action is not None else None
+        if key is not None and key in refused and cfg.exclude_refused:
+            feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
+                                       "choose a different action")
+        elif key is not None and checked and (wrong := refusal(task.instruction, action, memory.graph, moved,
+                                                                cfg.place_descriptors)):
+            feedback = rec.feedback = wrong
+            ungrounded.add(key)  # properties do not change and assets do not move: for the whole episode
+        else:
+            left_open = (opened_by_rules(log.records, memory.graph)
+                         if action is not None and action.function_name == "done" else ())
+            feedback = attempt_action(replace(reply, action=action), memory, env, cfg, rec, last_accepted, visited, perceive,
+                                      left_open=left_open)
+        new_state = state_key(memory.graph)
+        moved.update(a.node for a in map(parse_action, rec.executed) if a.function_name == "pick_up")
+        if rec.accepted:
+            visited[new_state] += 1
+            last_accepted = rec.proposed
+            history.append((reason or "", rec.proposed, feedback or _as_done(rec)))
+        if journal is not None:
+            journal.answered(rec.proposed, reason, feedback, _as_done(rec) if rec.accepted else "")
+        if new_state != state:
+            state, refused = new_state, {}
+        elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None:
+            # (a low-level failure is not the action's fault: it may be tried again as it was)
+            refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
+        log.emit(rec)
+        return feedback
+
+    def current_view() -> dict:
+        """The memory's view (the prompt text and the names come from it) with the search line."""
+        shown = view(memory, cfg.graph_style, recall)
         if cfg.search_hint and memory.missing:
             shown["search"] = search_entries(memory.graph, memory.missing, task.instruction)
+        return shown
+
+    accepted = 0
+    while accepted < cfg.max_actions:
+        shown = current_view()
         if cfg.vocabulary == "typed":
             names = vocabulary(memory, cfg.graph_style, shown)
         else:
             names = names_in(shown)
-        checked = cfg.grounding_check and cfg.correction != "none"
         excluded = list(refused) if cfg.exclude_refused else []
         if cfg.exclude_refused:
             excluded += [k for k in ungrounded if k not in refused]
@@ -111,46 +156,31 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
                                      cfg.prompt_layout)
         reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
-                       reason_max_length=cfg.reason_max_length)
+                       reason_max_length=cfg.reason_max_length, actions=cfg.actions_per_answer)
         said = explain(lm, static, dynamic, reply.action) if cfg.explain and reply.action and not reply.reason else None
         if on_reply is not None:  # with the reason asked for, so that a trial's operator sees it
             on_reply(replace(reply, reason=said.reason) if said is not None else reply, memory)
-        rec = log.add(StepRecord(len(log) + 1, said.reason if said else reply.reason,
-                                 str(reply.action) if reply.action else None, False,
-                                 reply.text, prompt_tokens=reply.usage.prompt_tokens,
-                                 completion_tokens=reply.usage.completion_tokens,
-                                 cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds, excluded=len(excluded),
-                                 explain_seconds=said.seconds if said else 0.0))
-        key = action_key(reply.action) if reply.action is not None else None
-        if key is not None and key in refused and cfg.exclude_refused:
-            feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
-                                       "choose a different action")
-        elif key is not None and checked and (wrong := refusal(task.instruction, reply.action, memory.graph, moved,
-                                                                cfg.place_descriptors)):
-            feedback = rec.feedback = wrong
-            ungrounded.add(key)  # properties do not change and assets do not move: for the whole episode
-        else:
-            left_open = (opened_by_rules(log.records, memory.graph)
-                         if reply.action is not None and reply.action.function_name == "done" else ())
-            feedback = attempt_action(reply, memory, env, cfg, rec, last_accepted, visited, perceive,
-                                      left_open=left_open)
-        new_state = state_key(memory.graph)
-        moved.update(a.node for a in map(parse_action, rec.executed) if a.function_name == "pick_up")
-        if rec.accepted:
-            visited[new_state] += 1
-            last_accepted = rec.proposed
-            history.append((reply.reason or "", rec.proposed, feedback or _as_done(rec)))
-        if journal is not None:
-            journal.answered(rec.proposed, reply.reason, feedback, _as_done(rec) if rec.accepted else "")
+        answer = [reply.action, *reply.then]
+        for place, action in enumerate(answer, 1):
+            if place > 1:  # what the last action changed in the view, for the next user turn
+                chat.saw(current_view(), memory.missing)
+                rec = log.add(StepRecord(len(log) + 1, None, str(action), False, "", cached_tokens=None,
+                                         in_answer=place))
+            else:
+                rec = log.add(StepRecord(len(log) + 1, said.reason if said else reply.reason,
+                                         str(action) if action else None, False,
+                                         reply.text, prompt_tokens=reply.usage.prompt_tokens,
+                                         completion_tokens=reply.usage.completion_tokens,
+                                         cached_tokens=reply.usage.cached_tokens, seconds=reply.seconds,
+                                         excluded=len(excluded), explain_seconds=said.seconds if said else 0.0))
+            feedback = step_answer(reply, action, reply.reason if place == 1 else None, rec)
+            accepted += rec.accepted
+            if not (place < len(answer) and goes_on(rec) and accepted < cfg.max_actions):
+                break
         if chat is not None:
-            chat.answered(reply.text, rec.accepted, feedback, _as_done(rec) if rec.accepted else "")
-        if new_state != state:
-            state, refused = new_state, {}
-        elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None:
-            # (a low-level failure is not the action's fault: it may be tried again as it was)
-            refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
-        log.emit(rec)
-        if rec.accepted and reply.action.function_name == "done":
+            chat.answered(reply.text, rec.accepted, feedback, _as_done(rec) if rec.accepted else "",
+                          not_done=tuple(str(a) for a in answer[place:]))
+        if rec.accepted and action is not None and action.function_name == "done":
             termination = "done"
             break
         if rec.failure is not None:  # the robot's hands, not the LM's answer: not counted as unresolved,
@@ -205,6 +235,15 @@ def _already_so(graph: SceneGraph, action) -> bool:
         edge = graph.parent.get(node)
         return edge is not None and edge[0] == action.destination and edge[1].value == action.relation
     return False
+
+
+def goes_on(rec: StepRecord) -> bool:
+    """Whether the loop tries the next action of an answer after ``rec``'s: it was carried out as
+    written (nothing refused, corrected or failed; a ``rearrange`` expanded into its own steps is
+    as written) and neither observed something nor ended the task."""
+    return (rec.accepted and rec.feedback is None and rec.infeasible is None and rec.failure is None
+            and not corrected(rec.corrections) and not rec.observed and not rec.perceived
+            and not rec.proposed.startswith(("discover_objects(", "done(")))
 
 
 def _as_done(rec: StepRecord) -> str:

@@ -14,7 +14,15 @@ of episodes, at a chosen decision, the answer is a wrong one of a kind the plann
 answer (the simulator's real feedback follows in the next user turn), the expert is told it was
 given (:meth:`~lookplangraph.distill.teacher.policy.Policy.follow`) and answers again. The
 mistake stands untrained, the answer after it is trained: recovery after a refusal, at a rate
-the data sets. Format and use: ``docs/guides/distillation.md#conversations-one-episode-one-sequence``.
+the data sets.
+
+**Answers of several actions** (:func:`chained`): consecutive trained answers of which each but the
+last was carried out as written and neither looked (``discover_objects``) nor ended the task
+become one answer of up to *k* actions, a JSON list; the outcome lines between them go, and what
+the view showed between them moves into the user turn after it, after that turn's outcome line: the chat the loop writes with ``actions_per_answer`` = *k*
+(:mod:`lookplangraph.agent.conversation`). The data writer keeps a chained conversation only when
+replaying its answers in the loop gives that very chat. Format and use:
+``docs/guides/distillation.md#conversations-one-episode-one-sequence``.
 """
 
 from __future__ import annotations
@@ -84,6 +92,58 @@ def decisions(conversation: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
                       for x in conversation[:i]]
             out.append([*before, {"role": "assistant", "content": m["content"]}])
     return out
+
+
+def chained(conversation: list[dict[str, Any]], limit: int, goes_on: list[bool],
+            names: "list[set[str] | None] | None" = None) -> list[dict[str, Any]]:
+    """``conversation`` (system message, then user and assistant turns) with its answers chained
+    into answers of at most ``limit`` actions (module doc): a trained answer joins the one before
+    it when that one is trained too, ``goes_on`` (one flag per assistant turn: the loop's
+    :func:`~lookplangraph.planners.lookplangraph.goes_on` of its record) says the loop would try
+    the next action after it, and it names only what the joined answer's first decision could
+    name (``names``, per assistant turn: the names its schema allowed, None for any): an answer
+    is decoded over the view it starts from. ``limit`` 1 gives the conversation unchanged."""
+    head, turns = conversation[:1], conversation[1:]
+    pairs = [(turns[i], turns[i + 1]) for i in range(0, len(turns) - 1, 2)]
+    if len(turns) % 2 or any(u["role"] != "user" or a["role"] != "assistant" for u, a in pairs):
+        raise ConversationError("a conversation is a system message, then user and assistant turns in turn")
+    names = names if names is not None else [None] * len(pairs)
+    if len(goes_on) != len(pairs) or len(names) != len(pairs):
+        raise ConversationError(f"{len(pairs)} answers but {len(goes_on)} flags and {len(names)} vocabularies")
+    out = list(head)
+    carry = ""  # what the view showed between the actions of the last answer: into the next user turn
+    i = 0
+    while i < len(pairs):
+        user, answer = pairs[i]
+        content = user["content"]
+        if carry:
+            outcome = _outcome(content)
+            content, carry = outcome + carry + content[len(outcome):], ""
+        out.append({**user, "content": content})
+        n = 1  # the answers joined
+        while (i + n < len(pairs) and n < limit and goes_on[i + n - 1] and trained(pairs[i + n - 1][1])
+               and trained(pairs[i + n][1]) and _names_in(pairs[i + n][1]["content"], names[i])):
+            between = pairs[i + n][0]["content"]
+            carry += between[len(_outcome(between)):]
+            n += 1
+        if n == 1:
+            out.append(answer)
+        else:
+            text = json.dumps([json.loads(a["content"]) for _, a in pairs[i:i + n]])
+            out.append({**{k: v for k, v in answer.items() if k != "content"}, "content": text})
+        i += n
+    return out
+
+
+def _names_in(answer: str, allowed: set[str] | None) -> bool:
+    action, _, _ = parse_reply(answer)
+    return action is not None and (allowed is None or all(
+        n in allowed for n in (action.node, action.destination) if n is not None))
+
+
+def _outcome(user_turn: str) -> str:
+    """The outcome line a user turn after an answer opens with (its first line)."""
+    return user_turn.split("\n", 1)[0]
 
 
 def merge_turns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ checks: ``docs/guides/expert.md`` and ``docs/guides/distillation.md``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,13 +39,14 @@ from sgs.simulator import check
 from lookplangraph.agent.demonstrations import Demonstration, write_demonstrations
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.distill.planning.conversations import (
-    MistakeInjector, episode_conversation, trained,
+    ConversationError, MistakeInjector, chained, episode_conversation, trained,
 )
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env
+from lookplangraph.lm import Completion, Usage, structured
 from lookplangraph.lm.embedded import DEFAULT_MODEL, is_available, model_path
 from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
-from lookplangraph.planners.lookplangraph import run_episode
+from lookplangraph.planners.lookplangraph import goes_on, run_episode
 
 #: augmentation kinds besides the task as it is (None)
 AUGMENTATIONS = ("rename", "shuffle", "distract")
@@ -58,6 +59,7 @@ class RecordingLM:
         self.lm = lm
         self.name = getattr(lm, "name", type(lm).__name__)
         self.calls: list[tuple[list[dict], str]] = []
+        self.names: list[set[str] | None] = []  # per call: the names its schema lets an answer write (None: any)
 
     @property
     def constraints(self) -> frozenset[str]:
@@ -70,7 +72,79 @@ class RecordingLM:
     def complete(self, messages: list[dict[str, Any]], **request: Any):
         c = self.lm.complete(messages, **request)
         self.calls.append(([dict(m) for m in messages], c.text))
+        self.names.append(schema_names(request.get("schema")))
         return c
+
+
+def schema_names(schema: Any) -> set[str] | None:
+    """The node names a decision's reply schema allows in its ``node`` and ``destination`` slots
+    (:mod:`lookplangraph.agent.decoding`), None where a slot is free (or there is no schema)."""
+    found: set[str] = set()
+    free = False
+
+    def walk(value: Any) -> None:
+        nonlocal free
+        if isinstance(value, dict):
+            props = value.get("properties")
+            if isinstance(props, dict):
+                for key in ("node", "destination"):
+                    slot = props.get(key)
+                    if slot is not None:
+                        options = slot.get("anyOf", [slot])
+                        strings = [o for o in options if o.get("type") == "string"]
+                        free |= any("enum" not in o for o in strings)
+                        found.update(v for o in strings for v in o.get("enum", ()))
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    if not isinstance(schema, dict):
+        return None
+    walk(schema)
+    return None if free else found
+
+
+class Replay:
+    """A data tool, not a model: ``complete()`` answers a conversation's assistant turns in order,
+    each only if it is the reply its request's schema allows and the request's messages are the
+    conversation so far (:class:`ConversationError` otherwise)."""
+
+    name = "replay"
+    constraints = frozenset()  # as the expert: the exclusions stay out of the schema
+
+    def __init__(self, conversation: list[dict[str, Any]]):
+        self.conversation = conversation
+        self.at = 0  # messages answered so far
+
+    def complete(self, messages: list[dict[str, Any]], *, schema: Any = None, **_: Any) -> Completion:
+        plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+        have = [{"role": m["role"], "content": m["content"]} for m in self.conversation[:len(plain)]]
+        if plain != have or len(plain) >= len(self.conversation):
+            raise ConversationError(f"call {self.at + 1}: the loop's prompt is not the conversation so far")
+        answer = self.conversation[len(plain)]["content"]
+        try:
+            value = json.loads(answer)
+        except ValueError:
+            raise ConversationError(f"call {self.at + 1}: the answer is not JSON") from None
+        _, error = structured.check(value, schema) if schema is not None else (None, None)
+        if error is not None:
+            raise ConversationError(f"call {self.at + 1}: the answer is not one the schema allows ({error})")
+        self.at += 1
+        return Completion(text=answer, usage=Usage(0, 0, None), seconds=0.0)
+
+
+def replays(conversation: list[dict[str, Any]], task: Task, seed: int | None, cfg: PlannerConfig) -> bool:
+    """Whether ``conversation``'s answers, replayed in the loop under ``cfg`` in the episode of
+    ``task`` and ``seed``, give that very conversation: every prompt, every answer allowed, none
+    left over, and the goal reached."""
+    lm = Replay(conversation)
+    try:
+        result = run_episode(task, make_env(task, seed), lm, cfg)
+    except ConversationError:
+        return False
+    return result.success and lm.at == sum(m["role"] == "assistant" for m in conversation)
 
 
 @dataclass
@@ -92,6 +166,11 @@ class Counts:
     # the conversation layout only (one example per episode): its decisions trained, the injected mistakes
     decisions: int = 0
     mistakes: dict[str, Any] = field(default_factory=dict)
+    # answers of several actions (conversation layout): the most in one answer, the trained answers
+    # that hold more than one, and the episodes whose chained chat did not replay (written unchained)
+    actions_per_answer: int = 1
+    chained_answers: int = 0
+    chains_not_replayed: int = 0
 
 
 def data_config(answer_format: str, prompt_layout: str, correction: str = "rules", max_actions: int = 60,
@@ -120,17 +199,30 @@ def episode_key(seed: int | None) -> str:
     return f"seed={seed}"
 
 
-def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Expert | MistakeInjector | None" = None):
+@dataclass
+class EpisodeTrace:
+    """What the loop did in an expert episode beside its examples, decision by decision: the step
+    record and the names the reply schema allowed (:func:`schema_names`)."""
+
+    records: list = field(default_factory=list)
+    names: list = field(default_factory=list)
+
+
+def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Expert | MistakeInjector | None" = None,
+                   trace: EpisodeTrace | None = None):
     """One expert episode of LookPlanGraph: ``(result, [(messages, answer, accepted)], demonstration)``.
     ``expert`` may be a :class:`~lookplangraph.distill.planning.conversations.MistakeInjector`
-    around the expert (its mistakes are then among the answers; its ``injected`` says which)."""
+    around the expert (its mistakes are then among the answers; its ``injected`` says which).
+    ``trace``: filled with the loop's step records and the schemas' names (:class:`EpisodeTrace`)."""
     lm = RecordingLM(expert or Expert())
     env = make_env(task, seed)
     if isinstance(lm.lm, MistakeInjector):
         lm.lm.episode_key = episode_key(seed)
     lm.begin_episode(task, env, "lookplangraph", cfg)
-    records = []
+    records = [] if trace is None else trace.records
     result = run_episode(task, env, lm, cfg, on_step=records.append)
+    if trace is not None:
+        trace.names[:] = lm.names
     steps = list(zip(lm.calls, records))
     examples = [(messages, answer, rec.accepted) for (messages, answer), rec in steps]
     accepted = [rec for _, rec in steps if rec.accepted]
@@ -155,7 +247,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                manifest: dict | None = None, prompt_layout: str = "scene-history",
                answer_format: str = "action+reason", generated: list[Task] = (),
                heldout: list[Task] | None = None, expert: Expert | None = None, recall: str = "here",
-               mistakes: float = 0.0, mistake_seed: int = 0) -> Counts:
+               mistakes: float = 0.0, mistake_seed: int = 0, actions_per_answer: int = 1) -> Counts:
     """Write ``sft.jsonl``, ``episodes.jsonl``, ``demonstrations.jsonl.gz`` and ``counts.json``
     into ``out`` (module doc); each file appears whole or not at all. ``prompt_layout`` (the
     user message's order) and ``answer_format`` (:data:`~lookplangraph.planners.config.ANSWER_FORMATS`)
@@ -171,7 +263,10 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     untrained), and ``mistakes`` is the share of episodes given one injected mistake (seeded by
     ``mistake_seed``, at a decision before the end of the episode's clean run, which is played
     first); ``counts.json`` then also says how many decisions are trained and what
-    was injected."""
+    was injected. ``actions_per_answer`` > 1 (conversation layout) chains each conversation's
+    answers (:func:`~lookplangraph.distill.planning.conversations.chained`) where replaying the
+    chained chat in the loop (:func:`replays`) gives it back; the others are written unchained
+    and counted."""
     leaked = [f"{t.split}/{t.id}" for t in tasks if not in_train_pool(t.split, t.id, manifest)]
     if leaked:
         raise LeakError(f"not in the train pool (evaluation tasks or their siblings): {', '.join(leaked[:8])}")
@@ -184,10 +279,14 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     chats = prompt_layout == "conversation"
     if mistakes and not chats:
         raise ValueError("injected mistakes are written only in the conversation layout (--prompt-layout conversation)")
+    if actions_per_answer > 1 and not chats:
+        raise ValueError("answers of several actions are written only in the conversation layout (--prompt-layout conversation)")
+    chain_cfg = replace(cfg, actions_per_answer=actions_per_answer)  # checks the value
     out.mkdir(parents=True, exist_ok=True)
     expert = expert or Expert()
     teacher = MistakeInjector(expert, mistakes, mistake_seed) if chats and mistakes > 0 else expert
-    counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format, recall=recall, expert=expert.name)
+    counts = Counts(prompt_layout=prompt_layout, answer_format=answer_format, recall=recall, expert=expert.name,
+                    actions_per_answer=actions_per_answer)
     tokens = _token_counter()
     counts.tokenizer = tokens.__doc__ or ""
     demos: list[Demonstration] = []
@@ -210,7 +309,8 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                         teacher.episode_key = episode_key(seed)
                         teacher.episode_decisions = len(expert_episode(copy, seed, cfg, expert)[1]) \
                             if teacher.draws_mistake(copy) else None
-                    result, examples, demo = expert_episode(copy, seed, cfg, teacher)
+                    trace = EpisodeTrace()
+                    result, examples, demo = expert_episode(copy, seed, cfg, teacher, trace)
                     meta = {"split": task.split, "task_id": task.id, "seed": seed,
                             "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
                             "correction": correction}
@@ -226,7 +326,8 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     if kind is None and not is_generated(task):  # the shipped demonstrations are the train pool's
                         demos.append(demo)
                     if chats:
-                        _write_conversation(sft, examples, teacher, meta, counts, tokens, task.split)
+                        chain = (copy, seed, chain_cfg, trace) if actions_per_answer > 1 else None
+                        _write_conversation(sft, examples, teacher, meta, counts, tokens, task.split, chain)
                         continue
                     for step, (messages, answer, accepted) in enumerate(examples, 1):
                         if not accepted:
@@ -245,22 +346,37 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
     if not chats:
         record.pop("decisions")
         record.pop("mistakes")
+    if actions_per_answer == 1:
+        for key in ("actions_per_answer", "chained_answers", "chains_not_replayed"):
+            record.pop(key)
     (out / "counts.json").write_text(json.dumps(record, indent=1) + "\n")
     return counts
 
 
 def _write_conversation(sft, examples, teacher, meta: dict, counts: Counts, tokens: Callable[[str], int],
-                        source: str) -> None:
+                        source: str, chain: tuple | None = None) -> None:
     """One episode's conversation as an ``sft.jsonl`` line: its accepted answers trained, refused
-    ones and injected mistakes not (:func:`~lookplangraph.distill.planning.conversations.episode_conversation`)."""
+    ones and injected mistakes not (:func:`~lookplangraph.distill.planning.conversations.episode_conversation`);
+    ``chain``: ``(task, seed, config, trace)`` to chain its answers in, as :func:`build_data` says."""
     injected = teacher.injected if isinstance(teacher, MistakeInjector) else None
     wrong = set(injected.steps) if injected else set()
     marks = [accepted and step not in wrong for step, (_, _, accepted) in enumerate(examples, 1)]
     chat = episode_conversation([(messages, answer) for messages, answer, _ in examples], marks)
+    if chain is not None:
+        task, seed, cfg, trace = chain
+        joined = chained(chat, cfg.actions_per_answer, [goes_on(r) for r in trace.records], trace.names)
+        if joined != chat:
+            if replays(joined, task, seed, cfg):
+                chat = joined
+                counts.chained_answers += sum(trained(m) and m["content"].startswith("[") for m in chat)
+            else:
+                counts.chains_not_replayed += 1
+    marks = [trained(m) for m in chat if m["role"] == "assistant"]
     mistakes = [{"step": s, "kind": k, "refused": not examples[s - 1][2]}
                 for s, k in zip(injected.steps, injected.kinds)] if injected else []
+    answers = {"answers": len(marks)} if len(marks) != len(examples) else {}  # chained: fewer answers than actions
     sft.write(json.dumps({"messages": chat, "meta": {**meta, "decisions": len(examples), "trained": sum(marks),
-                                                      "mistakes": mistakes}}) + "\n")
+                                                      **answers, "mistakes": mistakes}}) + "\n")
     counts.examples += 1
     counts.decisions += sum(marks)
     counts.by_source[source] = counts.by_source.get(source, 0) + 1

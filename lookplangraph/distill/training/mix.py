@@ -222,7 +222,7 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
         taken = [json.loads(lines[i]) for i in chosen]
         if kind == "planning":
             formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason"),
-                         counts.get("recall", "here")))
+                         counts.get("recall", "here"), counts.get("actions_per_answer", 1)))
             if system is not None:
                 taken = [{**r, "messages": with_system(r["messages"], system)} for r in taken]
             if taken and planning_system is None:
@@ -230,7 +230,7 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
         if kind == "mix":  # a committed mix: its examples as they are, its format that of its planning part
             if counts.get("prompt_layout"):
                 formats.add((counts["prompt_layout"], counts.get("answer_format", "action+reason"),
-                             counts.get("recall", "here")))
+                             counts.get("recall", "here"), counts.get("actions_per_answer", 1)))
         if kind == "cypher" and cypher_transform is not None:
             before = [json.dumps(r, sort_keys=True) for r in taken]
             taken = [cypher_transform(r) for r in taken]
@@ -258,12 +258,12 @@ def mix(takes: list[Take], out: str | os.PathLike, *, system: str | None = None,
                        | ({"experts": dict(teachers), "experts_from": teachers_from} if kind != "cypher" else {})
                        | ({"experts_uncounted": unknown} if unknown else {}))
     if len(formats) > 1:
-        raise MixError("the planning sources disagree on prompt layout, answer format or recall: "
-                       + "; ".join(f"{a} with {b}, recall {c}" for a, b, c in sorted(formats)))
+        raise MixError("the planning sources disagree on prompt layout, answer format, recall or actions per answer: "
+                       + "; ".join(f"{a} with {b}, recall {c}, {k} action(s) an answer" for a, b, c, k in sorted(formats)))
     rng.shuffle(rows)
-    layout, answer, recall = next(iter(formats)) if formats else (None, None, None)
+    layout, answer, recall, per_answer = next(iter(formats)) if formats else (None, None, None, 1)
     counts = {"kind": "mix", "examples": len(rows), "seed": seed, "prompt_layout": layout, "answer_format": answer,
-              "recall": recall,
+              "recall": recall, **({"actions_per_answer": per_answer} if per_answer != 1 else {}),
               "experts": dict(experts), **({"experts_uncounted": uncounted} if uncounted else {}), "sources": sources,
               "by_source": dict(Counter(_label(r) for r in rows)),
               "system_prompt_name": system_name if system is not None else "full",

@@ -51,7 +51,8 @@ RESUMABLE_CHANGES = ("epochs", "max_steps", "max_minutes", "save_steps", "loggin
 
 #: The prompt settings of examples (and adapters) that do not record them: what data had before
 #: ``counts.json`` recorded its prompt layout, answer format and recall.
-UNRECORDED = {"prompt_layout": "scene-history", "answer_format": "action+reason", "recall": "here"}
+UNRECORDED = {"prompt_layout": "scene-history", "answer_format": "action+reason", "recall": "here",
+              "actions_per_answer": 1}
 
 
 class TrainError(ValueError):
@@ -204,15 +205,15 @@ def data_counts(data: str | os.PathLike) -> dict[str, Any]:
 def prompt_metadata(config: TrainConfig, system: str, data: str | os.PathLike, base_sha256: str) -> dict[str, str]:
     """The ``lookplangraph.*`` metadata the exported adapter carries (:mod:`lookplangraph.lm.lora`):
     the base's SHA-256, the system message the examples were trained with (``system``) and its
-    name (``config.system_name``), and the prompt layout, answer format and recall the data records
-    in its ``counts.json`` (``distill data``; data written before they were recorded had
-    ``scene-history``, ``action+reason`` and ``here``), and the layout of its Cypher prompts
+    name (``config.system_name``), and the prompt layout, answer format, recall and actions per
+    answer the data records in its ``counts.json`` (``distill data``; data written before they were
+    recorded had ``scene-history``, ``action+reason``, ``here`` and 1), and the layout of its Cypher prompts
     (:func:`cypher_layout`)."""
     counts = data_counts(data)
     recorded = {key: counts.get(key) or default for key, default in UNRECORDED.items()}
     return training_metadata(base_sha256, config.system_name, system, recorded["prompt_layout"],
                              recorded["answer_format"], recall=recorded["recall"],
-                             cypher_classes_at=cypher_layout(data))
+                             cypher_classes_at=cypher_layout(data), actions_per_answer=recorded["actions_per_answer"])
 
 
 def cypher_layout(data: str | os.PathLike) -> str:
@@ -235,7 +236,7 @@ def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[s
     out = []
     for key, default in UNRECORDED.items():
         was, now = had.get(f"lookplangraph.{key}", default), wanted.get(f"lookplangraph.{key}", default)
-        if was != now:
+        if str(was) != str(now):
             out.append(f"the start adapter was trained with {key} {was}, these examples have {now}")
     return out
 
