@@ -8,6 +8,7 @@ train-pool BEHAVIOR task; no real LM is involved."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -194,3 +195,22 @@ def test_the_replay_refuses_a_prompt_that_is_not_the_conversation(task):
                  {"role": "assistant", "content": json.dumps(act("done"))}])
     with pytest.raises(ConversationError, match="not the conversation so far"):
         run_episode(task, make_env(task, None), lm, config(3))
+
+
+def test_the_viewer_shows_which_answer_an_action_came_with(task, tmp_path):
+    from lookplangraph.apps.viewer import write_view
+    from lookplangraph.evaluation.runner import run_episode_to_dir
+
+    lm = Scripted([json.dumps([act("discover_objects", "floor-1"), act("done")]),
+                   json.dumps([act("rearrange", "paper-1", "inside", "recycling_bin-1"),
+                               act("rearrange", "paper-2", "inside", "recycling_bin-1"), act("done")])])
+    run = tmp_path / "run"
+    run_episode_to_dir(task, lm, config(3), run)
+    page = (write_view([run], tmp_path / "v.html")).read_text()
+    found = {m.group(1): json.loads(m.group(2)) for m in re.finditer(
+        r'<script type="application/json" id="(lpg-[a-z]+-?\d*)">(.*?)</script>', page, re.S)}
+    steps = found["lpg-ep-0"]["steps"]
+    assert [(s["proposed"], s.get("inAnswer")) for s in steps] == [
+        ("discover_objects(floor-1)", None), ("rearrange(paper-1, inside, recycling_bin-1)", None),
+        ("rearrange(paper-2, inside, recycling_bin-1)", 2), ("done()", 3)]
+    assert found["lpg-index"]["episodes"][0]["calls"] == 2 and found["lpg-ep-0"]["graph"] is not None

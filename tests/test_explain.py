@@ -175,9 +175,13 @@ def test_the_explain_command_saves_its_reasons_merged_and_the_viewer_shows_them(
     found = blocks(write_view([run_dir], tmp_path / "v.html", data_dir=tmp_path / "nowhere").read_text())
     steps = found["lpg-ep-0"]["steps"]
     assert steps[0]["reason"] is None and "asked" not in steps[0]  # the page shows the explain command there
-    assert steps[1]["asked"]["reason"] == "scripted: the apple may be on the table" and steps[1]["asked"]["lm"] == "scripted"
-    assert steps[2]["asked"] == {"reason": "again", "lm": "openai:other", "at": saved[("test", "apple", 3)]["asked"]}
+    when = saved[("test", "apple", 3)]["asked"]
+    assert steps[1]["asked"]["reason"] == "scripted: the apple may be on the table"
+    assert steps[1]["asked"]["by"].startswith("LM scripted, ")
+    assert steps[2]["asked"] == {"reason": "again", "by": f"LM openai:other, {when}"}
     assert "asked" not in steps[3]
+    # who gave the reasons is said once for the episode, not on every step
+    assert found["lpg-ep-0"]["askedBy"] == sorted({steps[1]["asked"]["by"], steps[2]["asked"]["by"]})
     assert found["lpg-ep-0"]["explain"] == f"lookplangraph explain {run_dir}"
 
 

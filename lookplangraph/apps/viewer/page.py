@@ -172,7 +172,9 @@ def _step(rec: dict, ep: Episode, images: Images, env_images: dict[int, list[str
         out["shots"] = shots
     asked = ep.asked.get(rec.get("call"))
     if not rec.get("reason") and asked and asked.get("proposed") == rec.get("proposed"):
-        out["asked"] = {"reason": asked["reason"], "lm": asked.get("lm"), "at": asked.get("asked")}
+        out["asked"] = {"reason": asked["reason"], "by": _asked_by(asked)}
+    if int(rec.get("in_answer") or 1) > 1:  # an action that came with the answer of an earlier step
+        out["inAnswer"] = int(rec["in_answer"])
     for key in ("agent", "form"):  # two-agent planners (SG-RwR): who made the call, the reply's form
         if rec.get(key):
             out[key] = str(rec[key])
@@ -184,6 +186,11 @@ def _step(rec: dict, ep: Episode, images: Images, env_images: dict[int, list[str
     if text and text != rec.get("proposed"):
         out["text"] = text[:TEXT_LIMIT] + (f"... ({len(text) - TEXT_LIMIT} more characters)" if len(text) > TEXT_LIMIT else "")
     return out
+
+
+def _asked_by(asked: dict) -> str:
+    """Who gave a reason asked after the run, and when: ``LM X, time``."""
+    return ", ".join(str(v) for v in (f"LM {asked['lm']}" if asked.get("lm") else None, asked.get("asked")) if v)
 
 
 def _planner(ep: Episode, runs: list[Run]) -> str:
@@ -239,7 +246,8 @@ def build_payload(runs: list[Run], *, image_budget: int = 25_000_000, max_side: 
             "lenient": None if not r or r.get("success_changed_only") is None else int(bool(r["success_changed_only"])),
             "app": r.get("precision"), "actions": len(actions) if r else sum(s["accepted"] for s in steps),
             "tokens": tokens, "seconds": r.get("wall_s"), "end": r.get("termination") or "",
-            "failure": r.get("failure") or "", "calls": len(steps),
+            "failure": r.get("failure") or "",
+            "calls": r.get("lm_calls", len(steps)) if r else sum("inAnswer" not in s for s in steps),
             "q": " ".join(map(str, [ep.task_id, instruction, planner, r.get("lm"), r.get("termination"),
                                     r.get("failure"), verdict, *actions])).lower(),
         })
@@ -253,6 +261,7 @@ def build_payload(runs: list[Run], *, image_budget: int = 25_000_000, max_side: 
                                              "augmentation", "augmentation_calls", "gt_actions")} if r else None,
             "actions": actions, "executedCount": len(r.get("executed") or []) if r else None,
             "steps": steps, "graph": graph, "graphWhy": graph_why, "explain": _explain_command(ep, runs, planner),
+            "askedBy": sorted({s["asked"]["by"] for s in steps if "asked" in s and s["asked"]["by"]}),
         }
         episode_blocks.append(f'<script type="application/json" id="lpg-ep-{n}">{_json(detail)}</script>')
     index = {

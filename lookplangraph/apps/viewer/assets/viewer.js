@@ -219,6 +219,8 @@
     } else {
       facts.appendChild(kv("state", "unfinished: no result recorded", "bad"));
     }
+    // reasons asked of an LM after the run: who gave them, said once for the episode
+    if (d.askedBy && d.askedBy.length) facts.appendChild(kv("reasons asked after the run", d.askedBy.join("; ")));
     head.appendChild(facts);
     box.appendChild(head);
 
@@ -278,7 +280,7 @@
     if (s.agent || s.form) card.appendChild(line("agent", el("span", { text: [s.agent, s.form].filter(Boolean).join(" · ") })));
     if (s.reason) card.appendChild(line("reason", el("span", { cls: "reason", text: s.reason })));
     else if (s.asked) card.appendChild(line("reason", el("span", {}, el("span", { cls: "reason", text: s.asked.reason }), " ",
-      el("span", { cls: "asked", text: "(asked after the run" + (s.asked.lm ? "; LM " + s.asked.lm : "") + (s.asked.at ? ", " + s.asked.at : "") + ")" }))));
+      el("span", { cls: "asked", text: "(asked after the run" + (d.askedBy && d.askedBy.length > 1 ? "; " + s.asked.by : "") + ")" }))));
     else if (d.explain && s.proposed) card.appendChild(line("reason", el("span", {}, "not recorded; ask the LM: ",
       el("span", { cls: "code", text: d.explain + " --call " + s.call }))));
     if (s.code) card.appendChild(el("details", { cls: "raw", on: { click: function (ev) { ev.stopPropagation(); } } },
@@ -300,7 +302,9 @@
       card.appendChild(bits);
     });
     (s.shots || []).forEach(function (n) { card.appendChild(thumb(n, "observation")); });
-    var tok = s.tokens[0] + " + " + s.tokens[1] + " tokens" + (s.tokens[2] ? " (" + s.tokens[2] + " cached)" : "") +
+    // an action that came in an earlier step's answer has no call (tokens, seconds) of its own
+    var tok = s.inAnswer ? "action " + s.inAnswer + " of the answer of #" + (s.call - s.inAnswer + 1) + ": no call of its own"
+      : s.tokens[0] + " + " + s.tokens[1] + " tokens" + (s.tokens[2] ? " (" + s.tokens[2] + " cached)" : "") +
       " · " + num(s.seconds, 2) + " s" + (s.excluded ? " · " + s.excluded + " actions excluded" : "");
     card.appendChild(el("div", { cls: "cost", text: tok }));
     if (s.text) card.appendChild(el("details", { cls: "raw", on: { click: function (ev) { ev.stopPropagation(); } } },
