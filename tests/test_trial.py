@@ -409,3 +409,16 @@ def test_the_trial_command_asks_reasons_unless_no_explain_and_resume_keeps_the_s
         assert len(planner.requests) == (2 if on else 1)
         assert main(["trial", "--resume", str(out), "--no-explain" if on else "--explain"]) == 2
         assert f"drop --{'no-' if on else ''}explain" in capsys.readouterr().err
+
+
+def test_a_trial_plans_one_action_an_answer(tmp_path):
+    """The operator approves each action before its steps run: a trial never takes answers of
+    several actions, neither asked for in its planner settings nor from an adapter trained on them."""
+    from lookplangraph.planners.config import PlannerConfig
+
+    chained = Trial.create(tmp_path / "chained", load_task(COFFEE), lm="scripted",
+                           planner=PlannerConfig(actions_per_answer=3))
+    with pytest.raises(ValueError, match="actions_per_answer 1, not 3"):
+        session_for(chained, ScriptedOperator([]))
+    session, _, _ = session_for(new_trial(tmp_path), ScriptedOperator([]))
+    assert session.cfg.actions_per_answer == 1  # set, so an adapter's own setting does not apply

@@ -97,6 +97,9 @@ def cmd_trial(args) -> int:
         raise UsageError(str(exc)) from None
     except LMError as exc:
         raise lm_failure(exc) from None
+    if (trial.planner_config().actions_per_answer or 1) > 1:
+        raise UsageError(f"{trial.dir}: its planner settings ask for answers of several actions; a trial shows the "
+                         "operator each action before its steps run, so it plans one action an answer")
     s = trial.settings
     print(f"Trial {trial.dir}: {trial.task.instruction}")
     print(f"LM {s['lm']}; photos {'described by ' + s['vlm'] if s.get('vlm') else 'kept, not read (no --vlm): type descriptions'}; "

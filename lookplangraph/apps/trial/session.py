@@ -9,7 +9,7 @@ import json
 import threading
 import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,6 +46,11 @@ class TrialSession:
                  max_photo_bytes: int = DEFAULT_MAX_PHOTO_BYTES, echo: Callable[[str], None] | None = None):
         self.trial, self.operator, self.augmentation = trial, operator, augmentation
         self.cfg = trial.planner_config()
+        if (self.cfg.actions_per_answer or 1) > 1:
+            raise ValueError(f"a trial shows the operator each action before its steps run: actions_per_answer 1, "
+                             f"not {self.cfg.actions_per_answer}")
+        # one action an answer, whatever the adapter was trained with (the console shows one at a time)
+        self.cfg = replace(self.cfg, actions_per_answer=1)
         self.max_photo_bytes = max_photo_bytes
         self.echo = echo
         self.lm = _Watched(lm, self)
