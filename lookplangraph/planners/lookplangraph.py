@@ -5,16 +5,17 @@
 :class:`~lookplangraph.planners.episode.EpisodeResult` judged on the environment's true final
 graph (strict success, success on the changed nodes only, precision M^C/M). Per step the LM
 proposes one action over the memory-graph view (with ``actions_per_answer`` > 1 up to that many,
-tried in order while each runs as written and observes nothing: :func:`goes_on`); an action the SGS refuses on the memory graph,
-one that changes nothing, closes a cycle, repeats a refused action or that the environment
-refuses is *unresolved* and its feedback goes back to the LM; otherwise its primitive steps run
-in the environment and the memory graph mirrors each. Invariants: the LM never sees the true
+tried in order while each runs as written and observes nothing: :func:`goes_on`); an action the
+SGS refuses on the memory graph, one that changes nothing, closes a cycle, repeats a refused
+action or that the environment refuses is *unresolved* and its feedback goes back to the LM;
+otherwise its primitive steps run in the environment and the memory graph mirrors each. Invariants: the LM never sees the true
 scene, only the memory graph; an action refused in a memory state is not decoded again in it.
 
 The episode ends on ``done``, after ``max_unresolved`` unresolved answers (in ``none`` mode,
 infeasible actions) in a row, :data:`MAX_FAILURES_IN_ROW` low-level failures in a row, or
 ``max_actions`` accepted actions. Correction modes, the rules beyond the paper's (grounding
-check, close_opened, search hint), exclusions, cycles, reasons on demand and the ablations:
+check, close_opened, search hint), exclusions, cycles, reasons on demand, answers of several
+actions and the ablations:
 ``docs/concepts/loop.md``; low-level failures: ``docs/guides/failures.md``; retrieved
 demonstrations: ``docs/guides/expert.md``.
 """
@@ -110,8 +111,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         else:
             left_open = (opened_by_rules(log.records, memory.graph)
                          if action is not None and action.function_name == "done" else ())
-            feedback = attempt_action(replace(reply, action=action), memory, env, cfg, rec, last_accepted, visited, perceive,
-                                      left_open=left_open)
+            feedback = attempt_action(replace(reply, action=action), memory, env, cfg, rec, last_accepted, visited,
+                                      perceive, left_open=left_open)
         new_state = state_key(memory.graph)
         moved.update(a.node for a in map(parse_action, rec.executed) if a.function_name == "pick_up")
         if rec.accepted:

@@ -19,8 +19,8 @@ the data sets.
 **Answers of several actions** (:func:`chained`): consecutive trained answers of which each but the
 last was carried out as written and neither looked (``discover_objects``) nor ended the task
 become one answer of up to *k* actions, a JSON list; the outcome lines between them go, and what
-the view showed between them moves into the user turn after it, after that turn's outcome line: the chat the loop writes with ``actions_per_answer`` = *k*
-(:mod:`lookplangraph.agent.conversation`). The data writer keeps a chained conversation only when
+the view showed between them moves into the user turn after it, after that turn's outcome line:
+the chat the loop writes with ``actions_per_answer`` = *k* (:mod:`lookplangraph.agent.conversation`). The data writer keeps a chained conversation only when
 replaying its answers in the loop gives that very chat. Format and use:
 ``docs/guides/distillation.md#conversations-one-episode-one-sequence``.
 """
