@@ -21,7 +21,7 @@ from lookplangraph.agent.conversation import FEEDBACK, Conversation, outcome_lin
 from lookplangraph.agent.decoding import action_key, chain_schema, constrained_schema
 from lookplangraph.agent.replies import parse_answer
 from lookplangraph.distill.planning.conversations import ConversationError, chained
-from lookplangraph.distill.planning.trajectories import Replay, build_data, data_config, replays
+from lookplangraph.distill.planning.trajectories import Replay, build_data, data_config, replays, validate_data
 from lookplangraph.evaluation.runner import make_env
 from lookplangraph.lm import Completion, Usage, structured
 from lookplangraph.planners.config import PlannerConfig
@@ -175,6 +175,9 @@ def test_chained_data_replays_in_the_loop_with_fewer_answers(behavior_pool, tmp_
     answers = sum(m["role"] == "assistant" for r in rows for m in r["messages"])
     actions = sum(r["meta"]["decisions"] for r in rows)
     assert answers < actions
+    # distill validate reads every action of every answer against the prompt before it
+    report = validate_data(tmp_path, {(t.split, t.id): t for t in behavior_pool[:12]})
+    assert report.examples == len(rows) and report.problems == []
     cfg = data_config("action", "conversation", recall="named")
     for row in rows:
         lists = [json.loads(m["content"]) for m in row["messages"] if m["role"] == "assistant"

@@ -37,7 +37,7 @@ from sgs.graph import node_class
 from sgs.simulator import check
 
 from lookplangraph.agent.demonstrations import Demonstration, write_demonstrations
-from lookplangraph.agent.replies import parse_reply
+from lookplangraph.agent.replies import parse_answer
 from lookplangraph.distill.planning.conversations import (
     ConversationError, MistakeInjector, chained, episode_conversation, trained,
 )
@@ -393,6 +393,14 @@ def _write_conversation(sft, examples, teacher, meta: dict, counts: Counts, toke
             got["refused"] = got.get("refused", 0) + m["refused"]
 
 
+def _recorded_actions_per_answer(out: Path) -> int:
+    """The most actions an answer of the data in ``out`` may hold, as its ``counts.json`` says (1 if absent)."""
+    try:
+        return int(json.loads((out / "counts.json").read_text()).get("actions_per_answer") or 1)
+    except (OSError, ValueError):
+        return 1
+
+
 def _token_counter() -> Callable[[str], int]:
     try:
         from llama_cpp import Llama
@@ -456,6 +464,7 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
                 report.problems.append(f"{where}: the goal does not hold after the replay")
         if progress:
             progress(n, len(episodes), {"task_id": ep["task_id"], "success": True})
+    per_answer = _recorded_actions_per_answer(out)  # answers of several actions: each action checked
     for n, line in enumerate((out / "sft.jsonl").read_text().splitlines(), 1):
         messages = json.loads(line)["messages"]
         report.examples += 1
@@ -468,14 +477,15 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
             if m["role"] != "assistant" or (chat and not trained(m)) or (not chat and i != turns[-1]):
                 continue  # a conversation: every trained answer; a one-decision example: its answer
             where = f"sft.jsonl line {n}" + (f", turn {i}" if chat else "")
-            action, reason, error = parse_reply(messages[i]["content"])
-            if action is None:
+            actions, reason, error = parse_answer(messages[i]["content"], per_answer)
+            if not actions:
                 report.problems.append(f"{where}: the answer is not an action ({error})")
                 continue
             prompt = "\n".join(shown)
-            for name in (action.node, action.destination):
-                if name and name not in prompt:
-                    report.problems.append(f"{where}: {action} names {name}, which its prompt does not show")
+            for action in actions:
+                for name in (action.node, action.destination):
+                    if name and name not in prompt:
+                        report.problems.append(f"{where}: {action} names {name}, which its prompt does not show")
             unseen = ungrounded(reason, prompt) if reason else []
             if unseen:
                 report.problems.append(f"{where}: the reason names {', '.join(unseen)}, which its prompt does "
