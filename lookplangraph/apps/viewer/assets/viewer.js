@@ -242,7 +242,10 @@
     box.appendChild(goal);
 
     var body = el("div", { cls: "ep-body" });
-    var tl = el("section", { cls: "timeline", id: "timeline" }, el("h3", { text: "Timeline (" + d.steps.length + " LM call" + (d.steps.length === 1 ? "" : "s") + ")" }));
+    // a step is an action; the actions that came with an earlier step's answer made no call of their own
+    var calls = d.steps.filter(function (s) { return !s.inAnswer; }).length;
+    var tl = el("section", { cls: "timeline", id: "timeline" }, el("h3", { text: "Timeline (" + calls + " LM call" + (calls === 1 ? "" : "s") +
+      (calls !== d.steps.length ? ", " + d.steps.length + " actions" : "") + ")" }));
     if (d.actions.length && e.planner !== "lookplangraph" && e.planner !== "react") {
       tl.appendChild(el("details", { cls: "plan" }, el("summary", { text: "the plan (" + d.actions.length + " actions)" }),
         el("ol", null, d.actions.map(function (a) { return el("li", { cls: "code", text: a }); }))));
@@ -281,7 +284,7 @@
     if (s.reason) card.appendChild(line("reason", el("span", { cls: "reason", text: s.reason })));
     else if (s.asked) card.appendChild(line("reason", el("span", {}, el("span", { cls: "reason", text: s.asked.reason }), " ",
       el("span", { cls: "asked", text: "(asked after the run" + (d.askedBy && d.askedBy.length > 1 ? "; " + s.asked.by : "") + ")" }))));
-    else if (d.explain && s.proposed) card.appendChild(line("reason", el("span", {}, "not recorded; ask the LM: ",
+    else if (d.explain && s.proposed && !s.inAnswer) card.appendChild(line("reason", el("span", {}, "not recorded; ask the LM: ",
       el("span", { cls: "code", text: d.explain + " --call " + s.call }))));
     if (s.code) card.appendChild(el("details", { cls: "raw", on: { click: function (ev) { ev.stopPropagation(); } } },
       el("summary", { text: "code" + (s.sandbox ? " · sandbox: " + Object.keys(s.sandbox).map(function (k) { return k + " " + s.sandbox[k]; }).join(", ") : "") }),
@@ -472,7 +475,7 @@
     if (!pane) return;
     var d = detail(state.id), k = state.step;
     pane.textContent = "";
-    var title = k === 0 ? "Memory before the first call" : "Memory after call #" + d.steps[k - 1].call;
+    var title = k === 0 ? "Memory before the first call" : "Memory after " + (d.steps[k - 1].inAnswer ? "step #" : "call #") + d.steps[k - 1].call;
     var nav = el("div", { cls: "step-nav" },
       el("button", { type: "button", id: "step-prev", disabled: k === 0 ? "" : null, on: { click: function () { selectStep(state.step - 1, true); } } }, "◀"),
       el("span", { id: "step-label", text: "step " + k + " / " + d.steps.length }),
