@@ -59,7 +59,7 @@ class RecordingLM:
         self.lm = lm
         self.name = getattr(lm, "name", type(lm).__name__)
         self.calls: list[tuple[list[dict], str]] = []
-        self.names: list[set[str] | None] = []  # per call: the names its schema lets an answer write (None: any)
+        self.schemas: list[Any] = []  # per call: the reply schema it asked for (None: none)
 
     @property
     def constraints(self) -> frozenset[str]:
@@ -72,7 +72,7 @@ class RecordingLM:
     def complete(self, messages: list[dict[str, Any]], **request: Any):
         c = self.lm.complete(messages, **request)
         self.calls.append(([dict(m) for m in messages], c.text))
-        self.names.append(schema_names(request.get("schema")))
+        self.schemas.append(request.get("schema"))
         return c
 
 
@@ -202,10 +202,10 @@ def episode_key(seed: int | None) -> str:
 @dataclass
 class EpisodeTrace:
     """What the loop did in an expert episode beside its examples, decision by decision: the step
-    record and the names the reply schema allowed (:func:`schema_names`)."""
+    record and the reply schema asked for (its names: :func:`schema_names`)."""
 
     records: list = field(default_factory=list)
-    names: list = field(default_factory=list)
+    schemas: list = field(default_factory=list)
 
 
 def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Expert | MistakeInjector | None" = None,
@@ -213,7 +213,7 @@ def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Ex
     """One expert episode of LookPlanGraph: ``(result, [(messages, answer, accepted)], demonstration)``.
     ``expert`` may be a :class:`~lookplangraph.distill.planning.conversations.MistakeInjector`
     around the expert (its mistakes are then among the answers; its ``injected`` says which).
-    ``trace``: filled with the loop's step records and the schemas' names (:class:`EpisodeTrace`)."""
+    ``trace``: filled with the loop's step records and reply schemas (:class:`EpisodeTrace`)."""
     lm = RecordingLM(expert or Expert())
     env = make_env(task, seed)
     if isinstance(lm.lm, MistakeInjector):
@@ -222,7 +222,7 @@ def expert_episode(task: Task, seed: int | None, cfg: PlannerConfig, expert: "Ex
     records = [] if trace is None else trace.records
     result = run_episode(task, env, lm, cfg, on_step=records.append)
     if trace is not None:
-        trace.names[:] = lm.names
+        trace.schemas[:] = lm.schemas
     steps = list(zip(lm.calls, records))
     examples = [(messages, answer, rec.accepted) for (messages, answer), rec in steps]
     accepted = [rec for _, rec in steps if rec.accepted]
@@ -364,7 +364,8 @@ def _write_conversation(sft, examples, teacher, meta: dict, counts: Counts, toke
     chat = episode_conversation([(messages, answer) for messages, answer, _ in examples], marks)
     if chain is not None:
         task, seed, cfg, trace = chain
-        joined = chained(chat, cfg.actions_per_answer, [goes_on(r) for r in trace.records], trace.names)
+        joined = chained(chat, cfg.actions_per_answer, [goes_on(r) for r in trace.records],
+                         [schema_names(schema) for schema in trace.schemas])
         if joined != chat:
             if replays(joined, task, seed, cfg):
                 chat = joined
