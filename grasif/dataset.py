@@ -10,7 +10,11 @@ Layout of a data directory (default ``$LOOKPLANGRAPH_DATA`` or ``~/.cache/lookpl
 
 A build writes into a fresh sibling directory and swaps it in only when every split has been
 built and written, so a failed or interrupted build never overwrites a good one (nor leaves a
-half-written ``index.json``).
+half-written ``index.json``). Builds of one directory take turns: :func:`build` and the checks
+and builds of :func:`ensure` hold an exclusive lock on the sibling file ``.<name>.lock``
+(``fcntl.flock``; where it does not exist, as on Windows, builds are not locked), so two
+evaluations started together on a stale or missing build rebuild it once: the second waits
+(one progress line) and then finds the build the first made.
 
 What a split was built from (``index["builds"][split]``, :func:`sources_record`): the project's
 version, :data:`BUILDER_VERSION`, the SHA-256 of each source file under ``grasif/`` its builder
@@ -52,9 +56,15 @@ import shutil
 import sys
 import tempfile
 import weakref
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import mean
-from typing import Callable
+from typing import Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: builds are not locked there (module doc)
+    fcntl = None
 
 from grasif.task import Task, load_task
 from sgs.graph import Layer
@@ -234,6 +244,32 @@ def check(data_dir: Path, splits: list[str] | None = None) -> None:
                               f"{rebuild_command(data_dir, list(stale))}")
 
 
+def lock_path(data_dir: Path) -> Path:
+    """The file whose lock builds of ``data_dir`` take turns on (module doc)."""
+    data_dir = Path(data_dir)
+    return data_dir.with_name(f".{data_dir.name}.lock")
+
+
+@contextmanager
+def build_lock(data_dir: Path, progress: Callable[[str], None] = _to_stderr) -> Iterator[None]:
+    """Hold the exclusive build lock of ``data_dir``; if another process holds it, say so once
+    through ``progress`` and wait for it. Not reentrant: the build functions take it themselves."""
+    path = lock_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                progress(f"GraSIF: waiting for another process's build of {Path(data_dir)}")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def ensure(data_dir: Path | None = None, splits: list[str] | None = None,
            progress: Callable[[str], None] = _to_stderr) -> Path:
     """The build in ``data_dir`` (default :func:`default_data_dir`) holding ``splits``, each
@@ -242,12 +278,29 @@ def ensure(data_dir: Path | None = None, splits: list[str] | None = None,
     the others kept. Without ``splits``, a directory that holds a build keeps the splits it holds
     (each checked the same way) and one that holds none gets every split. Returns the directory."""
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    if splits is None and (data_dir / "index.json").is_file():
-        wanted = [s for s in built_splits(data_dir) if s in SPLIT_MODULES]
-    else:
-        wanted = list(splits or SPLIT_MODULES)
-    for split in wanted:
+    for split in splits or ():
         split_module(split)  # an unknown name is a KeyError before anything is built
+    if _needs_nothing(data_dir, splits):
+        return data_dir  # the common case, without the lock
+    with build_lock(data_dir, progress):  # what another process built meanwhile is read after the wait
+        _ensure_locked(data_dir, splits, progress)
+    return data_dir
+
+
+def _wanted(data_dir: Path, splits: list[str] | None) -> list[str]:
+    if splits is None and (data_dir / "index.json").is_file():
+        return [s for s in built_splits(data_dir) if s in SPLIT_MODULES]
+    return list(splits or SPLIT_MODULES)
+
+
+def _needs_nothing(data_dir: Path, splits: list[str] | None) -> bool:
+    wanted = _wanted(data_dir, splits)
+    built = built_splits(data_dir)
+    return all(s in built for s in wanted) and not _stale(data_dir, wanted)
+
+
+def _ensure_locked(data_dir: Path, splits: list[str] | None, progress: Callable[[str], None]) -> None:
+    wanted = _wanted(data_dir, splits)
     built = built_splits(data_dir)
     missing = [s for s in wanted if s not in built]
     stale = _stale(data_dir, [s for s in wanted if s in built])
@@ -258,7 +311,7 @@ def ensure(data_dir: Path | None = None, splits: list[str] | None = None,
     todo = missing + list(stale)
     if todo:
         try:
-            build(data_dir, splits=todo, progress=progress if len(todo) > 1 else _quiet)
+            _build_locked(data_dir, todo, progress if len(todo) > 1 else _quiet)
         except SourceError as exc:
             if not stale:
                 raise
@@ -266,7 +319,6 @@ def ensure(data_dir: Path | None = None, splits: list[str] | None = None,
                 f"the GraSIF build in {data_dir} is out of date ({_stale_text(stale)}) and cannot be rebuilt "
                 f"now: {exc}. Once that is fixed, rebuild it with {rebuild_command(data_dir, list(stale))}"
             ) from exc
-    return data_dir
 
 
 def split_module(split: str):
@@ -288,6 +340,12 @@ def build(out: Path | None = None, splits: list[str] | None = None, progress: Ca
     """
     out = Path(out) if out is not None else default_data_dir()
     splits = list(splits or SPLIT_MODULES)
+    with build_lock(out, progress):
+        _build_locked(out, splits, progress)
+    return out
+
+
+def _build_locked(out: Path, splits: list[str], progress: Callable[[str], None]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     old_index = read_index(out) if (out / "index.json").exists() else {"splits": {}}
     tmp = Path(tempfile.mkdtemp(prefix=out.name + ".building-", dir=out.parent))
@@ -327,7 +385,6 @@ def build(out: Path | None = None, splits: list[str] | None = None, progress: Ca
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
 
 
 def read_index(data_dir: Path) -> dict:

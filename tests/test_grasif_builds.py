@@ -10,6 +10,7 @@ import importlib.util
 import json
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def test_a_split_whose_source_changed_is_rebuilt_on_load(sources, tmp_path, caps
     assert err == [f"GraSIF: rebuilding office (its sources changed since the build: {sources.as_posix()}/tasks.json) "
                    f"in {data}"]
     assert dataset.read_index(data)["builds"]["office"]["fingerprint"] != record["fingerprint"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "sources"]  # nothing half-written left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".data.lock", "data", "sources"]  # nothing half-written left
 
 
 def test_an_older_build_without_a_record_counts_as_changed(sources, tmp_path, capsys):
@@ -157,3 +158,41 @@ def test_lm_eval_table_compare_warns_about_runs_on_different_builds(sources, tmp
     assert table.main() == 0
     out = capsys.readouterr().out
     assert "test: a against c" in out and "warning" not in out
+
+
+def test_two_builds_of_one_directory_take_turns_and_the_second_finds_the_first_ones(sources, tmp_path, monkeypatch):
+    """Two threads stand for two evaluations started together on a directory without the office
+    split: the second waits on the build lock while the first builds (its builder held until the
+    second says it waits), then finds the split built and builds nothing."""
+    data = tmp_path / "data"
+    built, started, waiting, release = [], threading.Event(), threading.Event(), threading.Event()
+    real_build_tasks = office.build_tasks
+
+    def held_builder():
+        built.append(threading.current_thread().name)
+        started.set()
+        assert release.wait(60), "the second build never waited"  # a deadlock guard, not a timing assertion
+        return real_build_tasks()
+
+    monkeypatch.setattr(office, "build_tasks", held_builder)
+    second_said = []
+
+    def second_progress(line):
+        second_said.append(line)
+        if line.startswith("GraSIF: waiting"):
+            waiting.set()
+
+    first = threading.Thread(target=dataset.build, args=(data, ["office"]), kwargs={"progress": lambda m: None},
+                             name="first")
+    second = threading.Thread(target=dataset.ensure, args=(data, ["office"], second_progress), name="second")
+    first.start()
+    assert started.wait(60)  # the first holds the lock and is building
+    second.start()
+    assert waiting.wait(60)
+    release.set()
+    first.join(60), second.join(60)
+    assert not first.is_alive() and not second.is_alive()
+    assert built == ["first"]  # one build: the second found the first one's
+    assert second_said == [f"GraSIF: waiting for another process's build of {data}"]
+    assert len(dataset.task_ids(data, "office", build_missing=False)) == 29
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".data.lock", "data", "sources"]
