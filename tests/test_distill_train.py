@@ -227,6 +227,72 @@ def test_a_run_whose_gradients_keep_failing_stops_and_exports_nothing(tiny_base,
     assert again.steps == 6 and again.skipped_steps == [] and again.adapter_gguf.is_file()
 
 
+class StepLog:
+    """A trainer callback (test harness): records each optimizer step's tokens (the data it trained)
+    and stops the run after ``stop_after`` steps, as a machine taken away mid-run would."""
+
+    def __init__(self, stop_after: int | None = None):
+        from transformers import TrainerCallback
+
+        self.tokens: dict[int, int] = {}
+        outer, seen = self, {"last": 0}
+
+        class Callback(TrainerCallback):
+            def on_train_begin(self, args, state, control, **kwargs):
+                seen["last"] = state.num_input_tokens_seen
+                return control
+
+            def on_step_end(self, args, state, control, **kwargs):
+                outer.tokens[state.global_step] = state.num_input_tokens_seen - seen["last"]
+                seen["last"] = state.num_input_tokens_seen
+                if stop_after is not None and state.global_step >= stop_after:
+                    control.should_training_stop = True
+                return control
+
+        self.callback = Callback()
+
+
+def _steps(out):
+    with open(out / "loss.csv") as f:
+        return {int(r["step"]): (float(r["loss"]), float(r["learning_rate"])) for r in csv.DictReader(f)}
+
+
+def test_a_run_whose_checkpoints_are_lost_goes_on_from_its_adapter_at_the_step_it_reached(tiny_base, data, tmp_path):
+    """``start_step``: a run stopped after 2 of 5 steps, its checkpoints gone, goes on from its
+    exported adapter with the uninterrupted run's examples (tokens per step) and learning rates
+    at steps 3 to 5, and its first loss is the uninterrupted run's at step 3 (same weights, up
+    to the adapter file's float16, far less than a step's change; no dropout, whose masks the
+    lost run's random state drew)."""
+    config = {**CONFIG, "examples": None, "learning_rate": 5e-3, "dropout": 0.0}
+    whole, cut, rest = StepLog(), StepLog(stop_after=2), StepLog()
+    sft.train(data, tiny_base, tmp_path / "whole", sft.TrainConfig(max_steps=5, **config), log=lambda _: None,
+              callbacks=[whole.callback])
+    stopped = sft.train(data, tiny_base, tmp_path / "cut", sft.TrainConfig(max_steps=5, **config), log=lambda _: None,
+                        callbacks=[cut.callback])
+    assert stopped.steps == 2
+    lines = []
+    going_on = sft.train(data, tiny_base, tmp_path / "rest",
+                         sft.TrainConfig(max_steps=5, init_adapter=str(stopped.adapter_gguf), start_step=2, **config),
+                         log=lines.append, callbacks=[rest.callback])
+    assert going_on.steps == 5 and any("going on from step 2" in x for x in lines)
+    assert len(set(whole.tokens.values())) > 1, whole.tokens  # the examples differ: their order shows in the tokens
+    assert rest.tokens == {k: v for k, v in whole.tokens.items() if k > 2}
+    a, b = _steps(tmp_path / "whole"), _steps(tmp_path / "rest")
+    assert sorted(b) == [3, 4, 5]
+    for step in (3, 4, 5):
+        assert b[step][1] == pytest.approx(a[step][1], rel=1e-6)
+    # the weights are the lost run's after step 2: a step moves the loss by ~0.05 here, float16 by ~0.003
+    assert abs(b[3][0] - a[3][0]) < min(a[2][0] - a[3][0], a[3][0] - a[4][0]) / 5, (a, b)
+    assert json.loads((tmp_path / "rest" / "train.json").read_text())["config"]["start_step"] == 2
+
+    with pytest.raises(sft.TrainError, match="needs init_adapter"):
+        sft.train(data, tiny_base, tmp_path / "x", sft.TrainConfig(max_steps=5, start_step=2, **config))
+    with pytest.raises(sft.TrainError, match="leaves nothing to train"):
+        sft.train(data, tiny_base, tmp_path / "y", sft.TrainConfig(max_steps=5, start_step=5,
+                                                                    init_adapter=str(stopped.adapter_gguf), **config))
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
 def test_llama_cpp_applies_the_exported_adapter_as_peft_does(trained, tiny_base):
     from peft import PeftModel
 

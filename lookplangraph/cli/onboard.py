@@ -164,6 +164,11 @@ def add_parsers(sub) -> None:
     t.add_argument("--init-adapter", metavar="ADAPTER",
                    help="start from this adapter's weights instead of a fresh LoRA: a GGUF LoRA file or the name of "
                         f"an adapter of --base in the registry ({default_adapter()}); it must have --rank and --alpha")
+    t.add_argument("--start-step", type=int, default=0, metavar="N",
+                   help="with --init-adapter, in an OUT without checkpoints: go on from optimizer step N of the run "
+                        "(same data, seed and settings) whose adapter after N steps --init-adapter is, for a run whose "
+                        "checkpoints were lost with its machine; the data and the learning-rate schedule go on from N, "
+                        "the optimizer's moments start afresh; ignored once OUT has checkpoints (default: 0)")
     t.add_argument("--pack", action=YesNo, default=False,
                    help="several examples share a sequence of up to --max-length tokens, kept apart by their "
                         "position ids (off: one example a row, padded within a batch); for short conversations")
@@ -547,7 +552,8 @@ def _distill_training(args) -> int:
                              attention=args.attention,
                              system=compact_prompt() if args.system_prompt == "compact" else None,
                              system_name="compact" if args.system_prompt == "compact" else "full",
-                             init_adapter=str(init_adapter) if init_adapter is not None else None, pack=args.pack)
+                             init_adapter=str(init_adapter) if init_adapter is not None else None,
+                             start_step=args.start_step, pack=args.pack)
     try:
         r = sft.train(args.data, base, args.out, config, resume=not args.restart)
     except sft.TrainError as exc:

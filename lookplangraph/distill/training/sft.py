@@ -8,7 +8,8 @@ end-of-turn token; the system and user prompt are masked with -100; a whole conv
 :mod:`lookplangraph.distill.planning.conversations`, has every trained answer learnt in one
 pass; ``pack`` lets examples share a sequence), and trains a PEFT LoRA with the Hugging Face ``Trainer``:
 seeded, with a progress bar, checkpoints every ``save_steps`` and ``resume`` from the last one
-(so a run cut by a time limit, ``max_minutes``, goes on where it stopped). At the end it writes
+(so a run cut by a time limit, ``max_minutes``, goes on where it stopped; one whose checkpoints
+are lost goes on from its adapter and step count, ``start_step``). At the end it writes
 into ``OUT/``:
 
 * ``adapter/``: the PEFT adapter (``adapter_config.json``, ``adapter_model.safetensors``);
@@ -46,7 +47,7 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 #: Settings a resumed run may change: how long it trains, how often it saves or logs, and how it
 #: computes (the kernels and activation checkpointing change speed and memory, not the model).
 RESUMABLE_CHANGES = ("epochs", "max_steps", "max_minutes", "save_steps", "logging_steps", "attention",
-                     "gradient_checkpointing")
+                     "gradient_checkpointing", "start_step")
 
 
 #: The prompt settings of examples (and adapters) that do not record them: what data had before
@@ -86,6 +87,11 @@ class TrainConfig:
     ``init_adapter``: a GGUF LoRA file (e.g. a shipped adapter) whose weights the run starts from
     instead of PEFT's fresh initialisation (it must have ``rank``, ``alpha`` and ``targets``); None:
     a fresh adapter.
+    ``start_step``: with ``init_adapter``, in an ``OUT`` that holds no checkpoint, go on from this
+    optimizer step of the run (its seed, data and settings) whose adapter after that many steps
+    ``init_adapter`` is: the examples and the learning-rate schedule continue where that run stood,
+    the optimizer's moments start afresh (:func:`start_checkpoint`). For a run whose checkpoints
+    were lost with its machine; once ``OUT`` has checkpoints it is ignored (they are later).
     ``pack``: examples (in their shuffled order) share sequences of up to ``max_length`` tokens,
     kept apart by restarting ``position_ids`` (:func:`pack_rows`); a batch of ``batch_size`` such
     sequences. Off: one example per row, padded within a batch.
@@ -114,6 +120,7 @@ class TrainConfig:
     system: str | None = None
     system_name: str = "full"
     init_adapter: str | None = None
+    start_step: int = 0
     pack: bool = False
 
     def check(self) -> None:
@@ -148,6 +155,12 @@ class TrainConfig:
             raise TrainError("targets: at least one module name")
         if self.init_adapter is not None and not Path(self.init_adapter).is_file():
             raise TrainError(f"init_adapter: no file {self.init_adapter}")
+        if self.start_step < 0:
+            raise TrainError(f"start_step must be >= 0, not {self.start_step}")
+        if self.start_step and self.init_adapter is None:
+            raise TrainError("start_step needs init_adapter: the adapter after those steps, which the run goes on from")
+        if self.start_step and self.max_steps is not None and self.start_step >= self.max_steps:
+            raise TrainError(f"start_step {self.start_step} leaves nothing to train of max_steps {self.max_steps}")
 
 
 @dataclass
@@ -448,6 +461,42 @@ def _version_arguments(training_arguments: type, config: TrainConfig, checkpoint
     return out
 
 
+def start_checkpoint(trainer: Any, checkpoints: Path, step: int) -> Path:
+    """Write ``checkpoints/checkpoint-STEP`` as the ``Trainer`` would have saved it after ``step``
+    optimizer steps, from what a machine without that run's checkpoints still has: the model's
+    weights as they are now (the start adapter, loaded), the seeded data order (the ``Trainer``
+    skips the batches of those steps when it resumes), and the learning-rate schedule advanced
+    by ``step``; the optimizer's state holds no moments (Adam's start afresh). Returns the
+    directory; :class:`TrainError` if ``step`` leaves nothing to train."""
+    import warnings
+
+    import torch
+    from transformers.trainer import OPTIMIZER_NAME, SCHEDULER_NAME, TRAINER_STATE_NAME
+    from transformers.trainer_callback import ExportableState, TrainerState
+
+    args = trainer.args
+    _, per_epoch, _, _, _, _, max_steps = trainer.set_initial_training_values(args, trainer.get_train_dataloader())
+    if step >= max_steps:
+        raise TrainError(f"start_step {step} leaves nothing to train: the run has {max_steps} optimizer steps")
+    trainer.create_optimizer_and_scheduler(num_training_steps=max_steps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "lr_scheduler.step() before optimizer.step()": no step is taken here
+        for _ in range(step):
+            trainer.lr_scheduler.step()
+    directory = checkpoints / f"checkpoint-{step}"
+    directory.mkdir(parents=True, exist_ok=True)
+    trainer.model.save_pretrained(str(directory))
+    torch.save(trainer.optimizer.state_dict(), directory / OPTIMIZER_NAME)
+    torch.save(trainer.lr_scheduler.state_dict(), directory / SCHEDULER_NAME)
+    TrainerState(epoch=step / per_epoch, global_step=step, max_steps=max_steps, logging_steps=args.logging_steps,
+                 save_steps=args.save_steps, train_batch_size=args.per_device_train_batch_size,
+                 num_train_epochs=math.ceil(max_steps / per_epoch),
+                 stateful_callbacks=[c for c in [*trainer.callback_handler.callbacks, trainer.control]
+                                     if isinstance(c, ExportableState)]).save_to_json(str(directory / TRAINER_STATE_NAME))
+    trainer.optimizer, trainer.lr_scheduler = None, None  # the Trainer makes its own and loads these states
+    return directory
+
+
 def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.PathLike,
           config: TrainConfig | None = None, resume: bool = True,
           log: Callable[[str], None] = print, callbacks: Sequence[Any] = ()) -> TrainReport:
@@ -640,7 +689,12 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     own = [TimeLimit(), FiniteGuard(), *([TimeSchedule()] if by_time else [])]
     trainer = Trainer(model=model, args=args, train_dataset=Rows(), data_collator=collator, processing_class=tokenizer,
                       callbacks=[*own, *callbacks])
-    result = trainer.train(resume_from_checkpoint=bool(has_checkpoint and resume) or None)
+    resume_from: str | bool | None = bool(has_checkpoint and resume) or None
+    if config.start_step and not resume_from:
+        resume_from = str(start_checkpoint(trainer, checkpoints, config.start_step))
+        log(f"going on from step {config.start_step} of the seeded epoch with the adapter's weights "
+            "(the optimizer's moments start afresh)")
+    result = trainer.train(resume_from_checkpoint=resume_from)
     seconds = time.monotonic() - clock["start"]
     tokens_seen = int(trainer.state.num_input_tokens_seen - getattr(trainer, "_initial_num_input_tokens_seen", 0))
 
