@@ -30,6 +30,7 @@ import json
 import math
 import os
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -484,7 +485,9 @@ def start_checkpoint(trainer: Any, checkpoints: Path, step: int) -> Path:
         for _ in range(step):
             trainer.lr_scheduler.step()
     directory = checkpoints / f"checkpoint-{step}"
-    directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists():  # an earlier run's (OUT reused with --restart): none of its files may stay beside these
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
     trainer.model.save_pretrained(str(directory))
     torch.save(trainer.optimizer.state_dict(), directory / OPTIMIZER_NAME)
     torch.save(trainer.lr_scheduler.state_dict(), directory / SCHEDULER_NAME)
