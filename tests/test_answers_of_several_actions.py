@@ -128,6 +128,20 @@ def test_the_loop_goes_on_while_each_action_runs_as_written(task):
     assert result.lm_calls == 3 and records[2].prompt_tokens == 0 and records[2].text == ""
 
 
+def test_the_loop_tries_done_only_as_an_answers_first_action(task):
+    both = json.dumps([act("rearrange", "paper-1", "inside", "recycling_bin-1"),
+                       act("rearrange", "paper-2", "inside", "recycling_bin-1"), act("done")])
+    lm = Scripted([json.dumps(act("discover_objects", "floor-1")), both, json.dumps(act("done"))])
+    records = []
+    result = run_episode(task, make_env(task, None), lm, config(3), on_step=records.append)
+    # both rearranges ran as written; the done() after them waited for the view they left
+    assert [(r.proposed, r.in_answer) for r in records] == [
+        ("discover_objects(floor-1)", 1), ("rearrange(paper-1, inside, recycling_bin-1)", 1),
+        ("rearrange(paper-2, inside, recycling_bin-1)", 2), ("done()", 1)]
+    assert lm.requests[2][-1]["content"].split("\n")[0].endswith(". Not carried out: done().")
+    assert result.lm_calls == 3 and result.termination == "done"
+
+
 def test_several_actions_an_answer_need_the_conversation_layout(task):
     with pytest.raises(ValueError, match="conversation prompt layout"):
         run_episode(task, make_env(task, None), Scripted([]),
@@ -154,6 +168,8 @@ def test_chaining_joins_only_answers_that_went_on_and_moves_the_views_news():
             {"role": "user", "content": f"{FEEDBACK} you hold nothing"},
             {"role": "assistant", "content": json.dumps(act("done"))}]
     joined = chained(chat, 3, [True, True, False, False])
+    # done() joins nothing, even after an action that went on
+    assert chained([*chat[:3], chat[-2], chat[-1]], 3, [True, False])[-1] == chat[-1]
     assert [m["content"] for m in joined if m["role"] == "assistant"][0] == \
         json.dumps([act("go_to", "kitchen-1"), act("open", "fridge-1")])
     # the mistake stays alone and untrained; the news between the joined actions follow its outcome line
@@ -206,7 +222,8 @@ def test_the_viewer_shows_which_answer_an_action_came_with(task, tmp_path):
 
     lm = Scripted([json.dumps([act("discover_objects", "floor-1"), act("done")]),
                    json.dumps([act("rearrange", "paper-1", "inside", "recycling_bin-1"),
-                               act("rearrange", "paper-2", "inside", "recycling_bin-1"), act("done")])])
+                               act("rearrange", "paper-2", "inside", "recycling_bin-1"), act("done")]),
+                   json.dumps(act("done"))])
     run = tmp_path / "run"
     run_episode_to_dir(task, lm, config(3), run)
     page = (write_view([run], tmp_path / "v.html")).read_text()
@@ -215,5 +232,5 @@ def test_the_viewer_shows_which_answer_an_action_came_with(task, tmp_path):
     steps = found["lpg-ep-0"]["steps"]
     assert [(s["proposed"], s.get("inAnswer")) for s in steps] == [
         ("discover_objects(floor-1)", None), ("rearrange(paper-1, inside, recycling_bin-1)", None),
-        ("rearrange(paper-2, inside, recycling_bin-1)", 2), ("done()", 3)]
-    assert found["lpg-index"]["episodes"][0]["calls"] == 2 and found["lpg-ep-0"]["graph"] is not None
+        ("rearrange(paper-2, inside, recycling_bin-1)", 2), ("done()", None)]
+    assert found["lpg-index"]["episodes"][0]["calls"] == 3 and found["lpg-ep-0"]["graph"] is not None

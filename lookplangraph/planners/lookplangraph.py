@@ -5,7 +5,8 @@
 :class:`~lookplangraph.planners.episode.EpisodeResult` judged on the environment's true final
 graph (strict success, success on the changed nodes only, precision M^C/M). Per step the LM
 proposes one action over the memory-graph view (with ``actions_per_answer`` > 1 up to that many,
-tried in order while each runs as written and observes nothing: :func:`goes_on`); an action the
+tried in order while each runs as written and observes nothing: :func:`goes_on`; a ``done()``
+after other actions is not tried, the LM answers again on the view they left); an action the
 SGS refuses on the memory graph, one that changes nothing, closes a cycle, repeats a refused
 action or that the environment refuses is *unresolved* and its feedback goes back to the LM;
 otherwise its primitive steps run in the environment and the memory graph mirrors each. Invariants: the LM never sees the true
@@ -176,7 +177,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
                                          excluded=len(excluded), explain_seconds=said.seconds if said else 0.0))
             feedback = step_answer(reply, action, reply.reason if place == 1 else None, rec)
             accepted += rec.accepted
-            if not (place < len(answer) and goes_on(rec) and accepted < cfg.max_actions):
+            if not (place < len(answer) and goes_on(rec) and accepted < cfg.max_actions
+                    and answer[place].function_name != "done"):  # done() only on a view that shows the rest
                 break
         if chat is not None:
             chat.answered(reply.text, rec.accepted, feedback, _as_done(rec) if rec.accepted else "",

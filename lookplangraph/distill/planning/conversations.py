@@ -18,7 +18,8 @@ the data sets.
 
 **Answers of several actions** (:func:`chained`): consecutive trained answers of which each but the
 last was carried out as written and neither looked (``discover_objects``) nor ended the task
-become one answer of up to *k* actions, a JSON list; the outcome lines between them go, and what
+become one answer of up to *k* actions, a JSON list, ``done()`` always an answer of its own (the
+loop does not try it after other actions); the outcome lines between them go, and what
 the view showed between them moves into the user turn after it, after that turn's outcome line:
 the chat the loop writes with ``actions_per_answer`` = *k* (:mod:`lookplangraph.agent.conversation`). The data writer keeps a chained conversation only when
 replaying its answers in the loop gives that very chat. Format and use:
@@ -102,7 +103,8 @@ def chained(conversation: list[dict[str, Any]], limit: int, goes_on: list[bool],
     :func:`~lookplangraph.planners.lookplangraph.goes_on` of its record) says the loop would try
     the next action after it, and it names only what the joined answer's first decision could
     name (``names``, per assistant turn: the names its schema allowed, None for any): an answer
-    is decoded over the view it starts from. ``limit`` 1 gives the conversation unchanged."""
+    is decoded over the view it starts from. A ``done()`` joins nothing: the loop tries it only
+    as an answer's first action. ``limit`` 1 gives the conversation unchanged."""
     head, turns = conversation[:1], conversation[1:]
     pairs = [(turns[i], turns[i + 1]) for i in range(0, len(turns) - 1, 2)]
     if len(turns) % 2 or any(u["role"] != "user" or a["role"] != "assistant" for u, a in pairs):
@@ -122,7 +124,7 @@ def chained(conversation: list[dict[str, Any]], limit: int, goes_on: list[bool],
         out.append({**user, "content": content})
         n = 1  # the answers joined
         while (i + n < len(pairs) and n < limit and goes_on[i + n - 1] and trained(pairs[i + n - 1][1])
-               and trained(pairs[i + n][1]) and _names_in(pairs[i + n][1]["content"], names[i])):
+               and trained(pairs[i + n][1]) and _joins(pairs[i + n][1]["content"], names[i])):
             between = pairs[i + n][0]["content"]
             carry += between[len(_outcome(between)):]
             n += 1
@@ -135,9 +137,11 @@ def chained(conversation: list[dict[str, Any]], limit: int, goes_on: list[bool],
     return out
 
 
-def _names_in(answer: str, allowed: set[str] | None) -> bool:
+def _joins(answer: str, allowed: set[str] | None) -> bool:
+    """Whether ``answer`` may join the answer before it: an action other than ``done()`` that
+    names only what ``allowed`` holds (None: anything)."""
     action, _, _ = parse_reply(answer)
-    return action is not None and (allowed is None or all(
+    return action is not None and action.function_name != "done" and (allowed is None or all(
         n in allowed for n in (action.node, action.destination) if n is not None))
 
 
