@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from grasif.heldout import in_train_pool
 from grasif.task import Task
-from sgs.actions import make, parse_action
+from sgs.actions import Action, make, parse_action
 from sgs.graph import SceneGraph, node_class
 from sgs.simulator import TARGET_STATE, Infeasible, corrected, run_plan
 
@@ -178,7 +178,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             feedback = step_answer(reply, action, reply.reason if place == 1 else None, rec)
             accepted += rec.accepted
             if not (place < len(answer) and goes_on(rec) and accepted < cfg.max_actions
-                    and answer[place].function_name != "done"):  # done() only on a view that shows the rest
+                    and follows_in_answer(answer[place])):
                 break
         if chat is not None:
             chat.answered(reply.text, rec.accepted, feedback, _as_done(rec) if rec.accepted else "",
@@ -247,6 +247,12 @@ def goes_on(rec: StepRecord) -> bool:
     return (rec.accepted and rec.feedback is None and rec.infeasible is None and rec.failure is None
             and not corrected(rec.corrections) and not rec.observed and not rec.perceived
             and not rec.proposed.startswith(("discover_objects(", "done(")))
+
+
+def follows_in_answer(action: Action) -> bool:
+    """Whether the loop tries ``action`` after another action of the same answer: anything but
+    ``done()``, which ends a task only on a view that shows what the actions before it did."""
+    return action.function_name != "done"
 
 
 def _as_done(rec: StepRecord) -> str:

@@ -39,6 +39,7 @@ from sgs.graph import Layer, SceneGraph
 from lookplangraph.agent.conversation import FEEDBACK
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.lm import Completion, Usage
+from lookplangraph.planners.lookplangraph import follows_in_answer
 
 #: The kinds of injected mistake, each built from the expert's answer ``a`` where it applies:
 #: ``inside-on-surface`` (``put_on``/``rearrange ... ontop`` answered as ``inside``),
@@ -138,10 +139,11 @@ def chained(conversation: list[dict[str, Any]], limit: int, goes_on: list[bool],
 
 
 def _joins(answer: str, allowed: set[str] | None) -> bool:
-    """Whether ``answer`` may join the answer before it: an action other than ``done()`` that
-    names only what ``allowed`` holds (None: anything)."""
+    """Whether ``answer`` may join the answer before it: an action the loop tries there
+    (:func:`~lookplangraph.planners.lookplangraph.follows_in_answer`) that names only what
+    ``allowed`` holds (None: anything)."""
     action, _, _ = parse_reply(answer)
-    return action is not None and action.function_name != "done" and (allowed is None or all(
+    return action is not None and follows_in_answer(action) and (allowed is None or all(
         n in allowed for n in (action.node, action.destination) if n is not None))
 
 
