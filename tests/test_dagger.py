@@ -131,6 +131,7 @@ def test_a_conversation_round_trains_the_agreed_answers_and_branches_the_rest(po
     branches = [ex for ex in lines if ex["meta"]["kind"] == "branch"]
     answers = [m for m in (student[0]["messages"] if student else []) if m["role"] == "assistant"]
     assert counts.states == 3 and len(lines) == counts.examples
+    assert {ex["meta"]["student_success"] for ex in lines} == {False}  # it stopped before the goal
     assert len(branches) == 3 - counts.agreed - counts.left_out_done - counts.left_out_ungrounded
     assert {ex["meta"]["student_action"] for ex in branches} >= {f"go_to({wrong})"}  # the wrong walk is relabelled
     if student:  # the chat holds the student's answers exactly as given, trained where the expert agreed

@@ -8,13 +8,15 @@ training example for that exact prompt.
 
 ``lookplangraph distill dagger`` appends to ``OUT/`` (a round resumes where it stopped, and rounds
 may share a directory with ``distill data``): ``sft.jsonl`` (one example per labelled state,
-``meta.source = "dagger"``), ``dagger_episodes.jsonl``, ``dagger_counts.json``, and ``counts.json``
-brought up to date. In the conversation layout (:mod:`.conversations`) an episode gives its chat
-(the student's answers trained where the expert agrees) and one branch per other state (the chat
-up to it, the expert's answer the one trained turn). A round whose prompt layout, answer format, recall or teacher differs from the
-directory's is refused (:class:`DaggerError`). A label is left out when it is ``done()`` while the
-goal does not hold, or when it names a node its prompt does not show. Only train-pool or
-leak-checked generated tasks may be rolled out (the caller's guard). See
+``meta.source = "dagger"``; ``meta.student_success`` says whether the student's episode reached
+the goal, so a mix can take ``@student_success=False``), ``dagger_episodes.jsonl``,
+``dagger_counts.json``, and ``counts.json`` brought up to date. In the conversation layout
+(:mod:`.conversations`) an episode gives its chat (the student's answers trained where the expert
+agrees) and one branch per other state (the chat up to it, the expert's answer the one trained
+turn). A round whose prompt layout, answer format, recall or teacher differs from the directory's
+is refused (:class:`DaggerError`). A label is left out when it is ``done()`` while the goal does
+not hold, or when it names a node its prompt does not show. Only train-pool or leak-checked
+generated tasks may be rolled out (the caller's guard). See
 ``docs/guides/distillation.md``.
 """
 
@@ -136,9 +138,9 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
             counts.states += 1
             counts.agreed += lab["agreed"]
         if layout == "conversation":
-            lines, kept = _conversation_lines(labeller, task, seed, round_, counts)
+            lines, kept = _conversation_lines(labeller, task, seed, round_, counts, bool(result.success))
         else:
-            lines, kept = _decision_lines(labeller, task, seed, round_, counts)
+            lines, kept = _decision_lines(labeller, task, seed, round_, counts, bool(result.success))
         counts.episodes += 1
         counts.student_successes += bool(result.success)
         counts.examples += kept
@@ -174,13 +176,13 @@ def _usable(lab: dict[str, Any], counts: "DaggerCounts") -> bool:
 
 
 def _conversation_lines(labeller: Labeller, task: Task, seed: int | None, round_: int,
-                        counts: "DaggerCounts") -> tuple[list[str], int]:
+                        counts: "DaggerCounts", success: bool) -> tuple[list[str], int]:
     """The conversation layout: the student's episode as one chat whose answers are trained where
     the expert agrees (the same action, its label usable), and a branch for every other state: the
     chat up to it (earlier answers untrained) with the expert's label as the one trained answer."""
     labels = labeller.labels
     base = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split, "task_id": task.id,
-            "seed": seed, "expert": labeller.expert.name}
+            "seed": seed, "expert": labeller.expert.name, "student_success": success}
     usable = [(lab["agreed"], _usable(lab, counts)) for lab in labels]
     marks = [agreed and ok for agreed, ok in usable]
     chat = episode_conversation([(lab["messages"], lab["text"]) for lab in labels], marks)
@@ -197,7 +199,7 @@ def _conversation_lines(labeller: Labeller, task: Task, seed: int | None, round_
 
 
 def _decision_lines(labeller: Labeller, task: Task, seed: int | None, round_: int,
-                    counts: "DaggerCounts") -> tuple[list[str], int]:
+                    counts: "DaggerCounts", success: bool) -> tuple[list[str], int]:
     """One example per labelled state: its prompt and the expert's label."""
     lines, kept = [], 0
     for step, lab in enumerate(labeller.labels, 1):
@@ -205,7 +207,7 @@ def _decision_lines(labeller: Labeller, task: Task, seed: int | None, round_: in
             continue
         meta = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split,
                 "task_id": task.id, "seed": seed, "step": step, "agreed": lab["student"] == lab["expert"],
-                "student_action": lab["student"], "expert": labeller.expert.name}
+                "student_action": lab["student"], "expert": labeller.expert.name, "student_success": success}
         chat = [*lab["messages"], {"role": "assistant", "content": lab["label"]}]
         lines.append(json.dumps({"messages": chat, "meta": meta}) + "\n")
         kept += 1
