@@ -137,12 +137,12 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
             lab["agreed"] = lab["student"] is not None and lab["student"] == lab["expert"]
             counts.states += 1
             counts.agreed += lab["agreed"]
-        if layout == "conversation":
-            lines, kept = _conversation_lines(labeller, task, seed, round_, counts, bool(result.success))
-        else:
-            lines, kept = _decision_lines(labeller, task, seed, round_, counts, bool(result.success))
+        success = bool(result.success)
+        meta = _provenance(labeller, task, seed, round_, success)
+        write = _conversation_lines if layout == "conversation" else _decision_lines
+        lines, kept = write(labeller, meta, counts)
         counts.episodes += 1
-        counts.student_successes += bool(result.success)
+        counts.student_successes += success
         counts.examples += kept
         counts.seconds += time.perf_counter() - start
         with open(sft, "a") as f:  # the episode's examples, then its line: a rerun skips only what is whole
@@ -175,14 +175,17 @@ def _usable(lab: dict[str, Any], counts: "DaggerCounts") -> bool:
     return True
 
 
-def _conversation_lines(labeller: Labeller, task: Task, seed: int | None, round_: int,
-                        counts: "DaggerCounts", success: bool) -> tuple[list[str], int]:
+def _provenance(labeller: Labeller, task: Task, seed: int | None, round_: int, success: bool) -> dict[str, Any]:
+    """The ``meta`` every example of the episode carries (module doc)."""
+    return {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split, "task_id": task.id,
+            "seed": seed, "expert": labeller.expert.name, "student_success": success}
+
+
+def _conversation_lines(labeller: Labeller, base: dict[str, Any], counts: "DaggerCounts") -> tuple[list[str], int]:
     """The conversation layout: the student's episode as one chat whose answers are trained where
     the expert agrees (the same action, its label usable), and a branch for every other state: the
     chat up to it (earlier answers untrained) with the expert's label as the one trained answer."""
     labels = labeller.labels
-    base = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split, "task_id": task.id,
-            "seed": seed, "expert": labeller.expert.name, "student_success": success}
     usable = [(lab["agreed"], _usable(lab, counts)) for lab in labels]
     marks = [agreed and ok for agreed, ok in usable]
     chat = episode_conversation([(lab["messages"], lab["text"]) for lab in labels], marks)
@@ -198,16 +201,13 @@ def _conversation_lines(labeller: Labeller, task: Task, seed: int | None, round_
     return lines, len(lines)
 
 
-def _decision_lines(labeller: Labeller, task: Task, seed: int | None, round_: int,
-                    counts: "DaggerCounts", success: bool) -> tuple[list[str], int]:
+def _decision_lines(labeller: Labeller, base: dict[str, Any], counts: "DaggerCounts") -> tuple[list[str], int]:
     """One example per labelled state: its prompt and the expert's label."""
     lines, kept = [], 0
     for step, lab in enumerate(labeller.labels, 1):
         if not _usable(lab, counts):
             continue
-        meta = {"source": "dagger", "student": labeller.name, "round": round_, "split": task.split,
-                "task_id": task.id, "seed": seed, "step": step, "agreed": lab["student"] == lab["expert"],
-                "student_action": lab["student"], "expert": labeller.expert.name, "student_success": success}
+        meta = {**base, "step": step, "agreed": lab["student"] == lab["expert"], "student_action": lab["student"]}
         chat = [*lab["messages"], {"role": "assistant", "content": lab["label"]}]
         lines.append(json.dumps({"messages": chat, "meta": meta}) + "\n")
         kept += 1
