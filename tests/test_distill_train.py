@@ -361,16 +361,25 @@ def test_an_unknown_adapter_is_named_in_the_error(small_model_path):
         make_backend("llamacpp:qwen2.5-coder-0.5b+nope")
 
 
-def test_bfloat16_trains_on_a_cpu_and_float16_is_refused_there(tiny_base, data, tmp_path):
-    """On a machine without a GPU, bfloat16 runs through the Trainer's CPU path (``use_cpu``);
-    float16 cannot run there and says so before anything loads."""
+def test_bfloat16_trains_on_a_cpu_and_float16_is_refused_there(tiny_base, data, tmp_path, monkeypatch):
+    """On a machine without a GPU, bfloat16 runs through the Trainer's CPU path (``use_cpu``),
+    with a note where the CPU has no bfloat16 instructions, and the run goes on in float32 from
+    its checkpoint; float16 cannot run there and says so before anything loads."""
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the CPU path is not the one taken")
+    monkeypatch.setattr(sft, "cpu_has_native_bfloat16", lambda: False)
+    lines: list[str] = []
     done = sft.train(data, tiny_base, tmp_path / "bf16", sft.TrainConfig(max_steps=2, dtype="bfloat16", **CONFIG),
-                     log=lambda _: None)
-    assert done.steps == 2 and json.loads((tmp_path / "bf16" / "train.json").read_text())["config"]["dtype"] == "bfloat16"
+                     log=lines.append)
+    record = json.loads((tmp_path / "bf16" / "train.json").read_text())
+    assert done.steps == 2 and record["config"]["dtype"] == "bfloat16" and record["dtype_used"] == "bfloat16"
+    assert any(line.startswith("note: this CPU has no bfloat16 matrix instructions") for line in lines), lines
+    again = sft.train(data, tiny_base, tmp_path / "bf16", sft.TrainConfig(max_steps=4, dtype="float32", **CONFIG),
+                      log=lambda _: None)
+    record = json.loads((tmp_path / "bf16" / "train.json").read_text())
+    assert again.steps == 4 and record["dtype_used"] == "float32" and len(record["skipped_steps"]) == 0
     with pytest.raises(sft.TrainError, match="float16 needs a GPU"):
         sft.train(data, tiny_base, tmp_path / "fp16", sft.TrainConfig(max_steps=2, dtype="float16", **CONFIG),
                   log=lambda _: None)

@@ -157,7 +157,8 @@ def add_parsers(sub) -> None:
     t.add_argument("--checkpointing", choices=["auto", "on", "off"], default="auto",
                    help="activation checkpointing (default auto: on; off is faster where memory allows)")
     t.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
-                   help="weights and compute (default auto: bfloat16 on a GPU that has it, else float32)")
+                   help="weights and compute (default auto: bfloat16 on a GPU, or a CPU, that multiplies it "
+                        "in hardware, else float32; bfloat16 without such instructions is several times slower)")
     t.add_argument("--system-prompt", choices=["as-built", "compact"], default="as-built",
                    help="the examples' system message: as built (the planner's full prompt) or compact (then run the "
                         "adapter with --system-prompt compact; a fifth of the prompt tokens)")

@@ -15,6 +15,7 @@ from lookplangraph.lm import embedded as models, structured
 from lookplangraph.lm.base import (
     AdapterError, Completion, ContextOverflow, ImageError, LMError, Relaxed, Usage, checked_completion,
 )
+from lookplangraph.lm.cpu_features import cpu_has_amx
 from lookplangraph.lm.images import DEFAULT_MAX_IMAGE_BYTES, with_images
 from lookplangraph.lm.jump import ChainSchema, FlatSchema, JumpDecoder, Unsure, flat_chain, flat_schema
 from lookplangraph.lm.lora import check_adapter, merged_record
@@ -80,16 +81,6 @@ def default_gpu_layers() -> int:
     if layers < -1:
         raise LMError(f"LOOKPLANGRAPH_GPU_LAYERS must be -1 (all layers) or more, not {layers}")
     return layers
-
-
-def cpu_has_amx() -> bool:
-    """Whether this CPU has Intel AMX (``amx_int8`` in ``/proc/cpuinfo``; False where that file
-    does not exist)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return any(line.startswith("flags") and " amx_int8" in line for line in text.splitlines())
 
 
 def default_extra_buffers() -> bool:

@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 from lookplangraph.cypher.agent import classes_layout
 from lookplangraph.distill.training.gguf_lora import ExportError, export_lora, load_lora
+from lookplangraph.lm.cpu_features import cpu_has_native_bfloat16
 from lookplangraph.lm.embedded import sha256_file
 from lookplangraph.lm.lora import read_adapter, stamp_adapter, training_metadata
 
@@ -46,9 +47,11 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 
 
 #: Settings a resumed run may change: how long it trains, how often it saves or logs, and how it
-#: computes (the kernels and activation checkpointing change speed and memory, not the model).
+#: computes (the kernels, activation checkpointing and the compute dtype change speed, memory and
+#: rounding, not the model: the adapter's weights and Adam's moments are kept in float32 either way,
+#: so a run begun in bfloat16 on a CPU that has it goes on in float32 on one that does not).
 RESUMABLE_CHANGES = ("epochs", "max_steps", "max_minutes", "save_steps", "logging_steps", "attention",
-                     "gradient_checkpointing", "start_step")
+                     "gradient_checkpointing", "start_step", "dtype")
 
 
 #: The prompt settings of examples (and adapters) that do not record them: what data had before
@@ -69,10 +72,10 @@ class TrainConfig:
     ``max_length``: examples longer than this many tokens are left out (and counted).
     ``batch_size`` x ``grad_accum`` examples make one optimizer step. ``max_steps`` (if set) wins
     over ``epochs``. ``max_minutes`` stops training after that much wall time, with a checkpoint
-    (resume with the same command). ``dtype``: ``auto`` is bfloat16 on a GPU that has it, else
-    float32. ``gradient_checkpointing``: ``auto`` is on, on a CPU as with CUDA (without it a
-    batch of long examples can exhaust a CPU machine's memory); ``off`` is faster where memory
-    allows. ``lr_schedule``: ``steps``
+    (resume with the same command). ``dtype``: ``auto`` is bfloat16 on a GPU or CPU that
+    multiplies it in hardware, else float32 (:func:`resolve_dtype`). ``gradient_checkpointing``:
+    ``auto`` is on, on a CPU as with CUDA (without it a batch of long examples can exhaust a CPU
+    machine's memory); ``off`` is faster where memory allows. ``lr_schedule``: ``steps``
     (the Trainer's cosine over the optimizer steps of ``epochs``/``max_steps``) or ``time`` (the
     same warm-up and cosine over the wall time of ``max_minutes``, for a run whose length is set
     by a time limit: it ends at a learning rate near zero wherever the limit falls; a resumed run
@@ -192,6 +195,28 @@ def _need_extra():
     except ImportError as exc:
         raise TrainError(f"training needs the distill extra ({exc.name} is missing): "
                          "pip install 'lookplangraph[distill]'") from None
+
+
+def resolve_dtype(requested: str, cuda: bool, cuda_bfloat16: bool, cpu_bfloat16: bool) -> tuple[str, str | None]:
+    """The dtype a run computes in (``float32``, ``bfloat16`` or ``float16``) for the ``dtype``
+    setting ``requested`` on this machine, and a note for its log (None: nothing to say).
+
+    ``auto``: bfloat16 where the device multiplies it in hardware (a GPU that supports it, a CPU
+    with :func:`~lookplangraph.lm.cpu_features.cpu_has_native_bfloat16`), else float32.
+    ``bfloat16`` asked for on a CPU without it runs (its memory is half of float32's) with a note:
+    PyTorch's fallback there is several times slower than float32. ``float16`` on a CPU is a
+    :class:`TrainError` (mixed precision in float16 has no CPU path)."""
+    if requested == "auto":
+        native = cuda_bfloat16 if cuda else cpu_bfloat16
+        return ("bfloat16" if native else "float32"), None
+    if requested == "float16" and not cuda:
+        raise TrainError("--dtype float16 needs a GPU (mixed precision in float16 has no CPU path): on a CPU use "
+                         "float32 or bfloat16")
+    if requested == "bfloat16" and not cuda and not cpu_bfloat16:
+        return requested, ("this CPU has no bfloat16 matrix instructions (avx512_bf16, amx_bf16 or bf16 in "
+                           "/proc/cpuinfo): bfloat16 runs through a fallback several times slower than float32 "
+                           "here; --dtype float32 (or auto) trains faster, in twice the memory")
+    return requested, None
 
 
 def data_file(path: str | os.PathLike) -> Path:
@@ -531,13 +556,9 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                          f"(its planning ones: the {mixed.get('system_prompt_name')} prompt); train it with "
                          "--system-prompt as-built, or mix again with the system prompt wanted")
     cuda = torch.cuda.is_available()
-    if config.dtype == "auto":
-        dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
-    else:
-        dtype = getattr(torch, config.dtype)
-    if not cuda and dtype == torch.float16:
-        raise TrainError("--dtype float16 needs a GPU (mixed precision in float16 has no CPU path): on a CPU use "
-                         "float32 or bfloat16")
+    dtype_name, dtype_note = resolve_dtype(config.dtype, cuda, cuda and torch.cuda.is_bf16_supported(),
+                                           cpu_has_native_bfloat16())
+    dtype = getattr(torch, dtype_name)
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -567,7 +588,9 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
     if config.examples is not None:
         examples = examples[: config.examples]
 
-    log(f"loading {base_gguf.name} (dequantizing to {str(dtype).removeprefix('torch.')}) ...")
+    if dtype_note:
+        log(f"note: {dtype_note}")
+    log(f"loading {base_gguf.name} (dequantizing to {dtype_name}) ...")
     if cuda and config.attention == "sdpa":
         torch.backends.cuda.enable_cudnn_sdp(False)  # flash and memory-efficient kernels stay
     model, tokenizer = load_base(base_gguf, dtype, config.attention)
@@ -734,7 +757,7 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                          left_out_too_long=too_long, answer_tokens=answer_tokens, prompt_tokens=prompt_tokens,
                          final_loss=losses[-1][1] if losses else getattr(result, "training_loss", None), seconds=seconds,
                          stopped_by_time=stopped["by_time"], adapter_gguf=exported.path, skipped_steps=skipped)
-    record = {**settings, "steps": report.steps, "max_steps": int(trainer.state.max_steps),
+    record = {**settings, "dtype_used": dtype_name, "steps": report.steps, "max_steps": int(trainer.state.max_steps),
               "examples": report.examples, "decisions": decisions, "sequences": len(rows), "left_out_too_long": too_long,
               "tokens_seen_this_call": tokens_seen,
               "tokens_per_second_this_call": round(tokens_seen / seconds, 2) if seconds > 0 else None,
