@@ -1,11 +1,13 @@
 """Training throughput by data layout: whole conversations against their one-decision examples (run by hand).
 
-The same episodes three ways, each trained for ``--steps`` optimizer steps of ``distill train``
+The same episodes four ways, each trained for ``--steps`` optimizer steps of ``distill train``
 (LoRA on the base GGUF, the settings below) in a process of its own, so that its peak memory is
 its own: ``conversation`` (one episode a sequence, every trained answer in one pass),
 ``conversation, packed`` (episodes sharing sequences of ``--max-length`` tokens) and
 ``decisions`` (each trained answer with the conversation up to it: the same tokens per answer,
-one prompt at a time, as one-decision data trains). Optionally a fourth source, ``--also DIR``:
+one prompt at a time, as one-decision data trains), and ``conversation, logits at every
+position`` (the first, with every position projected onto the vocabulary, as training did before
+:func:`sft.answer_loss`: the same loss, more time and memory). Optionally a fifth source, ``--also DIR``:
 data of another layout (today's ``scene-history`` examples of the same tasks). Prints a Markdown
 table: the whole data's tokens per trained decision (all its tokens over its trained answers),
 the tokens trained on a seeded sample (``--sample`` conversations; ``--also``: 200 examples),
@@ -47,6 +49,16 @@ def one(args: argparse.Namespace) -> None:
             out["train_sampling_strategy"] = "random"
         return out
     sft._version_arguments = ungrouped
+    if args.all_logits:
+        import torch
+
+        def every_position_loss(outputs, labels, num_items_in_batch=None):
+            logits, target = outputs.logits.float()[:, :-1], labels[:, 1:]
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
+                                                     ignore_index=-100, reduction="sum")
+            return loss / (num_items_in_batch if num_items_in_batch is not None else (target != -100).sum())
+        sft.with_answer_positions = lambda collate: collate  # no logits_to_keep: every position is projected
+        sft.answer_loss = every_position_loss
     config = sft.TrainConfig(rank=16, alpha=32.0, learning_rate=1e-4, max_steps=args.steps, batch_size=1,
                              grad_accum=args.grad_accum, max_length=args.max_length, dtype=args.dtype,
                              gradient_checkpointing=args.checkpointing, save_steps=10_000, logging_steps=1,
@@ -85,13 +97,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--grad-accum", type=int, default=4)
     ap.add_argument("--max-length", type=int, default=3072)
-    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--dtype", default="auto", help="as distill train's (default auto)")
     ap.add_argument("--checkpointing", default="off")
     ap.add_argument("--sample", type=int, default=64, help="conversations drawn (seeded) for the runs")
     ap.add_argument("--only", help="run only the sources whose name starts with this")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--pack", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--all-logits", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return one(args)
@@ -109,30 +122,32 @@ def main() -> None:
     chats = chats[: args.sample]
     tmp = Path(tempfile.mkdtemp(prefix="bench_train_"))
     conv = write(chats, tmp / "conv")
-    # name -> (the sample's directory, packed, the whole data's tokens a decision)
+    # name -> (the sample's directory, packed, the whole data's tokens a decision, logits at every position)
     per_conversation = tokens_per_decision(whole, base)
-    sources = {"conversation": (conv, False, per_conversation),
-               "conversation, packed": (conv, True, per_conversation),
+    sources = {"conversation": (conv, False, per_conversation, False),
+               "conversation, packed": (conv, True, per_conversation, False),
                "decisions": (write([d for c in chats for d in decisions(c)], tmp / "dec"), False,
-                             tokens_per_decision([d for c in whole for d in decisions(c)], base))}
+                             tokens_per_decision([d for c in whole for d in decisions(c)], base), False),
+               "conversation, logits at every position": (conv, False, per_conversation, True)}
     if args.also:
         other = sft.read_examples(args.also)
         sample = list(other)
         random.Random(0).shuffle(sample)
         sample = sample[:200]
         sources[f"{Path(args.also).name} (its own layout)"] = (write(sample, tmp / "also"), False,
-                                                                tokens_per_decision(other, base))
+                                                                tokens_per_decision(other, base), False)
     print(f"base {args.base}, start {args.init_adapter or 'fresh'}, {args.steps} steps of batch 1 x {args.grad_accum}, "
           f"max_length {args.max_length}, {args.dtype}, checkpointing {args.checkpointing}\n")
     print("| data | tokens a decision | tokens trained | seconds | tokens/s | decisions/hour | peak GB |\n"
           "|---|---|---|---|---|---|---|")
-    for name, (path, pack, per) in sources.items():
+    for i, (name, (path, pack, per, all_logits)) in enumerate(sources.items()):
         if args.only and not name.startswith(args.only):
             continue
-        cmd = [sys.executable, __file__, "--data", args.data, "--child", str(path), "--out", str(tmp / f"run{len(name)}{pack}"),
+        cmd = [sys.executable, __file__, "--data", args.data, "--child", str(path), "--out", str(tmp / f"run{i}"),
                "--base", base, "--steps", str(args.steps), "--grad-accum", str(args.grad_accum),
                "--max-length", str(args.max_length), "--dtype", args.dtype, "--checkpointing", args.checkpointing,
-               *(["--init-adapter", init] if init else []), *(["--pack"] if pack else [])]
+               *(["--init-adapter", init] if init else []), *(["--pack"] if pack else []),
+               *(["--all-logits"] if all_logits else [])]
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             print(f"| {name} | failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode} |")
