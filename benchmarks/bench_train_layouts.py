@@ -7,7 +7,7 @@ its own: ``conversation`` (one episode a sequence, every trained answer in one p
 ``decisions`` (each trained answer with the conversation up to it: the same tokens per answer,
 one prompt at a time, as one-decision data trains), and ``conversation, logits at every
 position`` (the first, with every position projected onto the vocabulary, as training did before
-:func:`sft.answer_loss`: the same loss, more time and memory). Optionally a fifth source, ``--also DIR``:
+:mod:`lookplangraph.distill.training.answer_logits`: the same loss, more time and memory). Optionally a fifth source, ``--also DIR``:
 data of another layout (today's ``scene-history`` examples of the same tasks). Prints a Markdown
 table: the whole data's tokens per trained decision (all its tokens over its trained answers),
 the tokens trained on a seeded sample (``--sample`` conversations; ``--also``: 200 examples),
@@ -57,6 +57,7 @@ def one(args: argparse.Namespace) -> None:
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
                                                      ignore_index=-100, reduction="sum")
             return loss / (num_items_in_batch if num_items_in_batch is not None else (target != -100).sum())
+        # train() reads both names from sft's namespace
         sft.with_answer_positions = lambda collate: collate  # no logits_to_keep: every position is projected
         sft.answer_loss = every_position_loss
     config = sft.TrainConfig(rank=16, alpha=32.0, learning_rate=1e-4, max_steps=args.steps, batch_size=1,

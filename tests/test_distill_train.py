@@ -26,7 +26,7 @@ from lookplangraph.agent.decoding import action_schema  # noqa: E402
 from lookplangraph.distill.planning.trajectories import build_data  # noqa: E402
 from lookplangraph.lm import LMError, make_backend  # noqa: E402
 from lookplangraph.lm.llamacpp import load_llama  # noqa: E402
-from lookplangraph.distill.training import gguf_lora, sft  # noqa: E402
+from lookplangraph.distill.training import answer_logits, gguf_lora, sft  # noqa: E402
 
 LAYERS, HIDDEN = 2, 64
 
@@ -616,7 +616,7 @@ def test_the_base_is_loaded_with_dense_weights_asked_for(tiny_base, monkeypatch)
 
 
 def test_the_loss_from_the_answer_positions_logits_is_the_loss_over_every_position(tiny_model, conversations):
-    """:func:`sft.answer_loss` reads logits projected at :func:`sft.answer_positions` only; on a
+    """:func:`answer_logits.answer_loss` reads logits projected at :func:`answer_logits.answer_positions` only; on a
     padded batch of two conversations and on a packed one it is the model's own causal-LM loss over
     all logits (summed over the trained tokens, over ``num_items_in_batch``), with fewer positions
     projected, and with the same gradient."""
@@ -624,9 +624,9 @@ def test_the_loss_from_the_answer_positions_logits_is_the_loss_over_every_positi
 
     model, tokenizer = tiny_model
     rows = [dict(zip(("input_ids", "labels"), sft.tokenize_example(tokenizer, m))) for m in sft.read_examples(conversations)]
-    padded = sft.with_answer_positions(DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100))(
+    padded = answer_logits.with_answer_positions(DataCollatorForSeq2Seq(tokenizer, padding=True, label_pad_token_id=-100))(
         [r | {"attention_mask": [1] * len(r["input_ids"])} for r in rows])
-    packed = sft.with_answer_positions(sft.packed_collator(tokenizer.pad_token_id))(
+    packed = answer_logits.with_answer_positions(sft.packed_collator(tokenizer.pad_token_id))(
         sft.pack_rows(rows, sum(len(r["input_ids"]) for r in rows)))
     weight = next(p for p in model.parameters())  # the embeddings: every position's gradient reaches them
     for batch in (padded, packed):
@@ -641,11 +641,11 @@ def test_the_loss_from_the_answer_positions_logits_is_the_loss_over_every_positi
         model.zero_grad()
         outputs = model(**inputs, logits_to_keep=keep, use_cache=False)
         assert outputs.logits.shape[:2] == (labels.shape[0], keep.numel())
-        kept = sft.answer_loss(outputs, labels, num_items_in_batch=n)
+        kept = answer_logits.answer_loss(outputs, labels, num_items_in_batch=n)
         kept.backward()
         assert kept.item() == pytest.approx(full.item(), rel=1e-5)
         assert torch.allclose(weight.grad, full_grad, rtol=1e-4, atol=1e-7)
     none = torch.full((1, 5), -100)
-    assert sft.answer_positions(none).tolist() == [0]  # nothing trained: one masked position, a zero loss
-    empty = sft.answer_loss(type("Out", (), {"logits": torch.zeros(1, 1, 7, requires_grad=True)})(), none)
+    assert answer_logits.answer_positions(none).tolist() == [0]  # nothing trained: one masked position, a zero loss
+    empty = answer_logits.answer_loss(type("Out", (), {"logits": torch.zeros(1, 1, 7, requires_grad=True)})(), none)
     assert empty.item() == 0.0

@@ -2,6 +2,7 @@
 
 * :mod:`.sft`: ``train()`` reads the base model from its GGUF file, fine-tunes a LoRA on
   ``lookplangraph distill data``'s chat examples (loss on the answers only) and writes the adapter;
+* :mod:`.answer_logits`: that loss from the logits of the answer positions only;
 * :mod:`.gguf_lora`: the PEFT adapter as a GGUF LoRA that llama.cpp applies to the unchanged
   base (``--lm llamacpp:BASE+ADAPTER``), and such a file read back to train on from it
   (``distill train --init-adapter``);

@@ -5,7 +5,7 @@
 hub), renders every example with the model's own chat template (the one llama.cpp applies at
 inference), computes the loss on the answer tokens only (the assistant's reply and its
 end-of-turn token; the system and user prompt are masked with -100, and only the positions that
-predict a trained token are projected onto the vocabulary, :func:`answer_loss`; a whole conversation,
+predict a trained token are projected onto the vocabulary, :mod:`.answer_logits`; a whole conversation,
 :mod:`lookplangraph.distill.planning.conversations`, has every trained answer learnt in one
 pass; ``pack`` lets examples share a sequence), and trains a PEFT LoRA with the Hugging Face ``Trainer``:
 seeded, with a progress bar, checkpoints every ``save_steps`` and ``resume`` from the last one
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from lookplangraph.cypher.agent import classes_layout
+from lookplangraph.distill.training.answer_logits import answer_loss, with_answer_positions
 from lookplangraph.distill.training.gguf_lora import ExportError, export_lora, load_lora
 from lookplangraph.lm.cpu_features import cpu_has_native_bfloat16
 from lookplangraph.lm.embedded import sha256_file
@@ -396,47 +397,6 @@ def packed_collator(pad_id: int) -> Callable[[list[dict[str, list[int]]]], dict[
             batch["position_ids"].append(r["position_ids"] + list(range(fill)))
         return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
     return collate
-
-
-def answer_positions(labels: Any) -> Any:
-    """The positions ``p`` of a batch's ``labels`` (``(batch, length)``, -100 where not trained)
-    whose next token ``labels[:, p + 1]`` is trained in some row, as a 1-D tensor: the only
-    positions whose logits the loss reads (:func:`answer_loss`). A batch with no trained token
-    keeps position 0, whose target is masked (a zero loss)."""
-    import torch
-
-    keep = (labels[:, 1:] != -100).any(dim=0).nonzero().flatten()
-    return keep if keep.numel() else torch.zeros(1, dtype=torch.long, device=labels.device)
-
-
-def with_answer_positions(collate: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
-    """``collate`` whose batches also hold ``logits_to_keep``: :func:`answer_positions` of their
-    labels, so the model projects only those positions onto the vocabulary. A conversation's
-    prompt tokens are most of its tokens (nine in ten in the planning sets), and the vocabulary
-    projection of every position costs the time and memory of a large layer, forward and back
-    (for the 1.5B at 3,072 tokens, about 1.9 GB of float32 logits and as much again for their
-    gradient)."""
-    def collate_kept(rows: list[Any]) -> Any:
-        batch = collate(rows)
-        batch["logits_to_keep"] = answer_positions(batch["labels"])
-        return batch
-    return collate_kept
-
-
-def answer_loss(outputs: Any, labels: Any, num_items_in_batch: Any = None) -> Any:
-    """The Trainer's causal-LM loss (next-token cross-entropy over the trained labels, summed and
-    divided by ``num_items_in_batch``, the trained tokens of the whole accumulated step, or by this
-    batch's where None) from ``outputs.logits`` computed at :func:`answer_positions` only
-    (``(batch, positions, vocabulary)``): the same number as the loss over every position's logits."""
-    import torch
-
-    keep = answer_positions(labels)
-    target = labels[:, 1:][:, keep]
-    logits = outputs.logits.float()
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
-                                             ignore_index=-100, reduction="sum")
-    count = num_items_in_batch if num_items_in_batch is not None else (target != -100).sum().clamp(min=1)
-    return loss / count
 
 
 def load_base(base_gguf: str | os.PathLike, dtype: Any, attention: str = "sdpa"):
