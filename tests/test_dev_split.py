@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,10 @@ def test_the_split_is_built_and_kept_out_of_training(grasif_build, tasks):
     # a generated task that says a dev instruction is refused as a leak
     copy = tasks[0].model_copy(update={"split": "generated-office", "id": "x-1"})
     assert leaks([copy], heldout.kept_out_tasks(grasif_build))
+
+
+def test_the_fixed_half_is_every_odd_numbered_dev_task_of_both_buildings(tasks):
+    listed = Path(__file__).resolve().parents[1] / "benchmarks" / "dev_half.txt"
+    ids = [line.strip() for line in listed.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    odd = [t.id for t in tasks if int(t.id.rsplit("-", 1)[1]) % 2 == 1]
+    assert ids == odd and len(ids) == 16
