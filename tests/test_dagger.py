@@ -142,3 +142,58 @@ def test_a_conversation_round_trains_the_agreed_answers_and_branches_the_rest(po
         answer = json.loads(label["content"])
         assert answer["function_name"] != "done" and answer["node"] != wrong
         assert [m["content"] for m in before if m["role"] == "assistant"] == said[:ex["meta"]["step"] - 1]
+
+
+def test_a_continuation_is_the_expert_taking_over_from_the_state_on(pool, tmp_path):
+    """SCRIPTED student (a test double, not an LM): the right room, then the wrong one, then stops.
+    With branches="continuation" each state the expert answers otherwise gives the student's chat
+    up to it (replayed, untrained) and the expert's own episode from it, its answers trained."""
+    from lookplangraph.distill.planning.conversations import trained
+
+    task = pool[0]
+    g = task.graph
+    target = g.place_of(task.goal.node_goals[0].node)
+    wrong = next(p for p in g.places if p not in (target, g.agent.location))
+    said = [J("go_to", target), J("go_to", wrong), J("done")]
+    cfg = data_config("action", "conversation", max_actions=12)
+    one = run_round([task], ScriptedBackend(said), tmp_path / "answer", cfg=cfg, seeds=[None])
+    counts = run_round([task], ScriptedBackend(said), tmp_path / "cont", cfg=cfg, seeds=[None],
+                       branches="continuation", expert=Expert())
+    read = lambda d: [json.loads(x) for x in (tmp_path / d / "sft.jsonl").read_text().splitlines()]
+    branches = {ex["meta"]["step"]: ex for ex in read("answer") if ex["meta"]["kind"] == "branch"}
+    went_on = [ex for ex in read("cont") if ex["meta"]["kind"] == "continuation"]
+    assert branches and counts.continuations == len(went_on) == len(branches) and counts.continuations_diverged == 0
+    for ex in went_on:
+        step, answers = ex["meta"]["step"], [m for m in ex["messages"] if m["role"] == "assistant"]
+        assert [a["content"] for a in answers[:step - 1]] == said[:step - 1]  # the student's, replayed
+        assert not any(trained(a) for a in answers[:step - 1])
+        # the state is the branch's: the same chat before it and the same first answer of the expert's
+        assert ex["messages"][:2 * step] == [{**m, "train": False} if m["role"] == "assistant" else m
+                                                 for m in branches[step]["messages"][:-1]]
+        assert answers[step - 1]["content"] == branches[step]["messages"][-1]["content"]
+        assert ex["meta"]["trained"] == sum(trained(a) for a in answers) >= 1
+        assert ex["meta"]["decisions"] == len(answers) > step  # the expert went on after its first answer
+        if ex["meta"]["expert_success"]:  # the expert reached the goal: its every answer is learnt
+            assert all(trained(a) for a in answers[step - 1:])
+            assert json.loads(answers[-1]["content"])["function_name"] == "done"
+
+
+def test_continuations_need_the_conversation_layout(pool, tmp_path):
+    from lookplangraph.distill.planning.dagger import DaggerError
+
+    with pytest.raises(DaggerError, match="conversation layout"):
+        run_round(pool[:1], ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action", "history-scene"),
+                  seeds=[None], branches="continuation")
+    with pytest.raises(DaggerError, match="branches is one of"):
+        run_round(pool[:1], ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action", "conversation"),
+                  seeds=[None], branches="whole")
+
+
+def test_the_cli_offers_the_branches_the_round_knows(tmp_path, capsys):
+    from lookplangraph.cli.onboard import DAGGER_BRANCHES
+    from lookplangraph.distill.planning.dagger import BRANCHES
+
+    assert DAGGER_BRANCHES == BRANCHES
+    assert main(["distill", "dagger", "--student", "scripted:done()", "--out", str(tmp_path), "--branches", "continuation",
+                 "--prompt-layout", "history-scene", "--episodes", "1"]) == 2
+    assert "needs the conversation layout" in capsys.readouterr().err

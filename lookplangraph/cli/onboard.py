@@ -16,6 +16,9 @@ from lookplangraph.lm.embedded import default_adapter, default_lm
 from lookplangraph.planners.config import ANSWER_FORMATS, CORRECTION_MODES, MAX_ACTIONS_PER_ANSWER, RECALL_MODES
 from lookplangraph.agent.prompts import PROMPT_LAYOUTS
 
+#: ``distill dagger --branches``: dagger.BRANCHES, spelled here so the parser imports no planner
+DAGGER_BRANCHES = ("answer", "continuation")
+
 
 def add_parsers(sub) -> None:
     """The commands of this module, under the top parser's ``sub``."""
@@ -113,6 +116,10 @@ def add_parsers(sub) -> None:
                     help="the prompts' layout (default history-scene)")
     dg.add_argument("--answer-format", choices=ANSWER_FORMATS, default="action",
                     help="the answers' format (default action)")
+    dg.add_argument("--branches", choices=DAGGER_BRANCHES, default="answer",
+                    help="conversation layout: what a state where the expert answers otherwise gives: the "
+                         "expert's answer as the one trained turn, or the expert taking over from that state to "
+                         "the episode's end, every answer of its own trained (default: answer)")
     _teacher_flags(dg)
     dg.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
     v = add_command(dsub, "validate", help="replay every episode through the SGS and read back every example",
@@ -412,7 +419,7 @@ def _dagger(args, root: Path, tasks: list) -> int:
     try:
         counts = dagger.run_round(chosen, student, Path(args.out), cfg=cfg, seeds=seed_list(args.seeds),
                                   round_=args.round, episodes=args.episodes, expert=_expert(args.expert),
-                                  progress=progress_bar("student episodes"))
+                                  branches=args.branches, progress=progress_bar("student episodes"))
     except LMError as exc:
         raise lm_failure(exc, f"{exc} (finished episodes are kept in {args.out}; rerun to resume)") from None
     except dagger.DaggerError as exc:
@@ -421,6 +428,9 @@ def _dagger(args, root: Path, tasks: list) -> int:
           f"{counts.states} states labelled, {counts.examples} examples kept ({counts.left_out_done} give-ups and "
           f"{counts.left_out_ungrounded} ungrounded labels left out); the student agreed with the expert on "
           f"{counts.agreed}; {counts.states_per_hour:.0f} states per hour")
+    if counts.continuations or counts.continuations_diverged:
+        print(f"{counts.continuations} expert continuations written, {counts.continuations_diverged} left out "
+              f"(the replay did not reach the student's state)")
     return EXIT_OK
 
 

@@ -12,12 +12,15 @@ may share a directory with ``distill data``): ``sft.jsonl`` (one example per lab
 the goal, so a mix can take ``@student_success=False``), ``dagger_episodes.jsonl``,
 ``dagger_counts.json``, and ``counts.json`` brought up to date. In the conversation layout
 (:mod:`.conversations`) an episode gives its chat (the student's answers trained where the expert
-agrees) and one branch per other state (the chat up to it, the expert's answer the one trained
-turn). A round whose prompt layout, answer format, recall or teacher differs from the directory's
-is refused (:class:`DaggerError`). A label is left out when it is ``done()`` while the goal does
-not hold, or when it names a node its prompt does not show. Only train-pool or leak-checked
-generated tasks may be rolled out (the caller's guard). See
-``docs/guides/distillation.md``.
+agrees) and one branch per other state: with ``branches="answer"`` the chat up to it and the
+expert's answer, the one trained turn; with ``branches="continuation"`` the expert takes over
+there (the student's answers before it replayed, so the state is the same) and every answer of
+its own to the episode's end is trained, so a ``go_to`` comes with the look after it and a
+``pick_up`` with its ``put`` (``meta.kind`` is ``branch`` or ``continuation``). A round whose
+prompt layout, answer format, recall or teacher differs from the directory's is refused
+(:class:`DaggerError`). A label is left out when it is ``done()`` while the goal does not hold,
+or when it names a node its prompt does not show. Only train-pool or leak-checked generated tasks
+may be rolled out (the caller's guard). See ``docs/guides/distillation.md``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from lookplangraph.agent.replies import parse_reply
 from lookplangraph.distill.planning.conversations import episode_conversation
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env, trim_torn_line
+from lookplangraph.lm import Completion
 from lookplangraph.planners.config import PlannerConfig, answer_format
 from lookplangraph.planners.lookplangraph import run_episode
 
@@ -76,6 +80,33 @@ class Labeller:
         return reply
 
 
+#: what a conversation round writes for a state where the expert answers otherwise (module doc)
+BRANCHES = ("answer", "continuation")
+
+
+class Takeover:
+    """An LM for the planner that gives the ``replay`` answers first (the student's, as it gave
+    them) and then the expert's own: the expert plans on from the state the replay leaves, its
+    bookkeeping following every answer. ``calls`` holds each call's messages, answer and label."""
+
+    def __init__(self, name: str, replay: list[str], expert: Expert):
+        self.name, self.replay, self.expert = name, replay, expert
+        self.calls: list[dict[str, Any]] = []
+
+    @property
+    def constraints(self) -> frozenset[str]:
+        return frozenset()
+
+    def complete(self, messages: list[dict[str, Any]], **request: Any) -> Completion:
+        label = self.expert.complete(messages, **request)
+        text = self.replay[len(self.calls)] if len(self.calls) < len(self.replay) else label.text
+        action, _, _ = parse_reply(text)
+        self.expert.follow(None if action is None else str(action))
+        self.calls.append({"messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+                           "text": text, "label": label.text})
+        return Completion(text=text)
+
+
 @dataclass
 class DaggerCounts:
     episodes: int = 0
@@ -85,6 +116,8 @@ class DaggerCounts:
     agreed: int = 0
     left_out_done: int = 0
     left_out_ungrounded: int = 0
+    continuations: int = 0
+    continuations_diverged: int = 0
     seconds: float = 0.0
 
     @property
@@ -98,11 +131,18 @@ def _key(task: Task, seed: int | None) -> str:
 
 def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seeds: list[int | None],
               round_: int = 1, episodes: int | None = None, expert: Expert | None = None,
+              branches: str = "answer",
               progress: Callable[[int, int, dict], None] | None = None) -> DaggerCounts:
     """One DAgger round (module doc): the student on each task and seed, ``episodes`` of them at
     most (those already in ``out/dagger_episodes.jsonl`` are skipped: the round resumes; so is a
-    dynamic seed that moves nothing in a task, the static episode again). Returns the
-    counts of the whole directory's rounds so far, also written to ``out/dagger_counts.json``."""
+    dynamic seed that moves nothing in a task, the static episode again). ``branches`` (one of
+    :data:`BRANCHES`, conversation layout only) says what a state the expert answers otherwise
+    gives. Returns the counts of the whole directory's rounds so far, also written to
+    ``out/dagger_counts.json``."""
+    if branches not in BRANCHES:
+        raise DaggerError(f"branches is one of {', '.join(BRANCHES)}, not {branches!r}")
+    if branches != "answer" and cfg.prompt_layout != "conversation":
+        raise DaggerError(f"branches={branches!r} needs the conversation layout, not {cfg.prompt_layout}")
     out.mkdir(parents=True, exist_ok=True)
     layout = cfg.prompt_layout
     answer = answer_format(cfg.reason_first, cfg.reason_max_length)
@@ -139,8 +179,12 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
             counts.agreed += lab["agreed"]
         success = bool(result.success)
         meta = _provenance(labeller, task, seed, round_, success)
-        write = _conversation_lines if layout == "conversation" else _decision_lines
-        lines, kept = write(labeller, meta, counts)
+        if layout != "conversation":
+            lines, kept = _decision_lines(labeller, meta, counts)
+        else:
+            take_over = None if branches == "answer" else \
+                (lambda step: _take_over(task, seed, cfg, labeller, step))
+            lines, kept = _conversation_lines(labeller, meta, counts, take_over)
         counts.episodes += 1
         counts.student_successes += success
         counts.examples += kept
@@ -168,11 +212,36 @@ def _usable(lab: dict[str, Any], counts: "DaggerCounts") -> bool:
     if lab["gives_up"]:
         counts.left_out_done += 1
         return False
-    shown = "\n".join(m["content"] for m in lab["messages"] if m["role"] == "user")
-    if lab["expert"] is None or ungrounded(lab["expert"] + " " + lab["reason"], shown):
+    if lab["expert"] is None or not _grounded(lab["expert"] + " " + lab["reason"], lab["messages"]):
         counts.left_out_ungrounded += 1
         return False
     return True
+
+
+def _grounded(text: str, messages: list[dict[str, Any]]) -> bool:
+    """Whether ``text`` names only what the prompt's user turns show."""
+    return not ungrounded(text, "\n".join(m["content"] for m in messages if m["role"] == "user"))
+
+
+def _take_over(task: Task, seed: int | None, cfg: PlannerConfig, labeller: Labeller, step: int):
+    """The episode again with the student's first ``step - 1`` answers replayed and the expert's
+    own from ``step`` on (:class:`Takeover`): ``(chat, decisions, trained, reached_goal)``, the chat's answers
+    from ``step`` on trained where learnable (not a ``done()`` before the goal holds, naming only
+    what their prompt shows); None where the replay did not reach the state the student was in."""
+    env = make_env(task, seed)
+    labeller.expert.begin_episode(task, env, "lookplangraph", cfg)
+    lm = Takeover(labeller.name, [lab["text"] for lab in labeller.labels[:step - 1]], labeller.expert)
+    result = run_episode(task, env, lm, cfg)
+    if len(lm.calls) < step or lm.calls[step - 1]["messages"] != labeller.labels[step - 1]["messages"]:
+        return None
+    marks = []
+    for n, call in enumerate(lm.calls, 1):
+        action, reason, _ = parse_reply(call["text"])
+        stops = action is not None and action.function_name == "done" and not result.success
+        marks.append(n >= step and action is not None and not stops and
+                     _grounded(str(action) + " " + (reason or ""), call["messages"]))
+    chat = episode_conversation([(call["messages"], call["text"]) for call in lm.calls], marks)
+    return chat, len(lm.calls), sum(marks), bool(result.success)
 
 
 def _provenance(labeller: Labeller, task: Task, seed: int | None, round_: int, success: bool) -> dict[str, Any]:
@@ -181,10 +250,13 @@ def _provenance(labeller: Labeller, task: Task, seed: int | None, round_: int, s
             "seed": seed, "expert": labeller.expert.name, "student_success": success}
 
 
-def _conversation_lines(labeller: Labeller, base: dict[str, Any], counts: "DaggerCounts") -> tuple[list[str], int]:
+def _conversation_lines(labeller: Labeller, base: dict[str, Any], counts: "DaggerCounts",
+                        take_over: Callable[[int], Any] | None = None) -> tuple[list[str], int]:
     """The conversation layout: the student's episode as one chat whose answers are trained where
     the expert agrees (the same action, its label usable), and a branch for every other state: the
-    chat up to it (earlier answers untrained) with the expert's label as the one trained answer."""
+    chat up to it (earlier answers untrained) with the expert's label as the one trained answer,
+    or, with ``take_over`` (:func:`_take_over` of the step), the expert's continuation from it
+    (a branch where the replay did not reach the state, counted)."""
     labels = labeller.labels
     usable = [(lab["agreed"], _usable(lab, counts)) for lab in labels]
     marks = [agreed and ok for agreed, ok in usable]
@@ -193,6 +265,17 @@ def _conversation_lines(labeller: Labeller, base: dict[str, Any], counts: "Dagge
                                                     "trained": sum(marks)}}) + "\n"] if any(marks) else []
     for step, (lab, (agreed, ok)) in enumerate(zip(labels, usable), 1):
         if agreed or not ok:
+            continue
+        went_on = take_over(step) if take_over is not None else None
+        if take_over is not None:
+            counts.continuations += went_on is not None
+            counts.continuations_diverged += went_on is None
+        if went_on is not None:
+            continued, decisions, trained, reached = went_on
+            lines.append(json.dumps({"messages": continued, "meta": {**base, "kind": "continuation", "step": step,
+                                                                "student_action": lab["student"],
+                                                                "decisions": decisions, "trained": trained,
+                                                                "expert_success": reached}}) + "\n")
             continue
         before = [{**m, "train": False} if m["role"] == "assistant" else m for m in lab["messages"]]
         lines.append(json.dumps({"messages": [*before, {"role": "assistant", "content": lab["label"]}],
