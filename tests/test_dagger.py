@@ -156,7 +156,7 @@ def test_a_continuation_is_the_expert_taking_over_from_the_state_on(pool, tmp_pa
     wrong = next(p for p in g.places if p not in (target, g.agent.location))
     said = [J("go_to", target), J("go_to", wrong), J("done")]
     cfg = data_config("action", "conversation", max_actions=12)
-    one = run_round([task], ScriptedBackend(said), tmp_path / "answer", cfg=cfg, seeds=[None])
+    run_round([task], ScriptedBackend(said), tmp_path / "answer", cfg=cfg, seeds=[None])
     counts = run_round([task], ScriptedBackend(said), tmp_path / "cont", cfg=cfg, seeds=[None],
                        branches="continuation", expert=Expert())
     read = lambda d: [json.loads(x) for x in (tmp_path / d / "sft.jsonl").read_text().splitlines()]
@@ -176,6 +176,20 @@ def test_a_continuation_is_the_expert_taking_over_from_the_state_on(pool, tmp_pa
         if ex["meta"]["expert_success"]:  # the expert reached the goal: its every answer is learnt
             assert all(trained(a) for a in answers[step - 1:])
             assert json.loads(answers[-1]["content"])["function_name"] == "done"
+
+
+def test_a_continuation_replays_a_dynamic_episode_to_the_same_state(pool, tmp_path):
+    """SCRIPTED student (a test double, not an LM) in paper-mode dynamic: the replay draws the same
+    moves, so every state the expert answers otherwise is reached again and continued."""
+    from lookplangraph.evaluation.runner import dynamic_moves
+
+    task = next(t for t in pool if dynamic_moves(t, 0))
+    g = task.graph
+    wrong = [p for p in g.places if p != g.agent.location][:2]
+    counts = run_round([task], ScriptedBackend([J("go_to", p) for p in wrong] + [J("done")]), tmp_path,
+                       cfg=data_config("action", "conversation", max_actions=12), seeds=[0],
+                       branches="continuation", expert=Expert())
+    assert counts.episodes == 1 and counts.continuations >= 1 and counts.continuations_diverged == 0
 
 
 def test_continuations_need_the_conversation_layout(pool, tmp_path):

@@ -429,8 +429,8 @@ def _dagger(args, root: Path, tasks: list) -> int:
           f"{counts.left_out_ungrounded} ungrounded labels left out); the student agreed with the expert on "
           f"{counts.agreed}; {counts.states_per_hour:.0f} states per hour")
     if counts.continuations or counts.continuations_diverged:
-        print(f"{counts.continuations} expert continuations written, {counts.continuations_diverged} left out "
-              f"(the replay did not reach the student's state)")
+        print(f"{counts.continuations} expert continuations written; {counts.continuations_diverged} states got the "
+              f"one-answer branch instead (the replay did not reach the student's state)")
     return EXIT_OK
 
 

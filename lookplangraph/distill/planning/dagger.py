@@ -225,9 +225,10 @@ def _grounded(text: str, messages: list[dict[str, Any]]) -> bool:
 
 def _take_over(task: Task, seed: int | None, cfg: PlannerConfig, labeller: Labeller, step: int):
     """The episode again with the student's first ``step - 1`` answers replayed and the expert's
-    own from ``step`` on (:class:`Takeover`): ``(chat, decisions, trained, reached_goal)``, the chat's answers
-    from ``step`` on trained where learnable (not a ``done()`` before the goal holds, naming only
-    what their prompt shows); None where the replay did not reach the state the student was in."""
+    own from ``step`` on (:class:`Takeover`): ``(chat, decisions, trained, reached_goal)``, the
+    chat's answers from ``step`` on trained where learnable (not a ``done()`` before the goal
+    holds, naming only what their prompt shows); None where the replay did not reach the state
+    the student was in."""
     env = make_env(task, seed)
     labeller.expert.begin_episode(task, env, "lookplangraph", cfg)
     lm = Takeover(labeller.name, [lab["text"] for lab in labeller.labels[:step - 1]], labeller.expert)
