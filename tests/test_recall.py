@@ -1,18 +1,38 @@
 """The view's recall (lookplangraph.agent.recall): which classes an instruction names, and the
-view that lists their unseen priors from other rooms only when asked; and the nodes' properties
-in the view, which tell such priors apart."""
+view that lists their unseen priors (and, with ``named-assets``, their assets) from other rooms
+only when asked; and the nodes' properties in the view, which tell such priors apart. The loop
+test uses ``Scripted``, a test double for an LM that replies with fixed texts."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
 from lookplangraph.agent.memory import MemoryGraph
-from lookplangraph.agent.recall import named_classes
-from lookplangraph.agent.view import names_in, render_view, view
+from lookplangraph.agent.recall import named_classes, recall_asset_classes, recall_classes
+from lookplangraph.agent.view import names_in, render_view, view, vocabulary
+from lookplangraph.evaluation.runner import make_env
+from lookplangraph.lm import Completion, Usage
 from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.planners.lookplangraph import run_episode
+from sgs.graph import Layer
+
+
+class Scripted:
+    """Test double for an LM: the given reply texts in order, each request's messages kept."""
+
+    name = "scripted"
+    constraints = frozenset()
+
+    def __init__(self, replies: list[str]):
+        self.replies, self.requests = list(replies), []
+
+    def complete(self, messages, **request):
+        self.requests.append(messages)
+        return Completion(text=self.replies.pop(0), usage=Usage(10, 2, 0), seconds=0.01)
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +97,58 @@ def test_recall_follows_the_adapter_unless_set(tmp_path):
     assert cfg.recall == "here" and notes == ["a.gguf was trained with recall = named; running it with here as set"]
     with pytest.raises(ValueError, match="recall"):
         PlannerConfig(recall="everywhere")
+
+
+def test_named_assets_lists_the_assets_the_instruction_names_in_other_rooms(office):
+    """``recall = named-assets``: Office-01 ("put it on Tom's desk", "the shelf in the printing
+    room") names the desk and shelf classes; the view lists those assets of other rooms with their
+    room (never those of the agent's own room, which it shows already), they become nameable, and
+    everything else is the ``named`` view's."""
+    task = office["office-01"]
+    memory = MemoryGraph(task.graph)
+    assert named_classes(task.instruction, task.graph, Layer.ASSET) == {"desk", "shelf"}
+    assert recall_classes("named-assets", task.instruction, task.graph) == recall_classes("named", task.instruction, task.graph)
+    assert recall_asset_classes("named", task.instruction, task.graph) == frozenset()
+    classes = recall_classes("named", task.instruction, task.graph)
+    named = view(memory, recall=classes)
+    assets = view(memory, recall=classes, asset_recall=recall_asset_classes("named-assets", task.instruction, task.graph))
+    assert {k: v for k, v in assets.items() if k != "named_assets"} == named
+    listed = {e["name"]: e["room"] for e in assets["named_assets"]}
+    assert listed["desk-5"] == "toms_office-1" and listed["shelf-1"] == "printing_room-1"
+    assert all(memory.graph.nodes[n].layer is Layer.ASSET and n.split("-")[0] in ("desk", "shelf") for n in listed)
+    assert "reception_desk-1" not in listed  # another class, in the agent's own room
+    assert "desk-5" in names_in(assets) and "desk-5" not in names_in(named)
+    typed = vocabulary(memory, v=assets)  # the typed vocabulary: a destination and a place to look
+    assert "desk-5" in typed["discover_objects"]["node"] and "desk-5" in typed["rearrange"]["destination"]
+    assert "desk-5" not in vocabulary(memory, v=named)["discover_objects"]["node"]
+    assert "Assets the instruction names, in other places: shelf-1 in printing_room-1;" in render_view(assets)
+    # in the desk's own room it is an asset here, not listed
+    moved = MemoryGraph(task.graph.evolve(agent=replace(task.graph.agent, location="toms_office-1")))
+    there = view(moved, recall=classes, asset_recall=recall_asset_classes("named-assets", task.instruction, task.graph))
+    assert "desk-5" in [e["name"] for e in there["assets"]] and "desk-5" not in [e["name"] for e in there["named_assets"]]
+
+
+def test_the_conversation_lists_named_assets_once_a_room_and_the_loop_accepts_them(office):
+    """In the conversation layout the list comes with each room entered for the first time (with
+    ``named`` it never does), and an answer naming a listed asset of another room is carried out
+    with a go_to inserted."""
+    task = office["office-01"]
+    first = json.dumps({"function_name": "discover_objects", "node": "desk-5", "relation": None, "destination": None})
+    done = json.dumps({"function_name": "done", "node": None, "relation": None, "destination": None})
+    out = {}
+    for recall in ("named", "named-assets"):
+        lm = Scripted([first, done, done, done])
+        records = []
+        run_episode(task, make_env(task, None), lm, PlannerConfig(prompt_layout="conversation", recall=recall,
+                                                                  reason_max_length=0, max_actions=3),
+                    on_step=records.append)
+        out[recall] = (lm.requests[0][-1]["content"], records[0], lm.requests[1][-1]["content"])
+    opening, record, then = out["named-assets"]
+    assert "The instruction names, in other rooms: shelf-1 in printing_room-1;" in opening
+    assert "desk-5 in toms_office-1" in opening
+    assert record.accepted and record.executed[:2] == ["go_to(toms_office-1)", "discover_objects(desk-5)"]
+    # the room entered for the first time lists them again, but for the desk now among its assets
+    assert "In toms_office-1." in then and "The instruction names, in other rooms: shelf-1 in printing_room-1;" in then
+    assert "desk-5 in toms_office-1" not in then and "Assets here: desk-5" in then
+    opening, record, _ = out["named"]
+    assert "The instruction names, in other rooms" not in opening and "desk-5" not in opening

@@ -19,7 +19,7 @@ from lookplangraph.agent.prompts import FEEDBACK
 from lookplangraph.agent.view import entry_line, places_line, render_search
 
 #: the view's sections of nodes, in the order the journal lists them
-SECTIONS = ("assets", "objects", "remembered", "elsewhere", "recalled")
+SECTIONS = ("assets", "objects", "remembered", "elsewhere", "recalled", "named_assets")
 
 
 class Journal:
@@ -66,7 +66,8 @@ class Journal:
                 self.rooms.add(room)
                 for key, title in (("assets", "Assets here"), ("objects", "Seen here"),
                                    ("remembered", "Remembered here, not seen yet"),
-                                   ("recalled", "The instruction names, remembered elsewhere")):
+                                   ("recalled", "The instruction names, remembered elsewhere"),
+                                   ("named_assets", "The instruction names, in other rooms")):
                     lines = [entries[e["name"]] for e in shown.get(key, ())]
                     if lines:
                         parts.append(f"{title}: " + "; ".join(lines) + ".")

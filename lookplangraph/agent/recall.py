@@ -9,6 +9,9 @@ may; discovering their holder confirms or removes them.
 
 * ``here`` (default): the paper's view.
 * ``named``: the paper's view and the recalled priors (:func:`named_classes`).
+* ``named-assets``: ``named``, and the assets (furniture, appliances) of the classes the
+  instruction names in other rooms, with their room ("couch-1 in living_room-1"): the map holds
+  them, and without them "put two cords on the couch" leaves the couch's room to be guessed.
 
 The modes are :data:`lookplangraph.planners.config.RECALL_MODES` (the planner's setting).
 
@@ -34,12 +37,12 @@ def spoken(text: str) -> str:
     return " " + " ".join(singular(w) for w in re.findall(r"[a-z0-9]+", text.lower())) + " "
 
 
-def named_classes(instruction: str, graph: SceneGraph) -> frozenset[str]:
-    """The classes (:func:`grasif.priors.normalise`) of ``graph``'s objects that ``instruction``
-    names (module doc)."""
+def named_classes(instruction: str, graph: SceneGraph, layer: Layer = Layer.OBJECT) -> frozenset[str]:
+    """The classes (:func:`grasif.priors.normalise`) of ``graph``'s objects (or nodes of another
+    ``layer``: ``Layer.ASSET``) that ``instruction`` names (module doc)."""
     text = spoken(instruction)
     out = set()
-    for name in graph.names(Layer.OBJECT):
+    for name in graph.names(layer):
         cls = normalise(node_class(name))
         if spoken(cls.replace("_", " ")) in text:
             out.add(cls)
@@ -49,9 +52,15 @@ def named_classes(instruction: str, graph: SceneGraph) -> frozenset[str]:
 def recall_classes(recall: str, instruction: str, graph: SceneGraph) -> frozenset[str]:
     """The classes the view recalls under the setting ``recall``: :func:`named_classes` for
     ``named``, none for ``here`` (and for ``auto`` not yet settled: the paper's view)."""
-    return named_classes(instruction, graph) if recall == "named" else frozenset()
+    return named_classes(instruction, graph) if recall in ("named", "named-assets") else frozenset()
+
+
+def recall_asset_classes(recall: str, instruction: str, graph: SceneGraph) -> frozenset[str]:
+    """The asset classes whose assets in other rooms the view lists under the setting ``recall``:
+    the named ones for ``named-assets``, none otherwise."""
+    return named_classes(instruction, graph, Layer.ASSET) if recall == "named-assets" else frozenset()
 
 
 def recalled(name: str, classes: frozenset[str]) -> bool:
-    """Whether an object ``name`` is of a class in ``classes`` (of :func:`named_classes`)."""
+    """Whether a node ``name`` is of a class in ``classes`` (of :func:`named_classes`)."""
     return bool(classes) and normalise(node_class(name)) in classes

@@ -4,7 +4,8 @@
 the agent (its place, what it holds), the assets of the agent's place with their states, the
 objects there split into *seen* ones and *unseen priors*, what is known elsewhere (discovered
 objects, interacted nodes) and, with ``recall`` (:mod:`lookplangraph.agent.recall`), the unseen
-priors of the classes the instruction names in other places; the loop adds the ``search`` key
+priors of the classes the instruction names in other places (and with ``asset_recall`` the assets of
+the classes it names there, key ``named_assets``); the loop adds the ``search`` key
 (:func:`lookplangraph.agent.search.search_entries`). Every node is shown with its properties, so
 "the red stapler" is decidable from the view alone.
 
@@ -44,14 +45,17 @@ def _where(graph: SceneGraph, name: str) -> tuple[str, str] | None:
     return edge[1].value, edge[0]
 
 
-def view(memory: MemoryGraph, style: str = "text", recall: frozenset[str] = frozenset()) -> dict:
+def view(memory: MemoryGraph, style: str = "text", recall: frozenset[str] = frozenset(),
+         asset_recall: frozenset[str] = frozenset()) -> dict:
     """The part of the memory graph shown to the LM, as plain data (see module doc). ``recall``:
     object classes whose unseen priors elsewhere are shown too (key ``recalled``, present only
-    when ``recall`` is not empty, so a view without it is what it always was)."""
+    when ``recall`` is not empty, so a view without it is what it always was). ``asset_recall``:
+    asset classes whose assets in other places are shown too (key ``named_assets``, present only
+    when ``asset_recall`` is not empty; :func:`lookplangraph.agent.recall.recall_asset_classes`)."""
     g = memory.graph
     here = g.agent.location
     everywhere = style == "full"
-    assets, seen, priors, elsewhere, recalls = [], [], [], [], []
+    assets, seen, priors, elsewhere, recalls, named = [], [], [], [], [], []
     for name, node in g.nodes.items():
         if node.layer is Layer.PLACE or name == g.agent.holding:
             continue
@@ -78,6 +82,9 @@ def view(memory: MemoryGraph, style: str = "text", recall: frozenset[str] = froz
         elif name in memory.unseen and recalled(name, recall):
             entry["room"] = place
             recalls.append(entry)
+        elif node.layer is Layer.ASSET and recalled(name, asset_recall):
+            entry["room"] = place
+            named.append(entry)
     out = {
         "places": g.places,
         "place_properties": {p: list(g.nodes[p].properties) for p in g.places if g.nodes[p].properties},
@@ -89,6 +96,8 @@ def view(memory: MemoryGraph, style: str = "text", recall: frozenset[str] = froz
     }
     if recall:
         out["recalled"] = recalls
+    if asset_recall:
+        out["named_assets"] = named
     return out
 
 
@@ -103,7 +112,7 @@ def names_in(v: dict) -> list[str]:
     names = list(v["places"])
     if v["agent"]["holding"]:
         names.append(v["agent"]["holding"])
-    for key in ("assets", "objects", "remembered", "elsewhere", "recalled"):
+    for key in ("assets", "objects", "remembered", "elsewhere", "recalled", "named_assets"):
         names += [e["name"] for e in v.get(key, ())]
     names += [c["name"] for e in v.get("search", ()) for c in e["candidates"] if c["name"] not in names]
     return names
@@ -147,6 +156,7 @@ def render_view(v: dict, style: str = "text") -> str:
          else "Objects remembered, not seen yet (they may have moved)"),
         ("elsewhere", "Known in other places"),
         ("recalled", "Objects the instruction names, remembered in other places (they may have moved)"),
+        ("named_assets", "Assets the instruction names, in other places"),
     )
     for key, title in sections:
         if v.get(key):
@@ -187,7 +197,8 @@ def vocabulary(memory: MemoryGraph, style: str = "text", v: dict | None = None) 
     g = memory.graph
     v = view(memory, style) if v is None else v
     here, held = v["agent"]["room"], v["agent"]["holding"]
-    entries = [e["name"] for key in ("assets", "objects", "remembered", "elsewhere") for e in v[key]]
+    entries = [e["name"] for key in ("assets", "objects", "remembered", "elsewhere", "named_assets")
+               for e in v.get(key, ())]
     seen = [e["name"] for key in ("objects", "elsewhere") for e in v[key] if g.nodes[e["name"]].layer is Layer.OBJECT]
     holders = entries + ([held] if held else [])
     out: dict[str, dict[str, list[str]]] = {}

@@ -252,8 +252,9 @@ def _teacher_flags(p) -> None:
     """``--recall`` and ``--expert``, the same on ``distill data`` and ``distill dagger``: the view
     the examples' prompts show and the teacher that labels them."""
     p.add_argument("--recall", choices=RECALL_MODES, default="here",
-                   help="the view's recall: here (default, the paper's: unseen priors of the agent's room only) or "
-                        "named (also those of the classes the instruction names, wherever they are remembered)")
+                   help="the view's recall: here (default, the paper's: unseen priors of the agent's room only), "
+                        "named (also those of the classes the instruction names, wherever they are remembered) or "
+                        "named-assets (named, and the assets of the classes the instruction names, in other rooms)")
     p.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
                    help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
                         "to what the planner's view shows: its choices are learnable from the prompt) or "

@@ -31,8 +31,9 @@ from lookplangraph.lm.base import AdapterError
 from lookplangraph.lm.embedded import registered_settings
 
 #: The view's recall of unseen priors (:mod:`lookplangraph.agent.recall`): the agent's room only
-#: (the paper's), or also those of the classes the instruction names, from anywhere.
-RECALL_MODES = ("here", "named")
+#: (the paper's), or also those of the classes the instruction names, from anywhere; with
+#: ``named-assets`` also the assets of the classes it names, in other rooms.
+RECALL_MODES = ("here", "named", "named-assets")
 
 
 #: the most actions one LookPlanGraph answer may hold (``PlannerConfig.actions_per_answer``)
@@ -197,8 +198,9 @@ class PlannerConfig:
                                           "one chat: each answer an assistant turn, what happened the next user turn)",
                                  choices=("auto", *PROMPT_LAYOUTS))
     recall: str = setting("auto", "LookPlanGraph's view of unseen priors: auto (the LM adapter's own, else here), "
-                                  "here (the paper's: only those in the agent's room) or named (also those of the "
-                                  "classes the instruction names, in other rooms)", choices=("auto", *RECALL_MODES))
+                                  "here (the paper's: only those in the agent's room), named (also those of the "
+                                  "classes the instruction names, in other rooms) or named-assets (named, and the "
+                                  "assets of the classes the instruction names, in other rooms)", choices=("auto", *RECALL_MODES))
     demonstrations: int = setting(0, "LookPlanGraph: the k train-pool expert trajectories most like the task "
                                      "(BM25), written before it in the system message (0: none)")
     demonstration_file: str | None = setting(None, "demonstrations to retrieve from (default: the shipped "

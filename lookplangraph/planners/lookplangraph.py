@@ -44,7 +44,7 @@ from lookplangraph.agent.journal import Journal
 from lookplangraph.agent.situation import held_put, situation
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
-from lookplangraph.agent.recall import recall_classes
+from lookplangraph.agent.recall import recall_asset_classes, recall_classes
 from lookplangraph.agent.search import search_entries
 from lookplangraph.agent.view import inapplicable, names_in, render_view, view, vocabulary
 from lookplangraph.planners.config import PlannerConfig
@@ -71,6 +71,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     memory = MemoryGraph(task.graph, priors=cfg.priors)
     cfg, _ = cfg.settled(getattr(lm, "adapter", None))  # "auto": the prompt the LM's adapter was trained with
     recall = recall_classes(cfg.recall, task.instruction, memory.graph)
+    named_assets = recall_asset_classes(cfg.recall, task.instruction, memory.graph)
     static = system_prompt(cfg.system_prompt)
     if cfg.demonstrations > 0:
         static += "\n\n" + task_demonstrations(task, cfg.demonstrations, cfg.demonstration_file,
@@ -132,7 +133,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
 
     def current_view() -> dict:
         """The memory's view (the prompt text and the names come from it) with the search line."""
-        shown = view(memory, cfg.graph_style, recall)
+        shown = view(memory, cfg.graph_style, recall, named_assets)
         if cfg.search_hint and memory.missing:
             shown["search"] = search_entries(memory.graph, memory.missing, task.instruction)
         return shown
