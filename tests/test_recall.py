@@ -1,7 +1,7 @@
 """The view's recall (lookplangraph.agent.recall): which classes an instruction names, and the
 view that lists their unseen priors (and, with ``named-assets``, their assets) from other rooms
 only when asked; and the nodes' properties in the view, which tell such priors apart. The loop
-test uses ``Scripted``, a test double for an LM that replies with fixed texts."""
+test uses ``ScriptedBackend``, a test double for an LM that replies with fixed texts."""
 
 from __future__ import annotations
 
@@ -15,24 +15,10 @@ from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.recall import named_classes, recall_asset_classes, recall_classes
 from lookplangraph.agent.view import names_in, render_view, view, vocabulary
 from lookplangraph.evaluation.runner import make_env
-from lookplangraph.lm import Completion, Usage
+from lookplangraph.lm import ScriptedBackend
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
 from sgs.graph import Layer
-
-
-class Scripted:
-    """Test double for an LM: the given reply texts in order, each request's messages kept."""
-
-    name = "scripted"
-    constraints = frozenset()
-
-    def __init__(self, replies: list[str]):
-        self.replies, self.requests = list(replies), []
-
-    def complete(self, messages, **request):
-        self.requests.append(messages)
-        return Completion(text=self.replies.pop(0), usage=Usage(10, 2, 0), seconds=0.01)
 
 
 @pytest.fixture(scope="module")
@@ -130,25 +116,28 @@ def test_named_assets_lists_the_assets_the_instruction_names_in_other_rooms(offi
 
 def test_the_conversation_lists_named_assets_once_a_room_and_the_loop_accepts_them(office):
     """In the conversation layout the list comes with each room entered for the first time (with
-    ``named`` it never does), and an answer naming a listed asset of another room is carried out
-    with a go_to inserted."""
+    ``named`` it never does), a listed asset of another room is a name the answer's schema allows
+    (with ``named`` it is not), and an answer naming it is carried out with a go_to inserted."""
     task = office["office-01"]
     first = json.dumps({"function_name": "discover_objects", "node": "desk-5", "relation": None, "destination": None})
     done = json.dumps({"function_name": "done", "node": None, "relation": None, "destination": None})
     out = {}
     for recall in ("named", "named-assets"):
-        lm = Scripted([first, done, done, done])
+        lm = ScriptedBackend([first, done])
         records = []
         run_episode(task, make_env(task, None), lm, PlannerConfig(prompt_layout="conversation", recall=recall,
                                                                   reason_max_length=0, max_actions=3),
                     on_step=records.append)
-        out[recall] = (lm.requests[0][-1]["content"], records[0], lm.requests[1][-1]["content"])
-    opening, record, then = out["named-assets"]
+        out[recall] = (lm.requests[0]["messages"][-1]["content"], records[0], lm.requests[1]["messages"][-1]["content"],
+                       json.dumps(lm.requests[0]["schema"]))
+    opening, record, then, schema = out["named-assets"]
+    assert '"desk-5"' in schema
     assert "The instruction names, in other rooms: shelf-1 in printing_room-1;" in opening
     assert "desk-5 in toms_office-1" in opening
     assert record.accepted and record.executed[:2] == ["go_to(toms_office-1)", "discover_objects(desk-5)"]
     # the room entered for the first time lists them again, but for the desk now among its assets
     assert "In toms_office-1." in then and "The instruction names, in other rooms: shelf-1 in printing_room-1;" in then
     assert "desk-5 in toms_office-1" not in then and "Assets here: desk-5" in then
-    opening, record, _ = out["named"]
+    opening, record, _, schema = out["named"]
     assert "The instruction names, in other rooms" not in opening and "desk-5" not in opening
+    assert '"desk-5"' not in schema
