@@ -50,8 +50,9 @@ def named_classes(instruction: str, graph: SceneGraph, layer: Layer = Layer.OBJE
 
 
 def recall_classes(recall: str, instruction: str, graph: SceneGraph) -> frozenset[str]:
-    """The classes the view recalls under the setting ``recall``: :func:`named_classes` for
-    ``named``, none for ``here`` (and for ``auto`` not yet settled: the paper's view)."""
+    """The object classes the view recalls under the setting ``recall``: :func:`named_classes` for
+    ``named`` and ``named-assets``, none for ``here`` (and for ``auto`` not yet settled: the
+    paper's view)."""
     return named_classes(instruction, graph) if recall in ("named", "named-assets") else frozenset()
 
 
