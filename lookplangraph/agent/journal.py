@@ -16,10 +16,7 @@ Concept and an example: ``docs/concepts/loop.md#the-journal-layout``.
 from __future__ import annotations
 
 from lookplangraph.agent.prompts import FEEDBACK
-from lookplangraph.agent.view import entry_line, places_line, render_search
-
-#: the view's sections of nodes, in the order the journal lists them
-SECTIONS = ("assets", "objects", "remembered", "elsewhere", "recalled", "named_assets")
+from lookplangraph.agent.view import NODE_SECTIONS, entry_line, places_line, render_search
 
 
 class Journal:
@@ -52,7 +49,7 @@ class Journal:
             self.text += "\n" + places_line(shown)
         parts: list[str] = []
         room, holding = shown["agent"]["room"], shown["agent"]["holding"]
-        nodes = [e for key in SECTIONS for e in shown.get(key, ())]
+        nodes = [e for key in NODE_SECTIONS for e in shown.get(key, ())]
         entries = {e["name"]: entry_line(e) for e in nodes}
         # what a node is like, whichever room the agent is in (a line of another room adds "in room")
         ident = {e["name"]: entry_line({k: v for k, v in e.items() if k != "room"}) for e in nodes}

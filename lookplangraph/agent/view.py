@@ -30,6 +30,9 @@ from lookplangraph.agent.recall import recalled
 
 STYLES = ("text", "json", "full")
 
+#: the view's sections of nodes, in order: the keys :func:`names_in` reads and the journal lists
+NODE_SECTIONS = ("assets", "objects", "remembered", "elsewhere", "recalled", "named_assets")
+
 
 def _states(graph: SceneGraph, name: str, inspected: bool = True) -> list[str]:
     out = list(graph.nodes[name].states or ())
@@ -112,7 +115,7 @@ def names_in(v: dict) -> list[str]:
     names = list(v["places"])
     if v["agent"]["holding"]:
         names.append(v["agent"]["holding"])
-    for key in ("assets", "objects", "remembered", "elsewhere", "recalled", "named_assets"):
+    for key in NODE_SECTIONS:
         names += [e["name"] for e in v.get(key, ())]
     names += [c["name"] for e in v.get("search", ()) for c in e["candidates"] if c["name"] not in names]
     return names

@@ -200,7 +200,8 @@ class PlannerConfig:
     recall: str = setting("auto", "LookPlanGraph's view of unseen priors: auto (the LM adapter's own, else here), "
                                   "here (the paper's: only those in the agent's room), named (also those of the "
                                   "classes the instruction names, in other rooms) or named-assets (named, and the "
-                                  "assets of the classes the instruction names, in other rooms)", choices=("auto", *RECALL_MODES))
+                                  "assets of the classes the instruction names, in other rooms)",
+                          choices=("auto", *RECALL_MODES))
     demonstrations: int = setting(0, "LookPlanGraph: the k train-pool expert trajectories most like the task "
                                      "(BM25), written before it in the system message (0: none)")
     demonstration_file: str | None = setting(None, "demonstrations to retrieve from (default: the shipped "
