@@ -109,6 +109,22 @@ def test_with_recall_named_the_view_shows_the_named_class_from_anywhere_and_the_
     assert here.actions[0] == "go_to(toms_office-1)" and len(result.actions) < len(here.actions)
 
 
+def test_with_recall_named_assets_the_view_search_names_a_named_asset_of_another_room_at_once(office):
+    """office-27 wants the markers on the whiteboard of meeting room 2: with ``recall = named``
+    the prompt shows no whiteboard from the supply room, so the teacher takes a marker and walks;
+    with ``named-assets`` the prompt lists whiteboard-2 and its room, and the teacher answers the
+    rearrange itself (the rules insert the walk); both reach the goal."""
+    task = next(t for t in office if t.id == "office-27")
+    named, _, _ = expert_episode(task, None, PlannerConfig(max_actions=60, recall="named"), Expert(search="view"))
+    assets, examples, _ = expert_episode(task, None, PlannerConfig(max_actions=60, recall="named-assets"),
+                                         Expert(search="view"))
+    assert named.success and assets.success
+    assert named.actions[2:4] == ["pick_up(marker-2)", "go_to(meeting_room-2)"]
+    assert assets.actions[2] == "rearrange(marker-2, ontop, whiteboard-2)"
+    assert len(assets.actions) < len(named.actions)
+    assert "whiteboard-2" in examples[0][0][-1]["content"]  # the name the teacher uses is in the prompt
+
+
 def test_a_persons_room_is_named_by_the_persons_name(office):
     rooms, _ = _hints("Peter left his watch on his desk; bring Anna's mug to Tom.", office[0].graph)
     assert rooms == {"peters_office-1", "annas_office-1", "toms_office-1"}

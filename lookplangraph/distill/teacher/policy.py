@@ -26,7 +26,7 @@ from sgs.actions import Action, make, parse_action, parse_plan
 from sgs.graph import Layer, SceneGraph, node_class
 from sgs.simulator import check, run_plan
 
-from lookplangraph.agent.recall import recall_classes, spoken
+from lookplangraph.agent.recall import recall_asset_classes, recall_classes, recalled, spoken
 from lookplangraph.agent.search import instruction_hints
 from lookplangraph.distill.teacher.search import SEARCHES, Search
 from lookplangraph.evaluation.injection import rearrange_opens
@@ -81,7 +81,10 @@ class Policy(Search):
         self.hints = instruction_hints(task.instruction, task.graph)  # the rooms and asset classes the instruction names
         self.told = _told_apart(task.instruction, task.graph)  # objects the instruction picks out by a property
         # the classes whose remembered places the view recalls from anywhere (planner setting recall = named)
-        self.recall = recall_classes(getattr(config, "recall", "here"), task.instruction, task.graph)
+        recall = getattr(config, "recall", "here")
+        self.recall = recall_classes(recall, task.instruction, task.graph)
+        # the asset classes whose assets in other rooms the view lists too (recall = named-assets)
+        self.asset_recall = recall_asset_classes(recall, task.instruction, task.graph)
         self.refused: set[tuple[Any, str]] = set()
         self.last: tuple[Any, str] | None = None
         self.failures_seen = _failures(env)  # low-level failures so far (sim_adapters.failures)
@@ -146,9 +149,14 @@ class Policy(Search):
 
     def _visible(self, g: SceneGraph, name: str) -> bool:
         """Whether the planner's view shows ``name`` (:mod:`lookplangraph.agent.view`): a room,
-        what is in the agent's room, an object it has seen, a node an accepted answer named."""
-        return (name not in g.nodes or g.nodes[name].layer is Layer.PLACE or g.place_of(name) == g.agent.location
-                or name in self.known or (g.nodes[name].layer is Layer.OBJECT and self.seen(g, name)))
+        what is in the agent's room, an object it has seen, a node an accepted answer named, an
+        asset of a class the instruction names (``recall = named-assets``: listed from anywhere)."""
+        if name not in g.nodes:
+            return True
+        layer = g.nodes[name].layer
+        return (layer is Layer.PLACE or g.place_of(name) == g.agent.location or name in self.known
+                or (layer is Layer.OBJECT and self.seen(g, name))
+                or (layer is Layer.ASSET and recalled(name, self.asset_recall)))
 
     def _ok(self, g: SceneGraph, key, action: Action) -> bool:
         """``action`` is feasible as written, changes the graph and was not refused here."""
