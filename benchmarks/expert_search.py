@@ -10,6 +10,7 @@ instruction's hints); ``expert-oracle`` is the older room-by-room search.
     .venv/bin/python benchmarks/expert_search.py runs/expert_search
     .venv/bin/python benchmarks/expert_search.py runs/expert_search --limits 12,20,30 --seed 1
     .venv/bin/python benchmarks/expert_search.py runs/expert_recall --experts expert-view --recall named
+    .venv/bin/python benchmarks/expert_search.py runs/expert_assets --experts expert-view --recall named-assets
 
 Writes ``OUT/expert_search.csv`` and ``OUT/expert_search.md``; each cell's episodes are in
 ``OUT/<expert>_<mode>_a<limit>_<set>/`` (``lookplangraph eval``'s files; resumable).
@@ -29,7 +30,7 @@ from grasif import dataset, heldout  # noqa: E402
 from lookplangraph.distill.teacher.expert import Expert  # noqa: E402
 from lookplangraph.distill.teacher.search import SEARCHES  # noqa: E402
 from lookplangraph.evaluation.runner import evaluate  # noqa: E402
-from lookplangraph.planners.config import PlannerConfig  # noqa: E402
+from lookplangraph.planners.config import RECALL_MODES, PlannerConfig  # noqa: E402
 
 MODES = ("static", "paper", "anywhere")
 
@@ -48,9 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the dynamic-mode seed (default 0)")
     ap.add_argument("--experts", default=",".join(SEARCHES), help=f"default {','.join(SEARCHES)}")
     ap.add_argument("--modes", default=",".join(MODES), help=f"default {','.join(MODES)}")
-    ap.add_argument("--recall", default="here", choices=("here", "named"),
+    ap.add_argument("--recall", default="here", choices=RECALL_MODES,
                     help="the planner's recall setting the expert plays under (default here; named: the view also "
-                         "recalls the instruction's classes from other rooms, which expert-view then uses)")
+                         "recalls the instruction's classes from other rooms, named-assets: and their assets there; "
+                         "expert-view uses what the view shows)")
     args = ap.parse_args(argv)
     limits = [int(x) for x in args.limits.split(",")]
     sets = task_sets(args.data_dir or dataset.default_data_dir())
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in args.modes.split(","):
             for limit in limits:
                 for name, tasks in sets.items():
-                    label = spec if args.recall == "here" else f"{spec}+recall-named"
+                    label = spec if args.recall == "here" else f"{spec}+recall-{args.recall}"
                     out = args.out / f"{label}_{mode}_a{limit}_{name.replace('+', '')}"
                     results = evaluate(tasks, partial(Expert, search=SEARCHES[spec]),
                                        PlannerConfig(max_actions=limit, recall=args.recall),
