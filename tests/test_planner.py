@@ -10,7 +10,7 @@ import pytest
 
 from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task, load_task
-from lookplangraph.lm import ScriptedBackend
+from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
@@ -119,6 +119,24 @@ def test_action_limit_ends_the_episode():
     task = kitchen_task()
     result, _ = episode(task, [J("go_to", "kitchen-1"), J("go_to", "bedroom-1")] * 5, max_actions=3, refuse_cycles=False)
     assert result.termination == "max_actions" and len(result.actions) == 3
+
+
+class OverflowingBackend(ScriptedBackend):
+    """SCRIPTED replies, not an LM, whose third call finds the prompt too long for its context."""
+
+    def complete(self, messages, **kw):
+        if self.calls == 2:
+            raise ContextOverflow("scripted: Requested tokens (4293) exceed context window of 4096")
+        return super().complete(messages, **kw)
+
+
+def test_a_prompt_the_context_cannot_hold_ends_the_episode_and_what_was_done_is_judged():
+    task = kitchen_task()
+    lm = OverflowingBackend([J("go_to", "kitchen-1"), J("go_to", "bedroom-1"), J("done")])
+    result = run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(prompt_layout="conversation"))
+    assert result.termination == result.failure == "context_overflow"
+    assert result.actions == ["go_to(kitchen-1)", "go_to(bedroom-1)"] and result.lm_calls == 2
+    assert not result.success and result.goal_not_met
 
 
 def test_memory_discover_replaces_priors_and_keeps_what_was_seen():

@@ -53,7 +53,7 @@ class EpisodeResult:
     task_id: str
     split: str
     lm: str
-    termination: str  # done | unresolved | max_actions
+    termination: str  # done | unresolved | max_actions (| context_overflow, round_limit ...: planners' own ends)
     success: bool
     success_changed_only: bool  # goal units met, side effects not counted
     precision: float

@@ -13,8 +13,10 @@ otherwise its primitive steps run in the environment and the memory graph mirror
 scene, only the memory graph; an action refused in a memory state is not decoded again in it.
 
 The episode ends on ``done``, after ``max_unresolved`` unresolved answers (in ``none`` mode,
-infeasible actions) in a row, :data:`MAX_FAILURES_IN_ROW` low-level failures in a row, or
-``max_actions`` accepted actions. Correction modes, the rules beyond the paper's (grounding
+infeasible actions) in a row, :data:`MAX_FAILURES_IN_ROW` low-level failures in a row,
+``max_actions`` accepted actions, or when a decision's prompt does not fit the LM's context
+(``context_overflow``, also the result's ``failure``: a long episode in the conversation layout on
+a small ``n_ctx``; what was done before it stands and is judged). Correction modes, the rules beyond the paper's (grounding
 check, close_opened, search hint), exclusions, cycles, reasons on demand, answers of several
 actions and the ablations:
 ``docs/concepts/loop.md``; low-level failures: ``docs/guides/failures.md``; retrieved
@@ -50,6 +52,7 @@ from lookplangraph.agent.view import inapplicable, names_in, render_view, view, 
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
 from lookplangraph.agent.prompts import dynamic_prompt, system_prompt
+from lookplangraph.lm import ContextOverflow
 
 
 def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
@@ -158,9 +161,13 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         else:
             dynamic = dynamic_prompt(task.instruction, render_view(shown, cfg.graph_style), history, feedback,
                                      cfg.prompt_layout)
-        reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
-                       reason_max_length=cfg.reason_max_length, actions=cfg.actions_per_answer)
-        said = explain(lm, static, dynamic, reply.action) if cfg.explain and reply.action and not reply.reason else None
+        try:
+            reply = decide(lm, static, dynamic, names, excluded, reason_first=cfg.reason_first,
+                           reason_max_length=cfg.reason_max_length, actions=cfg.actions_per_answer)
+            said = explain(lm, static, dynamic, reply.action) if cfg.explain and reply.action and not reply.reason else None
+        except ContextOverflow:  # a property of this prompt: the episode ends, the evaluation goes on
+            termination = "context_overflow"
+            break
         if on_reply is not None:  # with the reason asked for, so that a trial's operator sees it
             on_reply(replace(reply, reason=said.reason) if said is not None else reply, memory)
         answer = [reply.action, *reply.then]
@@ -200,7 +207,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     infeasible = [f"{r.proposed}: {r.infeasible}" for r in records if r.infeasible]
     return episode_result(task, env, lm, cfg, records, initial=initial_true, t0=t0, termination=termination,
                           augmentation=perceive.mode, actions=[r.proposed for r in records if r.accepted],
-                          executed=[step for r in records for step in r.executed], infeasible=infeasible)
+                          executed=[step for r in records for step in r.executed], infeasible=infeasible,
+                          failure="context_overflow" if termination == "context_overflow" else None)
 
 
 @lru_cache(maxsize=2)
