@@ -26,7 +26,7 @@ from lookplangraph.agent.prompts import PROMPT_LAYOUTS, SYSTEM_PROMPTS, dynamic_
 gguf = pytest.importorskip("gguf")
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "qwen2.5-coder-1.5b"
-DEFAULT = embedded.default_adapter(MODEL)  # the one adapter the package ships
+DEFAULT = embedded.default_adapter(MODEL)  # the planner's default, shipped (so is the Cypher agent's)
 SHIPPED = ROOT / "lookplangraph" / "lm" / "adapters" / f"{DEFAULT}.gguf"
 
 
@@ -158,18 +158,43 @@ def shipped_record(name: str):
     return info, json.loads(info.metadata["lookplangraph.training"])
 
 
-def test_the_registry_ships_the_default_alone_and_names_a_card_and_a_source_for_every_adapter():
+def test_the_registry_ships_each_jobs_default_alone_and_names_a_card_and_a_source_for_every_adapter():
     registry = json.loads(embedded.REGISTRY_FILE.read_text())
     entries = registry["adapters"]
     assert registry["default"] == {MODEL: DEFAULT} and DEFAULT in embedded.ADAPTERS[MODEL]
-    assert [e["name"] for e in entries if e["shipped"]] == [DEFAULT]
+    cypher = embedded.default_adapter(MODEL, "cypher")
+    assert cypher == registry.get("cypher_default", {}).get(MODEL, DEFAULT) and cypher in embedded.ADAPTERS[MODEL]
+    shipped = embedded.shipped_adapters(MODEL)
+    assert shipped[0] == DEFAULT and set(shipped) == {DEFAULT, cypher}
+    assert sorted(e["name"] for e in entries if e["shipped"]) == sorted(shipped)
     in_package = sorted(p.name for p in embedded.REGISTRY_FILE.parent.glob("*.gguf"))
-    assert in_package == [f"{DEFAULT}.gguf"], "the package ships the default adapter only"
+    assert in_package == sorted(f"{n}.gguf" for n in shipped), "the package ships the jobs' default adapters only"
     assert embedded.ADAPTERS[MODEL][DEFAULT].path() == SHIPPED
+    assert embedded.default_lm("cypher") == f"llamacpp:{MODEL}+{cypher}" and embedded.default_lm() == f"llamacpp:{MODEL}+{DEFAULT}"
+    with pytest.raises(ValueError, match="unknown job 'planning'; one of planner, cypher"):
+        embedded.default_adapter(MODEL, "planning")
     for e in entries:
         assert (ROOT / e["card"]).is_file(), e["card"]
         assert e["trained_from"] is None or e["trained_from"] in embedded.ADAPTERS[e["model"]], e
         assert e["shipped"] or len(e.get("commit", "")) == 40, f"{e['name']}: no commit to restore it from"
+
+
+def test_a_jobs_default_is_the_planners_unless_the_registry_names_another(tmp_path):
+    doc = json.loads(embedded.REGISTRY_FILE.read_text())
+    doc.pop("cypher_default", None)
+    (tmp_path / "same.json").write_text(json.dumps(doc))
+    _, defaults = embedded._load_registry(tmp_path / "same.json")
+    assert defaults["cypher"] == defaults["planner"] == doc["default"]
+    other = next(e["name"] for e in doc["adapters"] if e["name"] != doc["default"][MODEL])
+    (tmp_path / "other.json").write_text(json.dumps(doc | {"cypher_default": {MODEL: other}}))
+    _, defaults = embedded._load_registry(tmp_path / "other.json")
+    assert defaults == {"planner": doc["default"], "cypher": {MODEL: other}}
+
+
+def test_the_cypher_commands_default_to_the_cypher_agents_adapter():
+    from lookplangraph.cypher import commands
+
+    assert commands.DEFAULT_LM == embedded.default_lm("cypher")
 
 
 def test_an_adapter_that_is_not_shipped_says_how_to_restore_it_and_resolves_once_restored():
@@ -197,17 +222,26 @@ def test_an_adapter_that_is_not_shipped_says_how_to_restore_it_and_resolves_once
         target.unlink()
 
 
-def test_the_default_adapter_records_its_start_and_runs_in_its_own_view():
-    info, training = shipped_record(DEFAULT)
+@pytest.mark.parametrize("job", embedded.JOBS)
+def test_the_default_adapter_records_its_start_and_runs_in_its_own_view(job):
+    name = embedded.default_adapter(MODEL, job)
+    info, training = shipped_record(name)
     defaulted = {"lookplangraph.recall", "lookplangraph.cypher_classes_at",  # absent: here, schema, 1
                  "lookplangraph.actions_per_answer"}
     assert set(info.metadata) <= set(META_KEYS) and set(META_KEYS) - set(info.metadata) <= defaulted
     assert training["device"] and training["steps"] > 0 and training["examples"] > 0
     start = json.loads(embedded.REGISTRY_FILE.read_text())
-    start = next(e for e in start["adapters"] if e["name"] == DEFAULT)["trained_from"]
-    assert training["init_adapter_sha256"] == embedded.ADAPTERS[MODEL][start].sha256
+    start = next(e for e in start["adapters"] if e["name"] == name)["trained_from"]
+    # an adapter trained in stages records them, first to last, each starting from the one before
+    stages = training.get("lineage") or [training]
+    assert stages[0]["init_adapter_sha256"] == embedded.ADAPTERS[MODEL][start].sha256
+    assert all(b["init_adapter_sha256"] == a["adapter_gguf_sha256"] for a, b in zip(stages, stages[1:]))
+    assert stages[-1]["adapter_gguf_sha256"] == training["adapter_gguf_sha256"]
+    assert stages[-1]["init_adapter_sha256"] == training["init_adapter_sha256"]
     cfg, notes = PlannerConfig().settled(info)
-    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == (*own_settings(info)[:3], [])
+    prompt, layout, recall, _ = own_settings(info)
+    recall = embedded.ADAPTERS[MODEL][name].run.get("recall", recall)  # the registry's choice, else its own
+    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == (prompt, layout, recall, [])
 
 
 def test_auto_prompt_settings_follow_the_adapter_and_an_explicit_other_prompt_is_noted(tmp_path):
@@ -389,14 +423,15 @@ def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_ot
     assert DEFAULT_LM == f"llamacpp:{MODEL}+{DEFAULT}" and BASE_LM == f"llamacpp:{MODEL}"
     s = load_settings(None, {})
     prompt, _, recall, _ = own_settings(read_adapter(SHIPPED))
+    recall = embedded.ADAPTERS[MODEL][DEFAULT].run.get("recall", recall)  # the registry's choice, else its own
     assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, prompt, recall)
     assert load_settings(None, {"planner": "react"}).lm == BASE_LM
     assert load_settings(None, {"planner": "react", "lm": DEFAULT_LM}).lm == DEFAULT_LM
-    # the Cypher agent asks and is evaluated with the same adapter; its mistakes are recorded on the base
+    # the Cypher agent asks and is evaluated with its own job's adapter; its mistakes are recorded on the base
     from lookplangraph.cypher import commands as cypher_commands
     from lookplangraph.distill.cypher import commands as cypher_data_commands
 
-    assert (cypher_commands.DEFAULT_LM, cypher_data_commands.MISTAKES_LM) == (DEFAULT_LM, BASE_LM)
+    assert (cypher_commands.DEFAULT_LM, cypher_data_commands.MISTAKES_LM) == (embedded.default_lm("cypher"), BASE_LM)
 
 
 def test_every_command_that_plans_defaults_to_the_default_model_and_adapter():
@@ -418,10 +453,13 @@ def test_every_command_that_plans_defaults_to_the_default_model_and_adapter():
     # recover from are recorded on it; a replay's reasons come from the run's own LM
     base = {"reproduce", "cypher-mistakes"}
     own = {"explain"}
-    assert {"trial", "ask", "cypher-eval"} <= set(lm_help)
+    cypher = {"ask", "cypher-eval"}  # the Cypher agent's job has a default adapter of its own
+    assert {"trial"} | cypher <= set(lm_help)
     for command, text in lm_help.items():
         if command in base:
             assert BASE_LM in text, (command, text)
+        elif command in cypher:
+            assert embedded.default_lm("cypher") in text, (command, text)
         elif command not in own and "default" in text:
             assert DEFAULT_LM in text or BASE_LM not in text.replace(DEFAULT_LM, ""), (command, text)
     assert DEFAULT_LM in lm_help["trial"]

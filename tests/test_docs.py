@@ -174,8 +174,11 @@ def test_the_built_adapter_table_is_the_registry(site):
     want = []
     for e in doc["adapters"]:
         shipped = "yes" if e["shipped"] else "no: restored on demand"
+        cypher = doc.get("cypher_default", {}).get(e["model"])
         if doc["default"].get(e["model"]) == e["name"]:
-            shipped += " (the default)"
+            shipped += " (the planner's default)" if cypher and cypher != e["name"] else " (the default)"
+        elif cypher == e["name"]:
+            shipped += " (the Cypher agent's default)"
         want.append([e["name"], shipped, e["trained_from"] or "the base", e["data"], e["device"], e["sha256"][:12] + "…"])
     assert cells == want
     for e, link in zip(doc["adapters"], links):

@@ -31,9 +31,9 @@ from lookplangraph.lm.cache import CachedBackend
 from lookplangraph.lm.embedded import default_lm, registered_settings
 from lookplangraph.lm.specs import spec_adapter, with_native_log
 
-#: the agent's LM for ``ask`` and ``cypher-eval``: the embedded default, the adapter trained on
-#: planning and on the agent's own turns (:func:`lookplangraph.lm.embedded.default_lm`)
-DEFAULT_LM = default_lm()
+#: the agent's LM for ``ask`` and ``cypher-eval``: the embedded model with the adapter the registry
+#: chose for the Cypher agent, trained on its turns beside planning (:func:`lookplangraph.lm.embedded.default_lm`)
+DEFAULT_LM = default_lm("cypher")
 #: worked examples in a question's prompt for ``ask`` and ``cypher-eval`` (:mod:`.examples`; the
 #: library's ``AgentConfig`` has none, as the training data's prompts have none)
 WORKED_EXAMPLES = 2

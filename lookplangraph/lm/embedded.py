@@ -89,8 +89,13 @@ DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 
 
 #: The adapter registry: every adapter trained for an embedded model, which one is each model's
-#: default and which are shipped in this package (``lookplangraph/lm/adapters/registry.json``).
+#: default for each job and which are shipped in this package (``lookplangraph/lm/adapters/registry.json``).
 REGISTRY_FILE = Path(__file__).parent / "adapters" / "registry.json"
+#: The jobs an embedded model's default adapter is chosen for, each on its own measurements: the
+#: LookPlanGraph planner (``run``, ``eval``, ``trial``) and the Cypher agent (``ask``,
+#: ``cypher-eval``). The registry's ``default`` names the planner's; its ``cypher_default`` the
+#: Cypher agent's, where that is another adapter (absent: the same).
+JOBS = ("planner", "cypher")
 
 
 @dataclass(frozen=True)
@@ -129,32 +134,42 @@ class AdapterSpec:
             if self.shipped:
                 raise ModelError(f"the adapter {self.model}+{self.name} is not installed ({where[0]} is missing); "
                                  "reinstall the package")
+            shipped = ", ".join(f"{self.model}+{n}" for n in shipped_adapters(self.model))
             raise ModelError(f"the adapter {self.model}+{self.name} is not shipped in this package (it ships "
-                             f"{self.model}+{default_adapter(self.model)}); restore it with: {self.restore_command()}; "
+                             f"{shipped}); restore it with: {self.restore_command()}; "
                              f"its model card: docs/models/{self.name}.md")
         if sha256_file(path) != self.sha256:
             raise ModelError(f"{path} is not the adapter {self.model}+{self.name} (SHA-256 differs)")
         return path
 
 
-def _load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, AdapterSpec]], dict[str, str]]:
+def _load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, AdapterSpec]], dict[str, dict[str, str]]]:
     doc = json.loads(path.read_text())
     adapters: dict[str, dict[str, AdapterSpec]] = {}
     for e in doc["adapters"]:
         adapters.setdefault(e["model"], {})[e["name"]] = AdapterSpec(
             e["name"], e["model"], e["file"], e["sha256"], e["shipped"], e.get("commit"), dict(e.get("run", {})),
             e.get("bytes"), dict(e.get("cypher", {})))
-    return adapters, dict(doc["default"])
+    planner = dict(doc["default"])
+    return adapters, {"planner": planner, "cypher": planner | dict(doc.get("cypher_default", {}))}
 
 
 #: Adapters of the embedded models, ``{model: {name: spec}}``, shipped or not (:data:`REGISTRY_FILE`;
-#: ``lookplangraph distill train`` makes them).
+#: ``lookplangraph distill train`` makes them); and each job's default adapter, ``{job: {model: name}}``.
 ADAPTERS, DEFAULT_ADAPTERS = _load_registry()
 
 
-def default_adapter(model: str = DEFAULT_MODEL) -> str | None:
-    """The name of ``model``'s default adapter (the one this package ships), None if it has none."""
-    return DEFAULT_ADAPTERS.get(model)
+def default_adapter(model: str = DEFAULT_MODEL, job: str = "planner") -> str | None:
+    """The name of ``model``'s default adapter for ``job`` (one of :data:`JOBS`; shipped in this
+    package), None if it has none."""
+    if job not in JOBS:
+        raise ValueError(f"unknown job {job!r}; one of {', '.join(JOBS)}")
+    return DEFAULT_ADAPTERS[job].get(model)
+
+
+def shipped_adapters(model: str = DEFAULT_MODEL) -> list[str]:
+    """The adapters of ``model`` this package ships: its jobs' defaults, the planner's first."""
+    return list(dict.fromkeys(n for job in JOBS if (n := default_adapter(model, job))))
 
 
 def registered_settings(path: str | os.PathLike | None, kind: str = "run") -> dict[str, Any]:
@@ -184,9 +199,10 @@ def registered_settings(path: str | os.PathLike | None, kind: str = "run") -> di
 _HASHES: dict[tuple[str, int, int], str] = {}
 
 
-def default_lm() -> str:
-    """The backend spec of the embedded default: the default model with its default adapter."""
-    adapter = default_adapter(DEFAULT_MODEL)
+def default_lm(job: str = "planner") -> str:
+    """The backend spec of the embedded default for ``job`` (:data:`JOBS`): the default model with
+    that job's default adapter."""
+    adapter = default_adapter(DEFAULT_MODEL, job)
     return f"llamacpp:{DEFAULT_MODEL}" + (f"+{adapter}" if adapter else "")
 
 

@@ -206,6 +206,8 @@ class LlamaCppBackend:
     Prompt cache: llama-cpp-python keeps the tokens of the previous call in its KV cache and only
     evaluates the part of the new prompt after the longest common token prefix. ``cached_tokens``
     reports that prefix: the tokens held before the call compared with the new prompt's tokens.
+    ``n_ctx`` defaults to 8192: in the conversation layout a LookPlanGraph decision's prompt is the
+    episode's whole chat so far, and a long office episode outgrows 4096.
     ``n_threads`` (also used for prompt processing) defaults to :func:`default_threads`: the CPUs
     not already busy. llama.cpp threads spin at barriers, so on an oversubscribed machine
     asking for more threads than idle CPUs is several times slower, not faster.
@@ -235,7 +237,7 @@ class LlamaCppBackend:
     :class:`ImageError`. Image embeddings take context: use ``n_ctx`` >= 4096.
     """
 
-    def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 4096, n_threads: int | None = None,
+    def __init__(self, model: str | os.PathLike = "qwen2.5-coder-1.5b", n_ctx: int = 8192, n_threads: int | None = None,
                  seed: int = 0, temperature: float = 0.0, max_tokens: int = 200, verbose: bool = False, mmproj: str | os.PathLike | None = None,
                  chat_handler: str | None = None, max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
                  extra_buffers: bool | None = None, jump_forward: bool = True,

@@ -43,7 +43,8 @@ META_KEYS = {
                                         "(planners.config actions_per_answer; absent: 1)",
     "lookplangraph.cypher_classes_at": "where the Cypher examples' system prompts list the scene's classes "
                                        "(cypher.agent.CLASSES_AT; absent: schema)",
-    "lookplangraph.training": "the training record (train.json) as JSON",
+    "lookplangraph.training": "the training record (train.json) as JSON; an adapter trained in stages adds "
+                              "\"lineage\": each stage's data, start, steps and adapter, first to last",
 }
 
 _MAGIC = b"GGUF"
