@@ -183,11 +183,11 @@ def test_a_jobs_default_is_the_planners_unless_the_registry_names_another(tmp_pa
     doc = json.loads(embedded.REGISTRY_FILE.read_text())
     doc.pop("cypher_default", None)
     (tmp_path / "same.json").write_text(json.dumps(doc))
-    _, defaults = embedded._load_registry(tmp_path / "same.json")
+    _, defaults = embedded.load_registry(tmp_path / "same.json")
     assert defaults["cypher"] == defaults["planner"] == doc["default"]
     other = next(e["name"] for e in doc["adapters"] if e["name"] != doc["default"][MODEL])
     (tmp_path / "other.json").write_text(json.dumps(doc | {"cypher_default": {MODEL: other}}))
-    _, defaults = embedded._load_registry(tmp_path / "other.json")
+    _, defaults = embedded.load_registry(tmp_path / "other.json")
     assert defaults == {"planner": doc["default"], "cypher": {MODEL: other}}
 
 

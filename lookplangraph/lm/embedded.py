@@ -143,7 +143,10 @@ class AdapterSpec:
         return path
 
 
-def _load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, AdapterSpec]], dict[str, dict[str, str]]]:
+def load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, AdapterSpec]], dict[str, dict[str, str]]]:
+    """The adapters of a registry file, ``{model: {name: spec}}``, and each job's default adapter,
+    ``{job: {model: name}}`` (:data:`JOBS`; the Cypher agent's is the planner's where
+    ``cypher_default`` does not name another)."""
     doc = json.loads(path.read_text())
     adapters: dict[str, dict[str, AdapterSpec]] = {}
     for e in doc["adapters"]:
@@ -156,7 +159,7 @@ def _load_registry(path: Path = REGISTRY_FILE) -> tuple[dict[str, dict[str, Adap
 
 #: Adapters of the embedded models, ``{model: {name: spec}}``, shipped or not (:data:`REGISTRY_FILE`;
 #: ``lookplangraph distill train`` makes them); and each job's default adapter, ``{job: {model: name}}``.
-ADAPTERS, DEFAULT_ADAPTERS = _load_registry()
+ADAPTERS, DEFAULT_ADAPTERS = load_registry()
 
 
 def default_adapter(model: str = DEFAULT_MODEL, job: str = "planner") -> str | None:
