@@ -30,6 +30,11 @@ DEFAULT = embedded.default_adapter(MODEL)  # the planner's default, shipped (so 
 SHIPPED = ROOT / "lookplangraph" / "lm" / "adapters" / f"{DEFAULT}.gguf"
 
 
+def run_recall(name: str, info) -> str:
+    """The view's recall a run of adapter ``name`` takes: the registry's choice, else its own."""
+    return embedded.ADAPTERS[MODEL][name].run.get("recall", own_settings(info)[2])
+
+
 def own_settings(info) -> tuple[str, str, str, str]:
     """What an adapter records it was trained with: system prompt, layout, recall, answer format."""
     m = info.metadata
@@ -239,9 +244,8 @@ def test_the_default_adapter_records_its_start_and_runs_in_its_own_view(job):
     assert stages[-1]["adapter_gguf_sha256"] == training["adapter_gguf_sha256"]
     assert stages[-1]["init_adapter_sha256"] == training["init_adapter_sha256"]
     cfg, notes = PlannerConfig().settled(info)
-    prompt, layout, recall, _ = own_settings(info)
-    recall = embedded.ADAPTERS[MODEL][name].run.get("recall", recall)  # the registry's choice, else its own
-    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == (prompt, layout, recall, [])
+    prompt, layout, _, _ = own_settings(info)
+    assert (cfg.system_prompt, cfg.prompt_layout, cfg.recall, notes) == (prompt, layout, run_recall(name, info), [])
 
 
 def test_auto_prompt_settings_follow_the_adapter_and_an_explicit_other_prompt_is_noted(tmp_path):
@@ -422,9 +426,9 @@ def test_the_default_lm_is_the_adapter_for_lookplangraph_and_the_base_for_the_ot
 
     assert DEFAULT_LM == f"llamacpp:{MODEL}+{DEFAULT}" and BASE_LM == f"llamacpp:{MODEL}"
     s = load_settings(None, {})
-    prompt, _, recall, _ = own_settings(read_adapter(SHIPPED))
-    recall = embedded.ADAPTERS[MODEL][DEFAULT].run.get("recall", recall)  # the registry's choice, else its own
-    assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, prompt, recall)
+    shipped = read_adapter(SHIPPED)
+    prompt = own_settings(shipped)[0]
+    assert (s.lm, s.config.system_prompt, s.config.recall) == (DEFAULT_LM, prompt, run_recall(DEFAULT, shipped))
     assert load_settings(None, {"planner": "react"}).lm == BASE_LM
     assert load_settings(None, {"planner": "react", "lm": DEFAULT_LM}).lm == DEFAULT_LM
     # the Cypher agent asks and is evaluated with its own job's adapter; its mistakes are recorded on the base

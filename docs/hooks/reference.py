@@ -218,21 +218,23 @@ def adapter_table(page_dir: str = "models") -> str:
             target = posixpath.relpath(card.removeprefix("docs/"), page_dir or ".")
             name = f"[{name}]({target})"
         shipped = "**yes**" if e["shipped"] else "no: restored on demand"
-        shipped += default_flag(doc, e)
+        shipped += default_flag(e["model"], e["name"])
         source = f"`{e['trained_from']}`" if e.get("trained_from") else "the base"
         lines.append(f"| {name} | {shipped} | {source} | {_escape(e['data'])} | {_escape(e['device'])} | "
                      f"`{e['sha256'][:12]}…` |")
     return "\n".join(lines)
 
 
-def default_flag(registry: dict, entry: dict) -> str:
-    """What the adapter ``entry`` is the default of, as the adapter table says it: the planner's
-    (``default``: "the default") and the Cypher agent's (``cypher_default``, where another)."""
-    planner = registry["default"].get(entry["model"])
-    cypher = registry.get("cypher_default", {}).get(entry["model"], planner)
-    if entry["name"] == planner:
+def default_flag(model: str, name: str) -> str:
+    """What adapter ``name`` of ``model`` is the default of, as the adapter table says it: the
+    planner's ("the default" when it serves the Cypher agent too) and the Cypher agent's
+    (:func:`lookplangraph.lm.embedded.default_adapter` of each job)."""
+    from lookplangraph.lm.embedded import default_adapter
+
+    planner, cypher = default_adapter(model), default_adapter(model, "cypher")
+    if name == planner:
         return " (the default)" if cypher == planner else " (the planner's default)"
-    return " (the Cypher agent's default)" if entry["name"] == cypher else ""
+    return " (the Cypher agent's default)" if name == cypher else ""
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 - MkDocs hook signature
