@@ -240,7 +240,9 @@ def test_the_default_adapter_records_its_start_and_runs_in_its_own_view(job):
     # an adapter trained in stages records them, first to last, each starting from the one before
     stages = training.get("lineage") or [training]
     assert stages[0]["init_adapter_sha256"] == embedded.ADAPTERS[MODEL][start].sha256
-    assert all(b["init_adapter_sha256"] == a["adapter_gguf_sha256"] for a, b in zip(stages, stages[1:]))
+    # (a stage that started from a stamped release names the file as its training wrote it too)
+    assert all(b.get("init_trained_as_sha256", b["init_adapter_sha256"]) == a["adapter_gguf_sha256"]
+               for a, b in zip(stages, stages[1:]))
     assert stages[-1]["adapter_gguf_sha256"] == training["adapter_gguf_sha256"]
     assert stages[-1]["init_adapter_sha256"] == training["init_adapter_sha256"]
     cfg, notes = PlannerConfig().settled(info)
@@ -528,3 +530,20 @@ def test_the_registry_chooses_the_cypher_layout_of_an_adapter_before_its_record(
     for specs in embedded.ADAPTERS.values():  # every entry's Cypher choices are settings of the agent
         for entry in specs.values():
             assert set(entry.cypher) <= {"classes_at"}, entry.name
+
+
+def test_distill_stamp_puts_a_runs_record_into_a_copy_of_its_adapter_and_refuses_a_record_of_another(tmp_path, capsys):
+    from lookplangraph.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    adapter = write_adapter(run / "adapter.gguf")
+    record = {"steps": 3, "adapter_gguf_sha256": sha(adapter), "data_sha256": "d" * 64}
+    (run / "train.json").write_text(json.dumps(record))
+    assert main(["distill", "stamp", "--run", str(run), "--out", str(tmp_path / "v1.gguf")]) == 0
+    stamped = read_adapter(tmp_path / "v1.gguf")
+    assert json.loads(stamped.metadata["lookplangraph.training"]) == record
+    assert stamped.pairs == read_adapter(adapter).pairs
+    (run / "train.json").write_text(json.dumps({**record, "adapter_gguf_sha256": "0" * 64}))
+    assert main(["distill", "stamp", "--run", str(run), "--out", str(tmp_path / "v2.gguf")]) == 2
+    assert "different training calls" in capsys.readouterr().err and not (tmp_path / "v2.gguf").exists()

@@ -203,6 +203,14 @@ def add_parsers(sub) -> None:
     m.add_argument("--type", default="q8_0", choices=["q4_k_m", "q5_k_m", "q6_k", "q8_0", "f16"],
                    help="quantization of the merged model (default q8_0; q4_k_m, the embedded base's, can lose a "
                         "LoRA's update, whose steps are finer than its rounding: see docs/guides/distillation.md)")
+    st = add_command(dsub, "stamp", help="a run's adapter with its training record, for a release or a later stage",
+                     description="Write RUN/adapter.gguf to OUT with RUN/train.json as its training record "
+                                 "(lookplangraph.training), the tensors unchanged; refused when the record names "
+                                 "another adapter. A run started from a stamped adapter records the start's lineage "
+                                 "and its own stage (docs/guides/distillation.md).",
+                     examples=["lookplangraph distill stamp --run runs/lpg_v7 --out lookplangraph/lm/adapters/lpg-v7.gguf"])
+    st.add_argument("--run", required=True, metavar="DIR", help="the --out of a finished distill train call")
+    st.add_argument("--out", required=True, metavar="FILE", help="the stamped GGUF LoRA to write")
     mx = add_command(dsub, "mix", help="one training set from several: planning data, DAgger rounds, Cypher data",
                      description="Take a seeded sample (or all) of each source's examples and write one sft.jsonl "
                                  "and counts.json that distill train reads: planning sources (distill data, distill "
@@ -309,7 +317,7 @@ def cmd_distill(args) -> int:
     """Distillation: training data from the expert (distill.planning.trajectories: ``distill data``,
     ``distill validate``), LoRA training and export (training: ``distill train``, ``distill
     export``), and checked chunks for carrying files to a GPU machine (``distill split``, ``distill join``)."""
-    if args.distill_command in ("train", "export", "merge", "split", "join", "mix"):
+    if args.distill_command in ("train", "export", "merge", "split", "join", "mix", "stamp"):
         return _distill_training(args)
     from grasif import dataset
     from grasif.heldout import in_train_pool, kept_out_tasks
@@ -522,6 +530,16 @@ def _distill_training(args) -> int:
         return EXIT_OK
     if args.distill_command == "mix":
         return _mix(args)
+    if args.distill_command == "stamp":
+        from lookplangraph.distill.training.sft import TrainError, stamp_run
+        from lookplangraph.lm.lora import AdapterError
+
+        try:
+            path = stamp_run(args.run, args.out)
+        except (TrainError, AdapterError) as exc:
+            raise UsageError(str(exc)) from None
+        print(f"{path}: {args.run}/adapter.gguf with its training record (lookplangraph.training)")
+        return EXIT_OK
     if args.distill_command == "join":
         try:
             path = chunks.join_file(args.manifest, args.out)
