@@ -28,7 +28,7 @@ from lookplangraph.lm import LMError, make_backend  # noqa: E402
 from lookplangraph.lm.embedded import sha256_file  # noqa: E402
 from lookplangraph.lm.llamacpp import load_llama  # noqa: E402
 from lookplangraph.lm.lora import read_adapter, read_header  # noqa: E402
-from lookplangraph.distill.training import answer_logits, gguf_lora, sft  # noqa: E402
+from lookplangraph.distill.training import answer_logits, gguf_lora, lineage, sft  # noqa: E402
 
 LAYERS, HIDDEN = 2, 64
 
@@ -475,12 +475,12 @@ def test_a_stamped_run_carries_its_record_and_a_run_from_it_records_each_stage(t
     that goes on with ``start_step`` replaces its start's stage rather than following it."""
     out, _, _ = trained
     first = json.loads((out / "train.json").read_text())
-    stamped = sft.stamp_run(out, tmp_path / "v1.gguf")
+    stamped = lineage.stamp_run(out, tmp_path / "v1.gguf")
     record = json.loads(read_adapter(stamped).metadata["lookplangraph.training"])
     assert record == first
     tensors = [(h.tensors, h.path.read_bytes()[h.data_start:]) for h in map(read_header, (stamped, out / "adapter.gguf"))]
     assert tensors[0] == tensors[1]
-    assert sft.init_record(out / "adapter.gguf") is None  # a run's own file carries no record
+    assert lineage.init_record(out / "adapter.gguf") is None  # a run's own file carries no record
 
     config = {**CONFIG, "learning_rate": 1e-6}
     second = tmp_path / "second"
@@ -493,26 +493,26 @@ def test_a_stamped_run_carries_its_record_and_a_run_from_it_records_each_stage(t
     assert [s["adapter_gguf_sha256"] for s in stages] == [first["adapter_gguf_sha256"], record["adapter_gguf_sha256"]]
     assert stages[0]["data"] == first["data"] and stages[0]["steps"] == 20 and stages[1]["steps"] == 1
     third = tmp_path / "third"
-    sft.train(data, tiny_base, third, sft.TrainConfig(max_steps=1, init_adapter=str(sft.stamp_run(second, tmp_path / "v2.gguf")),
+    sft.train(data, tiny_base, third, sft.TrainConfig(max_steps=1, init_adapter=str(lineage.stamp_run(second, tmp_path / "v2.gguf")),
                                                        **config), log=lambda _: None)
     stages = json.loads((third / "train.json").read_text())["lineage"]
     assert len(stages) == 3 and stages[:2] == record["lineage"]
     assert all(b.get("init_trained_as_sha256", b["init_adapter_sha256"]) == a["adapter_gguf_sha256"]
                for a, b in zip(stages, stages[1:]))
     # going on with the start's own data from a step of it: its stage is replaced, not followed
-    assert sft.lineage(record, {"data_sha256": first["data_sha256"]}, start_step=1) == [
+    assert lineage.lineage(record, {"data_sha256": first["data_sha256"]}, start_step=1) == [
         record["lineage"][0], {"data_sha256": first["data_sha256"]}]
-    assert len(sft.lineage(record, {"data_sha256": "other"}, start_step=1)) == 3
+    assert len(lineage.lineage(record, {"data_sha256": "other"}, start_step=1)) == 3
 
     (tmp_path / "moved").mkdir()
     for name in ("train.json", "adapter.gguf"):
         (tmp_path / "moved" / name).write_bytes((second if name == "train.json" else out).joinpath(name).read_bytes())
-    with pytest.raises(sft.TrainError, match="different training calls"):
-        sft.stamp_run(tmp_path / "moved", tmp_path / "x.gguf")
-    with pytest.raises(sft.TrainError, match="another file"):
-        sft.stamp_run(second, second / "adapter.gguf")
-    with pytest.raises(sft.TrainError, match="has no adapter.gguf"):
-        sft.stamp_run(tmp_path / "third" / "adapter", tmp_path / "x.gguf")
+    with pytest.raises(lineage.RecordError, match="different training calls"):
+        lineage.stamp_run(tmp_path / "moved", tmp_path / "x.gguf")
+    with pytest.raises(lineage.RecordError, match="another file"):
+        lineage.stamp_run(second, second / "adapter.gguf")
+    with pytest.raises(lineage.RecordError, match="has no adapter.gguf"):
+        lineage.stamp_run(tmp_path / "third" / "adapter", tmp_path / "x.gguf")
     assert not (tmp_path / "x.gguf").exists()
 
 

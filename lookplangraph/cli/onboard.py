@@ -531,12 +531,12 @@ def _distill_training(args) -> int:
     if args.distill_command == "mix":
         return _mix(args)
     if args.distill_command == "stamp":
-        from lookplangraph.distill.training.sft import TrainError, stamp_run
+        from lookplangraph.distill.training.lineage import RecordError, stamp_run
         from lookplangraph.lm.lora import AdapterError
 
         try:
             path = stamp_run(args.run, args.out)
-        except (TrainError, AdapterError) as exc:
+        except (RecordError, AdapterError) as exc:
             raise UsageError(str(exc)) from None
         print(f"{path}: {args.run}/adapter.gguf with its training record (lookplangraph.training)")
         return EXIT_OK

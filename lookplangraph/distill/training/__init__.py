@@ -6,6 +6,8 @@
 * :mod:`.gguf_lora`: the PEFT adapter as a GGUF LoRA that llama.cpp applies to the unchanged
   base (``--lm llamacpp:BASE+ADAPTER``), and such a file read back to train on from it
   (``distill train --init-adapter``);
+* :mod:`.lineage`: a run's record stamped into a copy of its adapter (``distill stamp``), and
+  the stages of an adapter trained from such a copy;
 * :mod:`.merge`: an adapter merged into its base's weights and quantized again;
 * :mod:`.mix`: one training set from several (planning data, DAgger rounds, Cypher data) in
   chosen amounts (``lookplangraph distill mix``);

@@ -19,7 +19,7 @@ into ``OUT/``:
 * ``train.json``: the configuration, the base and data SHA-256, example, decision and token counts
   (with this call's tokens trained and tokens/s), the final loss, the torch/transformers/peft versions and the device;
   a run started from an adapter that carries a training record (a released one) adds ``lineage``,
-  the start's stages and its own (:func:`lineage`), so a release stamped from it
+  the start's stages and its own (:mod:`.lineage`), so a release stamped from it
   (``distill stamp``) says every stage it was trained in.
 
 The heavy dependencies (``torch``, ``transformers``, ``peft``, ``gguf``, ``accelerate``) are the
@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 from lookplangraph.cypher.agent import classes_layout
 from lookplangraph.distill.training.answer_logits import answer_loss, with_answer_positions
 from lookplangraph.distill.training.gguf_lora import ExportError, export_lora, load_lora
+from lookplangraph.distill.training.lineage import RecordError, carry_lineage, init_record
 from lookplangraph.lm.cpu_features import cpu_has_native_bfloat16
 from lookplangraph.lm.embedded import sha256_file
 from lookplangraph.lm.lora import read_adapter, stamp_adapter, training_metadata
@@ -283,69 +284,6 @@ def start_mismatch(adapter: str | os.PathLike, wanted: dict[str, str]) -> list[s
         if str(was) != str(now):
             out.append(f"the start adapter was trained with {key} {was}, these examples have {now}")
     return out
-
-
-#: The keys of a training record that make one stage of an adapter's lineage.
-STAGE_KEYS = ("data_sha256", "init_adapter_sha256", "steps", "max_steps", "adapter_gguf_sha256", "device")
-
-
-def stage_entry(record: dict[str, Any], data: str) -> dict[str, Any]:
-    """One stage of a lineage from a run's training record (``train.json``): its data (``data``:
-    where it was read from, as given), its start and the adapter it wrote."""
-    stage = {"stage": Path(str(data)).name or str(data), "data": str(data)}
-    stage.update({k: record[k] for k in STAGE_KEYS if k in record})
-    if "init_trained_as_sha256" in record:
-        stage["init_trained_as_sha256"] = record["init_trained_as_sha256"]
-    return stage
-
-
-def lineage(start: dict[str, Any], this_stage: dict[str, Any], start_step: int = 0) -> list[dict[str, Any]]:
-    """The stages of an adapter trained from another that carries a training record (``start``,
-    the ``lookplangraph.training`` of the start file), first to last: the start's own ``lineage``
-    (or the start as one stage), then ``this_stage``. With ``start_step`` the run goes on with the
-    start's own stage (same data), which it then replaces rather than follows."""
-    earlier = list(start.get("lineage") or [stage_entry(start, start.get("data") or "unrecorded")])
-    if start_step and earlier and earlier[-1].get("data_sha256") == this_stage.get("data_sha256"):
-        earlier = earlier[:-1]
-    return earlier + [this_stage]
-
-
-def init_record(adapter: str | os.PathLike) -> dict[str, Any] | None:
-    """The training record an adapter file carries (``lookplangraph.training``, which a release
-    stamps into it), None for a file without one (such as a run's own ``adapter.gguf``)."""
-    text = read_adapter(adapter).metadata.get("lookplangraph.training")
-    if not text:
-        return None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrainError(f"{adapter}: its training record is not JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise TrainError(f"{adapter}: its training record is not a JSON object")
-    return record
-
-
-def stamp_run(run: str | os.PathLike, dst: str | os.PathLike) -> Path:
-    """Write a run's ``adapter.gguf`` to ``dst`` with its ``train.json`` as the file's training
-    record (``lookplangraph.training``): the tensors unchanged, for a release or a start that
-    carries its lineage on. Refused (:class:`TrainError`) when the record is not that adapter's
-    (its ``adapter_gguf_sha256`` names another file: a later call of the run wrote one of them)."""
-    run = Path(run)
-    adapter, record_path = run / "adapter.gguf", run / "train.json"
-    for f in (adapter, record_path):
-        if not f.is_file():
-            raise TrainError(f"{run} has no {f.name}: stamp a directory that a finished training call wrote")
-    try:
-        record = json.loads(record_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise TrainError(f"{record_path} is not JSON ({exc})") from None
-    have = sha256_file(adapter)
-    if not isinstance(record, dict) or record.get("adapter_gguf_sha256") != have:
-        raise TrainError(f"{record_path} records another adapter than {adapter} (SHA-256 {have[:16]}...): "
-                         "the two come from different training calls")
-    if Path(dst).resolve() == adapter.resolve():
-        raise TrainError(f"write the stamped adapter to another file than {adapter}, whose SHA-256 the record names")
-    return stamp_adapter(adapter, dst, {"lookplangraph.training": json.dumps(record, sort_keys=True)}).path
 
 
 def with_system(messages: list[dict[str, str]], system: str | None) -> list[dict[str, str]]:
@@ -628,7 +566,10 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                                            cpu_has_native_bfloat16())
     dtype = getattr(torch, dtype_name)
     # the start's training record, when it carries one (a released adapter): the lineage goes on from it
-    started = init_record(config.init_adapter) if config.init_adapter is not None else None
+    try:
+        started = init_record(config.init_adapter) if config.init_adapter is not None else None
+    except RecordError as exc:
+        raise TrainError(str(exc)) from None
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -838,9 +779,6 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
               "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
               "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     if started is not None:
-        as_trained = started.get("adapter_gguf_sha256")
-        if as_trained and as_trained != record["init_adapter_sha256"]:
-            record["init_trained_as_sha256"] = as_trained  # the start is a stamped copy of that file's tensors
-        record["lineage"] = lineage(started, stage_entry(record, str(data)), config.start_step)
+        record = carry_lineage(record, started, str(data), config.start_step)
     (out / "train.json").write_text(json.dumps(record, indent=1))
     return report
