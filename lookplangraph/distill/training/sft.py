@@ -768,7 +768,8 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
                          left_out_too_long=too_long, answer_tokens=answer_tokens, prompt_tokens=prompt_tokens,
                          final_loss=losses[-1][1] if losses else getattr(result, "training_loss", None), seconds=seconds,
                          stopped_by_time=stopped["by_time"], adapter_gguf=exported.path, skipped_steps=skipped)
-    record = {**settings, "data": str(data), "dtype_used": dtype_name, "steps": report.steps, "max_steps": int(trainer.state.max_steps),
+    record = {**settings, "data": str(data), "dtype_used": dtype_name, "steps": report.steps,
+              "max_steps": int(trainer.state.max_steps),
               "examples": report.examples, "decisions": decisions, "sequences": len(rows), "left_out_too_long": too_long,
               "tokens_seen_this_call": tokens_seen,
               "tokens_per_second_this_call": round(tokens_seen / seconds, 2) if seconds > 0 else None,
