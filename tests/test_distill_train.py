@@ -467,7 +467,6 @@ def test_a_run_starts_from_a_gguf_adapter_exactly_and_refuses_one_that_does_not_
                                                                      **{**CONFIG, "rank": 8}), log=lambda _: None)
 
 
-
 def test_a_stamped_run_carries_its_record_and_a_run_from_it_records_each_stage(trained, tiny_base, data, tmp_path):
     """``distill stamp``: a run's adapter with its ``train.json`` inside, the tensors unchanged; a
     run started from such a file records the start's stages and its own (``lineage``), each

@@ -315,8 +315,8 @@ def cmd_expert_proof(args) -> int:
 
 def cmd_distill(args) -> int:
     """Distillation: training data from the expert (distill.planning.trajectories: ``distill data``,
-    ``distill validate``), LoRA training and export (training: ``distill train``, ``distill
-    export``), and checked chunks for carrying files to a GPU machine (``distill split``, ``distill join``)."""
+    ``distill validate``), LoRA training, export and release (training: ``distill train``, ``distill
+    export``, ``distill stamp``), and checked chunks for carrying files to a GPU machine (``distill split``, ``distill join``)."""
     if args.distill_command in ("train", "export", "merge", "split", "join", "mix", "stamp"):
         return _distill_training(args)
     from grasif import dataset

@@ -26,18 +26,16 @@ class RecordError(ValueError):
     """A training record that cannot be read or does not belong to the adapter beside it."""
 
 
-#: The keys of a training record that make one stage of an adapter's lineage.
-STAGE_KEYS = ("data_sha256", "init_adapter_sha256", "steps", "max_steps", "adapter_gguf_sha256", "device")
+#: The keys of a training record that make one stage of an adapter's lineage (those it has).
+STAGE_KEYS = ("data", "data_sha256", "init_adapter_sha256", "init_trained_as_sha256", "steps", "max_steps",
+              "adapter_gguf_sha256", "device")
 
 
-def stage_entry(record: dict[str, Any], data: str) -> dict[str, Any]:
-    """One stage of a lineage from a run's training record (``train.json``): its data (``data``:
-    where it was read from, as given), its start and the adapter it wrote."""
-    stage = {"stage": Path(str(data)).name or str(data), "data": str(data)}
-    stage.update({k: record[k] for k in STAGE_KEYS if k in record})
-    if "init_trained_as_sha256" in record:
-        stage["init_trained_as_sha256"] = record["init_trained_as_sha256"]
-    return stage
+def stage_entry(record: dict[str, Any]) -> dict[str, Any]:
+    """One stage of a lineage from a run's training record (``train.json``): its data (where it was
+    read from, as given; a record without one is ``unrecorded``), its start and the adapter it wrote."""
+    data = str(record.get("data") or "unrecorded")
+    return {"stage": Path(data).name or data, **{k: record[k] for k in STAGE_KEYS if k in record}, "data": data}
 
 
 def lineage(start: dict[str, Any], this_stage: dict[str, Any], start_step: int = 0) -> list[dict[str, Any]]:
@@ -45,13 +43,13 @@ def lineage(start: dict[str, Any], this_stage: dict[str, Any], start_step: int =
     the ``lookplangraph.training`` of the start file), first to last: the start's own ``lineage``
     (or the start as one stage), then ``this_stage``. With ``start_step`` the run goes on with the
     start's own stage (same data), which it then replaces rather than follows."""
-    earlier = list(start.get("lineage") or [stage_entry(start, start.get("data") or "unrecorded")])
+    earlier = list(start.get("lineage") or [stage_entry(start)])
     if start_step and earlier and earlier[-1].get("data_sha256") == this_stage.get("data_sha256"):
         earlier = earlier[:-1]
     return earlier + [this_stage]
 
 
-def carry_lineage(record: dict[str, Any], start: dict[str, Any], data: str, start_step: int = 0) -> dict[str, Any]:
+def carry_lineage(record: dict[str, Any], start: dict[str, Any], start_step: int = 0) -> dict[str, Any]:
     """A run's ``record`` (its ``train.json``, whose ``init_adapter_sha256`` is the start file's)
     with the lineage of its start carried on: ``init_trained_as_sha256`` when the start file is a
     stamped copy (its record names the file its training wrote), and ``lineage`` (:func:`lineage`)."""
@@ -59,7 +57,7 @@ def carry_lineage(record: dict[str, Any], start: dict[str, Any], data: str, star
     as_trained = start.get("adapter_gguf_sha256")
     if as_trained and as_trained != record.get("init_adapter_sha256"):
         record["init_trained_as_sha256"] = as_trained
-    record["lineage"] = lineage(start, stage_entry(record, data), start_step)
+    record["lineage"] = lineage(start, stage_entry(record), start_step)
     return record
 
 

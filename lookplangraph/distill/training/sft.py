@@ -780,6 +780,6 @@ def train(data: str | os.PathLike, base_gguf: str | os.PathLike, out: str | os.P
               "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
               "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
     if started is not None:
-        record = carry_lineage(record, started, str(data), config.start_step)
+        record = carry_lineage(record, started, config.start_step)
     (out / "train.json").write_text(json.dumps(record, indent=1))
     return report
