@@ -10,7 +10,7 @@ import pytest
 
 from lookplangraph.cypher.agent import AgentConfig, CypherAgent
 from lookplangraph.cypher.answers import answer_schema
-from lookplangraph.cypher.row_answers import answer_outside_rows, narrowed_answer, row_values
+from lookplangraph.cypher.row_answers import answer_leaves_out_rows, answer_outside_rows, narrowed_answer, row_values
 from lookplangraph.lm import ScriptedBackend
 
 pytest.importorskip("ladybug")
@@ -45,6 +45,21 @@ def test_an_answer_outside_the_rows_is_named_with_what_the_rows_hold():
     assert answer_outside_rows(answer_schema("number"), "many", rows) is not None
 
 
+def test_a_list_that_leaves_out_names_of_a_one_column_result_is_named_with_what_it_left_out():
+    rows = [["hanger-1"], ["hanger-2"], [{"name": "hanger-3", "_label": "Object"}], ["hanger-2"]]
+    problem = answer_leaves_out_rows(answer_schema("list"), ["hanger-1", "hanger-2"], rows)
+    assert problem.startswith("it gives 2 of the 3 names") and problem.count("hanger-3") == 1
+    assert "hanger-1" not in problem
+    assert answer_leaves_out_rows(answer_schema("set"), ["hanger-3", "hanger-1", "hanger-2"], rows) is None
+    assert answer_leaves_out_rows(answer_schema("set"), [], rows).startswith("it gives 0 of the 3 names")
+    # a name the rows lack is answer_outside_rows's to say; other shapes are not read this way
+    assert answer_leaves_out_rows(answer_schema("set"), ["hanger-1", "hook-1"], rows) is None
+    assert answer_leaves_out_rows(answer_schema("set"), ["a"], [["a", "kitchen-1"], ["b", "kitchen-1"]]) is None
+    assert answer_leaves_out_rows(answer_schema("set"), ["a"], [["a"], [2]]) is None
+    assert answer_leaves_out_rows(answer_schema("string"), "a", [["a"], ["b"]]) is None
+    assert answer_leaves_out_rows(answer_schema("set"), ["a"], []) is None
+
+
 def test_constrain_narrows_the_answer_turn_to_the_last_rows(kitchen_store):
     lm = ScriptedBackend([q("MATCH (o:Object {class: 'apple'})-[:ON_TOP_OF|INSIDE]->(a:Asset) RETURN a.name"),
                           a("table-1")])
@@ -73,6 +88,24 @@ def test_check_sends_an_answer_outside_the_rows_back_once(kitchen_store):
                                                             "string").answer == "the rows give the answer"
     with pytest.raises(ValueError, match="answer_from_rows"):
         AgentConfig(answer_from_rows="always")
+
+
+def test_check_sends_a_list_that_drops_rows_back_once_and_takes_the_reply(kitchen_store):
+    rooms = "MATCH (r:Room) RETURN r.name ORDER BY r.name"
+    all_rooms = [r[0] for r in kitchen_store.query(rooms).rows]
+    assert len(all_rooms) >= 2
+    lm = ScriptedBackend([q(rooms), a(all_rooms[:1]), a(all_rooms)])
+    res = CypherAgent(lm, kitchen_store, AgentConfig(answer_from_rows="check")).answer_question(
+        "List the rooms in alphabetical order.", "list")
+    assert res.sent_back.startswith(f"it gives 1 of the {len(all_rooms)} names") and all_rooms[-1] in res.sent_back
+    assert res.answer == all_rooms and res.calls == 3
+    free = ScriptedBackend([q(rooms), a(all_rooms[:1])])
+    assert CypherAgent(free, kitchen_store).answer_question("List the rooms in alphabetical order.",
+                                                            "list").answer == all_rooms[:1]
+    # sent back once: the same short list again is the answer
+    again = ScriptedBackend([q(rooms), a(all_rooms[:1]), a(all_rooms[:1])])
+    assert CypherAgent(again, kitchen_store, AgentConfig(answer_from_rows="check")).answer_question(
+        "List the rooms in alphabetical order.", "list").answer == all_rooms[:1]
 
 
 def test_a_contents_answer_that_names_the_containers_own_holder_is_sent_back_once(kitchen_store):

@@ -33,7 +33,7 @@ from lookplangraph.cypher.answers import DESCRIPTIONS, answer_schema
 from lookplangraph.cypher.examples import ExampleIndex, example_block, shipped_index
 from lookplangraph.cypher.grounding import EMPTY_GOAL, parse_goal, referenced
 from lookplangraph.cypher.hints import LABELS, empty_result_note, holders, is_empty, values
-from lookplangraph.cypher.row_answers import answer_outside_rows, narrowed_answer
+from lookplangraph.cypher.row_answers import answer_leaves_out_rows, answer_outside_rows, narrowed_answer
 from lookplangraph.cypher.store import QueryError, StoreError
 from lookplangraph.agent.prompts import template
 
@@ -95,7 +95,8 @@ class AgentConfig:
     goal); agentic and one-query variants; 0: none. ``answer_from_rows`` (:data:`ROW_ANSWERS`,
     :mod:`.row_answers`): after a query that found rows, a question's answer (a name, names or a
     number) is ``free``, ``constrain``-ed to the values the rows hold, or ``check``-ed against
-    them (sent back once). ``classes_at`` (:data:`CLASSES_AT`): the line of classes the scene has
+    them (sent back once when it is not among them, or when a list leaves out names of a
+    one-column result). ``classes_at`` (:data:`CLASSES_AT`): the line of classes the scene has
     comes with the ``schema`` (as the shipped adapters were trained) or at the ``end`` of the fixed
     text, before the worked examples, so that every question's prompt shares the longest prefix
     with the one before (the backend re-evaluates only what follows it)."""
@@ -552,7 +553,8 @@ class CypherAgent:
                         continue
                     problem = check(parsed.get("answer")) if check is not None else None
                     if problem is None and rows_mode == "check":
-                        problem = answer_outside_rows(answer, parsed.get("answer"), last_rows)
+                        problem = answer_outside_rows(answer, parsed.get("answer"), last_rows) or \
+                            answer_leaves_out_rows(answer, parsed.get("answer"), last_rows)
                     if problem is not None and result.sent_back is None:
                         result.sent_back = problem
                         max_calls += 1

@@ -7,8 +7,10 @@ counts as its ``name``) and returns the names and numbers it holds, in order, on
 of names, or a number, with its values restricted to those (a number may also be the count of
 rows, or the length of a list a row holds); None where the rows hold no such value or the type
 is another (a boolean). :func:`answer_outside_rows` says why an answer is not read from the rows
-(None when it is). The Cypher agent uses them with ``AgentConfig.answer_from_rows``:
-``constrain`` narrows the answer turn, ``check`` sends such an answer back once. Docs:
+(None when it is), and :func:`answer_leaves_out_rows` why a list of names read from a one-column
+result leaves some of its names out. The Cypher agent uses them with
+``AgentConfig.answer_from_rows``: ``constrain`` narrows the answer turn, ``check`` sends either
+kind of answer back once. Docs:
 ``docs/guides/cypher.md#answers-read-from-the-rows``.
 """
 
@@ -90,3 +92,37 @@ def answer_outside_rows(answer: dict[str, Any], given: Any, rows: list[list[Any]
     shown = ", ".join(map(str, allowed[:12])) + (" ..." if len(allowed) > 12 else "")
     return (f"{', '.join(map(str, outside))} is not a value of your last query's rows (they hold: {shown}); "
             "answer with values the rows give, or query again")
+
+
+def _column_names(rows: list[list[Any]]) -> list[str] | None:
+    """The names of a one-column result, one per row in order (repeats kept once), or None where
+    a row has another number of cells or its cell is not a name (a string or a named node)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        if not isinstance(row, (list, tuple)) or len(row) != 1:
+            return None
+        cell = row[0]
+        name = cell.get("name") if isinstance(cell, dict) else cell
+        if not isinstance(name, str) or not name.strip():
+            return None
+        names[name] = None
+    return list(names)
+
+
+def answer_leaves_out_rows(answer: dict[str, Any], given: Any, rows: list[list[Any]]) -> str | None:
+    """Why ``given``, a list of names (``answer`` an array schema) drawn from a one-column
+    ``rows``, leaves some of the rows' names out (a sentence for the LM naming them), or None: when
+    it gives them all, when it holds a name the rows lack (:func:`answer_outside_rows` says so), or
+    when the answer or the result is of another shape."""
+    if answer.get("type") != "array" or not isinstance(given, list) or not rows:
+        return None
+    names = _column_names(rows)
+    if names is None or any(x not in names for x in given):
+        return None
+    left_out = [n for n in names if n not in given]
+    if not left_out:
+        return None
+    shown = ", ".join(left_out[:12]) + (" ..." if len(left_out) > 12 else "")
+    return (f"it gives {len(set(given))} of the {len(names)} names your last query returned and leaves out {shown}; "
+            "if the rows are what the question asks for, answer with all of them, or query again for exactly "
+            "what it asks")
