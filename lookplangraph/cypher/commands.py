@@ -318,7 +318,8 @@ def add_parser(sub) -> None:
         p.add_argument("--answer-from-rows", choices=["free", "constrain", "check"], default="free",
                        help="after a query that found rows, a question's answer (names or a number) is free (default), "
                             "constrained to the values the rows hold, or checked against them and sent back once "
-                            "(lookplangraph.cypher.row_answers)")
+                            "(one not among them, or a list that leaves out names of a one-column result; "
+                            "lookplangraph.cypher.row_answers)")
         p.add_argument("--classes-at", choices=["auto", "schema", "end"], default="auto",
                        help="where the system prompt lists the scene's classes: with the schema, or at the end of "
                             "the fixed text, so that consecutive prompts share a longer prefix and less is evaluated "
