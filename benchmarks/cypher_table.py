@@ -25,27 +25,19 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lookplangraph.evaluation.paired import compare, wilson  # noqa: E402
+from lookplangraph.evaluation.runner import read_results  # noqa: E402
 
 BY = ("kind", "template", "split")
 
 
 def read_run(path: Path) -> tuple[dict, list[dict]]:
-    """``meta.json`` (empty when absent) and the rows of ``results.jsonl`` of one run; SystemExit
-    naming the directory when it holds no results."""
-    results = path / "results.jsonl"
-    if not results.is_file():
+    """``meta.json`` (empty when absent) and the rows of ``results.jsonl`` of one run, read as
+    ``cypher-eval`` reads them to resume; SystemExit naming the directory when it holds no results."""
+    if not (path / "results.jsonl").is_file():
         raise SystemExit(f"{path}: no results.jsonl (not a cypher-eval --out directory)")
-    rows = []
-    for n, line in enumerate(results.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"{results}:{n}: not JSON ({exc})") from None
     meta_file = path / "meta.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
-    return meta, rows
+    return meta, read_results(path / "results.jsonl")
 
 
 def _lm(meta: dict) -> str:
