@@ -18,7 +18,7 @@ from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.evaluation.injection import script_for
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.planners.config import PlannerConfig
-from lookplangraph.planners.lookplangraph import opened_by_rules, run_episode
+from lookplangraph.planners.lookplangraph import opened_by_lm, opened_by_rules, run_episode
 from lookplangraph.planners.episode import StepRecord
 from sgs.actions import make
 from sgs.io import graph_from_dict
@@ -242,6 +242,57 @@ def test_what_the_lm_opened_itself_stays_open():
     replies = [J("go_to", "kitchen-1"), J("open", "fridge-1"), J("discover_objects", "fridge-1"), J("done")]
     result = run(kitchen_task(), replies)
     assert result.executed[-1] == "discover_objects(fridge-1)"  # nothing closed by done()
+
+
+def test_remind_open_sends_done_back_once_naming_what_the_lm_opened(decisions):
+    replies = [J("go_to", "kitchen-1"), J("open", "fridge-1"), J("open", "box-1"), J("discover_objects", "box-1"),
+               J("rearrange", "apple-1", "ontop", "bed-1"), J("done"), J("close", "box-1"), J("close", "fridge-1"),
+               J("done")]
+    result = run(kitchen_task(), replies, remind_open=True)
+    assert ("fridge-1, box-1 are still open (you opened them); close them unless the instruction asks for them "
+            "open, then answer done()") in decisions[6].dynamic
+    assert result.success and result.termination == "done" and result.lm_calls == 9
+    assert result.executed[-2:] == ["close(box-1)", "close(fridge-1)"]
+    # without the setting (the default) the first done() ends the episode with both left open
+    off = run(kitchen_task(), replies[:6])
+    assert off.termination == "done" and not off.success and off.lm_calls == 6
+    assert any(g.startswith("side effect: fridge-1") for g in off.goal_not_met)
+
+
+def test_remind_open_is_given_once_and_leaves_done_decodable(decisions):
+    # an instruction may want the fridge open: the second done() is accepted as it stands
+    replies = [J("go_to", "kitchen-1"), J("open", "fridge-1"), J("done"), J("done")]
+    result = run(kitchen_task(), replies, remind_open=True)
+    assert result.termination == "done" and result.lm_calls == 4
+    assert "fridge-1 is still open (you opened it); close it unless" in decisions[3].dynamic
+    assert ("done", None, None, None) not in decisions[3].excluded
+    assert result.executed[-1] == "open(fridge-1)"
+
+
+def test_remind_open_leaves_what_the_rules_opened_to_close_opened(decisions):
+    # the rules opened the fridge and the box: done() closes them without a reminder
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
+               J("done")]
+    result = run(kitchen_task(), replies, remind_open=True)
+    assert result.success and result.lm_calls == 4
+    assert result.executed[-2:] == ["close(box-1)", "close(fridge-1)"]
+    # and not with correction none, which has no reminders: done() ends the episode
+    result = run(kitchen_task(), [J("go_to", "kitchen-1"), J("open", "fridge-1"), J("done")],
+                 remind_open=True, correction="none")
+    assert result.termination == "done" and result.lm_calls == 3
+
+
+def test_opened_by_lm_names_what_the_lm_opened_itself_in_order():
+    g = graph_from_dict(kitchen_dict())
+    for n in ("fridge-1", "box-1"):
+        g.nodes[n] = replace(g.nodes[n], states=("open",))
+    recs = [StepRecord(1, "", "open(fridge-1)", True, "", executed=["go_to(kitchen-1)", "open(fridge-1)"]),
+            StepRecord(2, "", "open(box-1)", True, "", executed=["open(box-1)"])]
+    assert opened_by_lm(recs, g) == ["fridge-1", "box-1"] and opened_by_rules(recs, g) == []
+    recs.append(StepRecord(3, "", "close(box-1)", True, "", executed=["close(box-1)"]))
+    assert opened_by_lm(recs, g) == ["fridge-1"]  # closed since (the graph still says open: the records decide)
+    g.nodes["fridge-1"] = replace(g.nodes["fridge-1"], states=("closed",))
+    assert opened_by_lm(recs, g) == []  # not open in the graph
 
 
 def test_opened_by_rules_forgets_what_was_closed_or_reopened_by_the_lm():

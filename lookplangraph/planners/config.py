@@ -179,6 +179,9 @@ class PlannerConfig:
                                            "be decoded (with exclude_inapplicable)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
+    remind_open: bool = setting(False, "a done() while a container the LM opened itself is still open is sent back "
+                                       "once, naming it (close it unless the instruction wants it open); not with "
+                                       "correction none")
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done()")
     explain: bool = setting(False, "with answers without a reason (reason_max_length 0), ask the LM for each "
                                    "step's reason after the decision, for the trace only (the prompts stay "

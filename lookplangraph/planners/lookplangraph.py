@@ -17,7 +17,7 @@ infeasible actions) in a row, :data:`MAX_FAILURES_IN_ROW` low-level failures in 
 ``max_actions`` accepted actions, or when a decision's prompt does not fit the LM's context
 (``context_overflow``, also the result's ``failure``: a long episode in the conversation layout on
 a small ``n_ctx``; what was done before it stands and is judged). Correction modes, the rules beyond the paper's (grounding
-check, close_opened, search hint), exclusions, cycles, reasons on demand, answers of several
+check, close_opened, remind_open, search hint), exclusions, cycles, reasons on demand, answers of several
 actions and the ablations:
 ``docs/concepts/loop.md``; low-level failures: ``docs/guides/failures.md``; retrieved
 demonstrations: ``docs/guides/expert.md``.
@@ -96,6 +96,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     refused: dict[ActionKey, str] = {}  # refused in the current memory state -> why
     ungrounded: set[ActionKey] = set()  # refused by the grounding check: excluded in every state
     moved: set[str] = set()  # objects the agent has held: no longer described by where they stood
+    reminded = False  # remind_open: a done() has been sent back for what the LM left open
     termination = "max_actions"
 
     checked = cfg.grounding_check and cfg.correction != "none"
@@ -104,9 +105,14 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         """Check, correct and carry out ``action``, one action of ``reply`` (``None``: an
         unreadable reply), into ``rec``, keeping the loop's memory of states, refusals and moved
         objects (``reason``: the one the reply gave it, for the history); the feedback, or None."""
-        nonlocal state, refused, last_accepted
+        nonlocal state, refused, last_accepted, reminded
         key = action_key(action) if action is not None else None
-        if key is not None and key in refused and cfg.exclude_refused:
+        remind = (cfg.remind_open and cfg.correction != "none" and not reminded and action is not None
+                  and action.function_name == "done" and opened_by_lm(log.records, memory.graph))
+        if remind:  # once an episode; done() stays decodable (the instruction may want it open)
+            feedback = rec.feedback = open_reminder(remind)
+            reminded = True
+        elif key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
         elif key is not None and checked and (wrong := refusal(task.instruction, action, memory.graph, moved,
@@ -128,7 +134,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             journal.answered(rec.proposed, reason, feedback, _as_done(rec) if rec.accepted else "")
         if new_state != state:
             state, refused = new_state, {}
-        elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None:
+        elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None and not remind:
             # (a low-level failure is not the action's fault: it may be tried again as it was)
             refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
         log.emit(rec)
@@ -368,20 +374,40 @@ def _execute(steps, memory: MemoryGraph, env, rec: StepRecord, perceive: Percept
                 rec.observed.append("not found: " + ", ".join(removed))
 
 
+def _still_open(records: Sequence[StepRecord], graph: SceneGraph) -> dict[str, bool]:
+    """The containers an executed step opened and no later step closed, each with whether the LM
+    opened it itself (the last step of an ``open`` it proposed; otherwise a correction did), in
+    the order they were opened."""
+    opened: dict[str, bool] = {}
+    for r in records:
+        own = r.proposed is not None and r.proposed.startswith("open(")
+        for i, step in enumerate(map(parse_action, r.executed)):
+            if step.function_name in ("open", "close"):
+                opened.pop(step.node, None)
+            if step.function_name == "open":
+                opened[step.node] = own and i == len(r.executed) - 1
+    return {n: own for n, own in opened.items() if n in graph.nodes and graph.nodes[n].has("open")}
+
+
 def opened_by_rules(records: Sequence[StepRecord], graph: SceneGraph) -> list[str]:
     """The containers a correction opened (an ``open`` step other than the last step of an ``open``
     the LM proposed) that no later step closed and that are open in ``graph``, the last opened
     first (a box opened inside a fridge is closed before the fridge). What the LM opened itself
     stays as it left it."""
-    opened: dict[str, None] = {}
-    for r in records:
-        own = r.proposed is not None and r.proposed.startswith("open(")
-        for i, step in enumerate(map(parse_action, r.executed)):
-            if step.function_name == "open" and not (own and i == len(r.executed) - 1):
-                opened[step.node] = None
-            elif step.function_name in ("open", "close"):
-                opened.pop(step.node, None)
-    return [n for n in reversed(opened) if n in graph.nodes and graph.nodes[n].has("open")]
+    return [n for n, own in reversed(_still_open(records, graph).items()) if not own]
+
+
+def opened_by_lm(records: Sequence[StepRecord], graph: SceneGraph) -> list[str]:
+    """The containers the LM opened with its own ``open(...)`` that no later step closed and that
+    are open in ``graph``, in the order it opened them (what ``remind_open`` names)."""
+    return [n for n, own in _still_open(records, graph).items() if own]
+
+
+def open_reminder(left_open: Sequence[str]) -> str:
+    """The feedback on a ``done()`` sent back under ``remind_open``: what the LM left open."""
+    it = "it" if len(left_open) == 1 else "them"
+    return (f"{', '.join(left_open)} {'is' if len(left_open) == 1 else 'are'} still open (you opened {it}); "
+            f"close {it} unless the instruction asks for {it} open, then answer done()")
 
 
 def _close_before_done(left_open: Sequence[str], memory: MemoryGraph, env, rec: StepRecord,
