@@ -7,7 +7,7 @@
 #   benchmarks/dev_eval.sh runs/dev_typed --vocabulary typed
 #   benchmarks/dev_eval.sh runs/s_half --task $(grep -v '^#' benchmarks/dev_half.txt) \
 #       --lm llamacpp:qwen2.5-coder-1.5b+ADAPTER [--dynamic --dynamic-seed 0 --dynamic-mode paper]
-#                                                         # the fixed half, between training stretches
+#                                                         # the fixed half: a quick look (it can hide a loss)
 #   .venv/bin/python benchmarks/lm_eval_table.py runs/lm_eval runs/dev_typed --compare
 set -e
 export LOOKPLANGRAPH_THREADS=${LOOKPLANGRAPH_THREADS:-$(nproc)}
