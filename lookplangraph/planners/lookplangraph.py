@@ -107,8 +107,9 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         objects (``reason``: the one the reply gave it, for the history); the feedback, or None."""
         nonlocal state, refused, last_accepted, reminded
         key = action_key(action) if action is not None else None
-        remind = (cfg.remind_open and cfg.correction != "none" and not reminded and action is not None
-                  and action.function_name == "done" and opened_by_lm(log.records, memory.graph))
+        done = action is not None and action.function_name == "done"
+        remind = (cfg.remind_open and cfg.correction != "none" and not reminded and done
+                  and opened_by_lm(log.records, memory.graph))
         if remind:  # once an episode; done() stays decodable (the instruction may want it open)
             feedback = rec.feedback = open_reminder(remind)
             reminded = True
@@ -120,8 +121,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             feedback = rec.feedback = wrong
             ungrounded.add(key)  # properties do not change and assets do not move: for the whole episode
         else:
-            left_open = (opened_by_rules(log.records, memory.graph)
-                         if action is not None and action.function_name == "done" else ())
+            left_open = opened_by_rules(log.records, memory.graph) if done else ()
             feedback = attempt_action(replace(reply, action=action), memory, env, cfg, rec, last_accepted, visited,
                                       perceive, left_open=left_open)
         new_state = state_key(memory.graph)
