@@ -65,6 +65,25 @@ def test_a_round_resumes_and_counts_the_whole_directory(pool, tmp_path):
     assert (data["prompt_layout"], data["answer_format"]) == ("history-scene", "action")
 
 
+def test_counts_say_how_often_the_student_reached_the_goal_by_task_kind(pool, tmp_path):
+    """SCRIPTED student (a test double): it stops at once, so no episode reaches the goal."""
+    from lookplangraph.distill.planning.dagger import UNRECORDED, success_by_kind
+
+    decoy = pool[0].model_copy(update={"provenance": {**pool[0].provenance, "kind": "decoy"}})
+    plain = pool[1].model_copy(update={"provenance": {k: v for k, v in pool[1].provenance.items() if k != "kind"}})
+    run_round([decoy, plain], ScriptedBackend([J("done")]), tmp_path, cfg=data_config("action", "history-scene",
+              max_actions=4), seeds=[None])
+    written = json.loads((tmp_path / "dagger_counts.json").read_text())["by_kind"]
+    assert written == {"(none)": {"static": {"episodes": 1, "successes": 0}},
+                       "decoy": {"static": {"episodes": 1, "successes": 0}}}
+    episodes = tmp_path / "dagger_episodes.jsonl"
+    assert [json.loads(x)["kind"] for x in episodes.read_text().splitlines()] == ["decoy", "(none)"]
+    # a line from before kinds were recorded, a dynamic one that reached the goal: counted apart, not dropped
+    with open(episodes, "a") as f:
+        f.write(json.dumps({"key": "x/y@0", "seed": 0, "success": True}) + "\n")
+    assert success_by_kind(episodes)[UNRECORDED] == {"dynamic": {"episodes": 1, "successes": 1}}
+
+
 def test_a_round_adds_to_data_of_its_own_format_only(pool, tmp_path):
     from lookplangraph.distill.planning.dagger import DaggerError
     from lookplangraph.distill.planning.trajectories import build_data, validate_data
@@ -97,7 +116,9 @@ def test_a_real_model_is_a_student(small_model_path, pool, tmp_path, capsys):
     assert code == 0
     counts = json.loads((out / "dagger_counts.json").read_text())
     assert counts["episodes"] == 1 and counts["states"] >= 1 and counts["states_per_hour"] > 0
-    assert "states labelled" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "states labelled" in printed and "reached the goal by task kind: " in printed
+    assert sum(c["episodes"] for modes in counts["by_kind"].values() for c in modes.values()) == 1
 
 
 def test_bad_input_exits_2(tmp_path, capsys):

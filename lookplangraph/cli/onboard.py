@@ -440,6 +440,11 @@ def _dagger(args, root: Path, tasks: list) -> int:
     if counts.continuations or counts.continuations_diverged:
         print(f"{counts.continuations} expert continuations written; {counts.continuations_diverged} states got the "
               f"one-answer branch instead (the replay did not reach the student's state)")
+    by_kind = dagger.success_by_kind(Path(args.out) / "dagger_episodes.jsonl")
+    if by_kind:
+        cells = [f"{kind} " + ", ".join(f"{mode} {c['successes']}/{c['episodes']}" for mode, c in modes.items())
+                 for kind, modes in by_kind.items()]
+        print("reached the goal by task kind: " + "; ".join(cells))
     return EXIT_OK
 
 

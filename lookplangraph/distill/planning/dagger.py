@@ -10,7 +10,9 @@ training example for that exact prompt.
 may share a directory with ``distill data``): ``sft.jsonl`` (one example per labelled state,
 ``meta.source = "dagger"``; ``meta.student_success`` says whether the student's episode reached
 the goal, so a mix can take ``@student_success=False``), ``dagger_episodes.jsonl``,
-``dagger_counts.json``, and ``counts.json`` brought up to date. In the conversation layout
+``dagger_counts.json`` (with ``by_kind``: episodes and successes by the task's
+``provenance["kind"]`` and by static or dynamic, recounted from the episodes file), and
+``counts.json`` brought up to date. In the conversation layout
 (:mod:`.conversations`) an episode gives its chat (the student's answers trained where the expert
 agrees) and one branch per other state: with ``branches="answer"`` the chat up to it and the
 expert's answer, the one trained turn; with ``branches="continuation"`` the expert takes over
@@ -193,11 +195,10 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
             f.writelines(lines)
         with open(eps, "a") as f:
             f.write(json.dumps({"key": _key(task, seed), "split": task.split, "task_id": task.id, "seed": seed,
-                                "round": round_, "student": student_name, "success": result.success,
-                                "termination": result.termination, "actions": result.actions,
-                                "states": len(labeller.labels), "examples": kept}) + "\n")
-        (out / "dagger_counts.json").write_text(json.dumps({**asdict(counts), "states_per_hour": counts.states_per_hour},
-                                                           indent=1) + "\n")
+                                "kind": task_kind(task), "round": round_, "student": student_name,
+                                "success": result.success, "termination": result.termination,
+                                "actions": result.actions, "states": len(labeller.labels), "examples": kept}) + "\n")
+        _write_counts(out, counts)
         data_counts["examples"] = data_counts.get("examples", 0) + kept
         data_counts.setdefault("by_source", {})["dagger"] = data_counts.get("by_source", {}).get("dagger", 0) + kept
         (out / "counts.json").write_text(json.dumps(data_counts, indent=1) + "\n")
@@ -296,6 +297,39 @@ def _decision_lines(labeller: Labeller, base: dict[str, Any], counts: "DaggerCou
         lines.append(json.dumps({"messages": chat, "meta": meta}) + "\n")
         kept += 1
     return lines, kept
+
+
+#: the ``by_kind`` key of an episode whose line predates the kind's recording
+UNRECORDED = "(unrecorded)"
+
+
+def task_kind(task: Task) -> str:
+    """The kind a task's provenance names (the generator's task kinds, an office's source kind),
+    ``"(none)"`` where it names none."""
+    return str(task.provenance.get("kind") or "(none)")
+
+
+def success_by_kind(episodes: Path) -> dict[str, dict[str, dict[str, int]]]:
+    """``{kind: {"static"|"dynamic": {"episodes": n, "successes": m}}}`` over a round directory's
+    ``dagger_episodes.jsonl`` (kinds sorted; lines written before kinds were recorded count under
+    :data:`UNRECORDED`)."""
+    table: dict[str, dict[str, dict[str, int]]] = {}
+    if episodes.exists():
+        for line in episodes.read_text().splitlines():
+            if not line.strip():
+                continue
+            ep = json.loads(line)
+            mode = "static" if ep.get("seed") is None else "dynamic"
+            cell = table.setdefault(ep.get("kind", UNRECORDED), {}).setdefault(mode, {"episodes": 0, "successes": 0})
+            cell["episodes"] += 1
+            cell["successes"] += bool(ep.get("success"))
+    return dict(sorted(table.items()))
+
+
+def _write_counts(out: Path, counts: DaggerCounts) -> None:
+    (out / "dagger_counts.json").write_text(json.dumps(
+        {**asdict(counts), "states_per_hour": counts.states_per_hour,
+         "by_kind": success_by_kind(out / "dagger_episodes.jsonl")}, indent=1) + "\n")
 
 
 def _read_counts(out: Path) -> DaggerCounts:
