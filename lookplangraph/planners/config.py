@@ -182,6 +182,10 @@ class PlannerConfig:
     remind_open: bool = setting(False, "a done() while a container the LM opened itself is still open is sent back "
                                        "once, naming it (close it unless the instruction wants it open); not with "
                                        "correction none")
+    remind_switch: bool = setting(False, "a done() while a device the instruction asks on or off (\"start the "
+                                         "dishwasher\", \"leave the night light on\") is remembered the other way is "
+                                         "sent back once, naming it, and refused until the memory changes "
+                                         "(lookplangraph.agent.switches); not with correction none")
     done_hint: bool = setting(False, "feedback on an action already in effect suggests done()")
     explain: bool = setting(False, "with answers without a reason (reason_max_length 0), ask the LM for each "
                                    "step's reason after the decision, for the trace only (the prompts stay "

@@ -17,7 +17,7 @@ infeasible actions) in a row, :data:`MAX_FAILURES_IN_ROW` low-level failures in 
 ``max_actions`` accepted actions, or when a decision's prompt does not fit the LM's context
 (``context_overflow``, also the result's ``failure``: a long episode in the conversation layout on
 a small ``n_ctx``; what was done before it stands and is judged). Correction modes, the rules beyond the paper's (grounding
-check, close_opened, remind_open, search hint), exclusions, cycles, reasons on demand, answers of several
+check, close_opened, remind_open, remind_switch, search hint), exclusions, cycles, reasons on demand, answers of several
 actions and the ablations:
 ``docs/concepts/loop.md``; low-level failures: ``docs/guides/failures.md``; retrieved
 demonstrations: ``docs/guides/expert.md``.
@@ -48,6 +48,7 @@ from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.perception import Perception, PerceptionError
 from lookplangraph.agent.recall import recall_asset_classes, recall_classes
 from lookplangraph.agent.search import search_entries
+from lookplangraph.agent.switches import reminder as switch_reminder
 from lookplangraph.agent.view import inapplicable, names_in, render_view, view, vocabulary
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.episode import EpisodeLog, EpisodeResult, StepCallback, StepRecord, episode_result
@@ -97,6 +98,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     ungrounded: set[ActionKey] = set()  # refused by the grounding check: excluded in every state
     moved: set[str] = set()  # objects the agent has held: no longer described by where they stood
     reminded = False  # remind_open: a done() has been sent back for what the LM left open
+    switch_reminded = False  # remind_switch: a done() has been sent back for a device left as it was
     termination = "max_actions"
 
     checked = cfg.grounding_check and cfg.correction != "none"
@@ -105,14 +107,19 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         """Check, correct and carry out ``action``, one action of ``reply`` (``None``: an
         unreadable reply), into ``rec``, keeping the loop's memory of states, refusals and moved
         objects (``reason``: the one the reply gave it, for the history); the feedback, or None."""
-        nonlocal state, refused, last_accepted, reminded
+        nonlocal state, refused, last_accepted, reminded, switch_reminded
         key = action_key(action) if action is not None else None
         done = action is not None and action.function_name == "done"
         remind = (cfg.remind_open and cfg.correction != "none" and not reminded and done
                   and opened_by_lm(log.records, memory.graph))
+        switch = (cfg.remind_switch and cfg.correction != "none" and not switch_reminded and done and not remind
+                  and switch_reminder(task.instruction, memory.graph, acted_on(log.records)))
         if remind:  # once an episode; done() stays decodable (the instruction may want it open)
             feedback = rec.feedback = open_reminder(remind)
             reminded = True
+        elif switch:  # once an episode; done() is refused in this memory state, as a refused action is
+            feedback = rec.feedback = switch
+            switch_reminded = True
         elif key is not None and key in refused and cfg.exclude_refused:
             feedback = rec.feedback = (f"{rec.proposed} was already refused in this situation ({refused[key]}); "
                                        "choose a different action")
@@ -134,7 +141,8 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             journal.answered(rec.proposed, reason, feedback, _as_done(rec) if rec.accepted else "")
         if new_state != state:
             state, refused = new_state, {}
-        elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None and not remind:
+        elif (key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None
+              and not remind):
             # (a low-level failure is not the action's fault: it may be tried again as it was)
             refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
         log.emit(rec)
@@ -401,6 +409,13 @@ def opened_by_lm(records: Sequence[StepRecord], graph: SceneGraph) -> list[str]:
     """The containers the LM opened with its own ``open(...)`` that no later step closed and that
     are open in ``graph``, in the order it opened them (what ``remind_open`` names)."""
     return [n for n, own in _still_open(records, graph).items() if own]
+
+
+def acted_on(records: Sequence[StepRecord]) -> set[str]:
+    """The nodes that the executed steps of ``records`` named (what ``remind_switch`` narrows a
+    class of several devices to)."""
+    return {n for rec in records for step in map(parse_action, rec.executed)
+            for n in (step.node, step.destination) if n}
 
 
 def open_reminder(left_open: Sequence[str]) -> str:
