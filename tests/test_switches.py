@@ -51,6 +51,7 @@ def g():
     ("Put the cup in the dishwasher and run the dishwasher.", [("dishwasher", "on")]),
     ("Put the cup in the dishwasher, close it and start a cycle.", [("dishwasher", "on")]),  # the device named last
     ("Put the cup into the dishwasher, shut the door and switch it on.", [("dishwasher", "on")]),
+    ("Put the cup into the dishwasher and switch it on.", [("dishwasher", "on")]),  # named in the same clause
     ("Somebody left the TV on all night. Please switch it off.", [("television", "off")]),
     ("Turn off the TV, but leave the lamp on.", [("television", "off"), ("lamp", "on")]),
     ("Turn off the TV and the lamp.", [("television", "off"), ("lamp", "off")]),

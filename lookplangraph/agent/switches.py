@@ -64,8 +64,10 @@ def requests(instruction: str, graph: SceneGraph) -> list[SwitchRequest]:
         words = spoken(clause).split()
         mentions = _mentions(words, classes)
         if not NEGATIONS.intersection(words):
-            for state, objects in _phrases(words, mentions):
-                for cls in objects or ([last] if last is not None else []):
+            for at, state, objects in _phrases(words, mentions):
+                before = [m[2] for m in mentions if m[0] < at]
+                named_last = before[-1] if before else last
+                for cls in objects or ([named_last] if named_last is not None else []):
                     asked.pop(cls, None)
                     asked[cls] = state
         if mentions:
@@ -87,8 +89,8 @@ def _mentions(words: list[str], classes: Collection[str]) -> list[tuple[int, int
     return out
 
 
-def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tuple[str, list[str]]]:
-    """``(state, classes)`` of each phrase in ``words`` that asks a device on or off: the device
+def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tuple[int, str, list[str]]]:
+    """``(position, state, classes)`` of each phrase in ``words`` that asks a device on or off: the device
     classes it is said of, or none for a pronoun ("switch it on", "start a cycle": the device
     named last). A phrase whose object is something else ("turn on the tap") is left out."""
     out = []
@@ -100,20 +102,20 @@ def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tup
                 continue
             between = [m for m in mentions if i < m[0] < j]
             if between:
-                out.append((words[j], [m[2] for m in between]))
+                out.append((i, words[j], [m[2] for m in between]))
             elif words[i + 1:j] in (["it"], ["them"]):
-                out.append((words[j], []))
+                out.append((i, words[j], []))
             elif j == i + 1:  # "switch on the lamp", or "switch on" alone after the device
                 after = _objects(j + 1, words, mentions)
                 if after or j + 1 == len(words) or words[j + 1] in ("it", "them"):
-                    out.append((words[j], after))
+                    out.append((i, words[j], after))
         elif w in _START_VERBS:
             after = _objects(i + 1, words, mentions)
             skip = 1 if words[i + 1:i + 2] in (["a"], ["the"], ["another"]) else 0
             if after:
-                out.append(("on", after))
+                out.append((i, "on", after))
             elif words[i + 1 + skip:i + 2 + skip] and words[i + 1 + skip] in _RUN_OBJECTS:
-                out.append(("on", []))
+                out.append((i, "on", []))
     return out
 
 
