@@ -9,7 +9,9 @@ import json
 import pytest
 
 from grasif.dataset import load_split
+from grasif.generate import generate
 from grasif.goals import GoalSpec, NodeGoal
+from grasif.priors import normalise
 from grasif.task import Task
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.agent.switches import SwitchRequest, reminder, requests
@@ -17,6 +19,7 @@ from lookplangraph.evaluation.injection import script_for
 from lookplangraph.lm import ScriptedBackend
 from lookplangraph.planners.config import PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
+from sgs.graph import node_class
 from sgs.io import graph_from_dict
 from sgs.simulator import check
 from sim_adapters.graph_env import GraphEnvironment
@@ -56,6 +59,8 @@ def g():
     ("Turn off the TV, but leave the lamp on.", [("television", "off"), ("lamp", "on")]),
     ("Turn off the TV and the lamp.", [("television", "off"), ("lamp", "off")]),
     ("Switch off the TV. Keep the cup on the table.", [("television", "off")]),  # "keep" the cup: not a device
+    ("The lamp in the bedroom should be switched on, the other lamps not touched.", [("lamp", "on")]),
+    ("I'd like the dishwasher switched on.", [("dishwasher", "on")]),
 ])
 def test_requests_read_the_state_asked_of_each_device(g, instruction, asked):
     assert requests(instruction, g) == [SwitchRequest(cls, state) for cls, state in asked]
@@ -63,6 +68,7 @@ def test_requests_read_the_state_asked_of_each_device(g, instruction, asked):
 
 @pytest.mark.parametrize("instruction", [
     "Somebody left the TV on.",  # describes, does not ask
+    "The dishwasher was switched on by someone.",  # a participle that describes
     "Don't switch on the lamp.",  # a negation
     "Put the cup on the table and leave the lamp as it is.",
     "Turn on the tap.",  # not a device
@@ -108,6 +114,30 @@ def test_no_ground_truth_plan_of_grasif_ends_with_a_reminder(grasif_build, split
         asked += bool(requests(task.instruction, graph))
         assert reminder(task.instruction, graph, touched) is None, task.id
     assert asked >= {"virtualhome": 100, "behavior": 3, "office": 3, "dev": 7}[split]
+
+
+@pytest.mark.parametrize("kind", ["house", "office"])
+def test_generated_device_tasks_are_read_and_their_plans_end_with_no_reminder(kind):
+    # the generator's grammar words its device tasks many ways ("I'd like the kettle switched on",
+    # "load it, shut it and start it"); measured on 150 + 150 tasks of seed 23: 46 of the 47
+    # device goals read, no plan ending with a reminder
+    tasks = generate(kind, 60, seed=0, kinds=("switch_one", "state", "sequence"), wording="grammar")
+    wanted = read = 0
+    for task in tasks:
+        graph = MemoryGraph(task.graph).graph
+        goals = {(normalise(node_class(g.node)), s) for g in task.goal.node_goals for s in g.states
+                 if s in ("on", "off") and not graph.nodes[g.node].has(s)}
+        asked = {(r.cls, r.state) for r in requests(task.instruction, graph)}
+        wanted += bool(goals)
+        read += bool(goals) and goals <= asked
+        touched = set()
+        for step in script_for(task):
+            if step.function_name == "done":
+                break
+            graph = check(graph, step, correct=False).graph
+            touched.update(n for n in (step.node, step.destination) if n)
+        assert reminder(task.instruction, graph, touched) is None, (task.id, task.instruction)
+    assert wanted >= 15 and read >= 0.9 * wanted, (read, wanted)
 
 
 # -- in the loop ---------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ one otherwise (the planner's ``remind_switch``).
 
 A *device* is a node of the memory graph with an on/off state. A *switch request* is a device
 class the instruction names and the state it asks of it: "switch on the lamp", "turn the TV off",
-"start the dishwasher", "leave his night light on". A phrase without a device of its own ("switch
+"start the dishwasher", "leave his night light on", "the lamp should be switched on". A phrase without a device of its own ("switch
 it on", "start a cycle", "run it") asks it of the device named last before it. A clause (the text
 between ``.``, ``!``, ``?``, ``;``, ``,`` and "but") with a negation ("don't switch on the fan")
 asks nothing; "left ... on" describes, it does not ask. A class with several devices is narrowed
@@ -32,6 +32,10 @@ NEGATIONS = frozenset({"not", "don", "dont", "never", "without", "no", "nor"})
 #: Verbs asking a state with the word "on" or "off" right after them or after their object
 #: ("switch on the lamp", "turn the TV off", "leave it on").
 _PARTICLE_VERBS = frozenset({"switch", "turn", "leave", "keep", "power", "shut"})
+#: Participles that ask a state where the clause says it is wanted ("the lamp should be switched
+#: on", "I'd like the kettle switched on"), not where it describes ("the TV was switched on").
+_PARTICIPLES = frozenset({"switched", "turned", "powered"})
+_WANTING = frozenset({"should", "must", "need", "needs", "want", "wants", "like", "please", "get", "have"})
 #: Verbs asking a device on by themselves, followed by a device, "it"/"them", or what it runs.
 _START_VERBS = frozenset({"start", "run"})
 _RUN_OBJECTS = frozenset({"it", "them", "cycle", "program", "programme", "wash", "load"})
@@ -109,6 +113,9 @@ def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tup
                 after = _objects(j + 1, words, mentions)
                 if after or j + 1 == len(words) or words[j + 1] in ("it", "them"):
                     out.append((i, words[j], after))
+        elif w in _PARTICIPLES and words[i + 1:i + 2] in (["on"], ["off"]) and _WANTING.intersection(words[:i]):
+            before = [m[2] for m in mentions if m[0] < i]  # "the lamp should be switched on"
+            out.append((i, words[i + 1], before[-1:]))
         elif w in _START_VERBS:
             after = _objects(i + 1, words, mentions)
             skip = 1 if words[i + 1:i + 2] in (["a"], ["the"], ["another"]) else 0
