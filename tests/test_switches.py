@@ -176,3 +176,13 @@ def test_remind_switch_is_given_once_and_done_is_decodable_once_the_memory_chang
     # and not with correction none, which has no reminders
     none = run(dishwasher_task(), LOADED, remind_switch=True, correction="none")
     assert none.termination == "done" and none.lm_calls == 5
+
+
+def test_a_reminder_is_not_an_unresolved_answer(decisions):
+    # two unresolved answers, then a done() sent back: the episode goes on (three in a row would end it)
+    replies = [*LOADED[:4], J("pick_up", "spoon-9"), J("pick_up", "spoon-9"), J("done"), J("turn_on", "dishwasher-1"),
+               J("done")]
+    result = run(dishwasher_task(), replies, remind_switch=True)
+    assert "dishwasher-1 is off" in decisions[7].dynamic
+    assert result.termination == "done" and result.success and result.lm_calls == 9
+

@@ -13,7 +13,8 @@ otherwise its primitive steps run in the environment and the memory graph mirror
 scene, only the memory graph; an action refused in a memory state is not decoded again in it.
 
 The episode ends on ``done``, after ``max_unresolved`` unresolved answers (in ``none`` mode,
-infeasible actions) in a row, :data:`MAX_FAILURES_IN_ROW` low-level failures in a row,
+infeasible actions) in a row (a ``done()`` that a reminder sends back is not one),
+:data:`MAX_FAILURES_IN_ROW` low-level failures in a row,
 ``max_actions`` accepted actions, or when a decision's prompt does not fit the LM's context
 (``context_overflow``, also the result's ``failure``: a long episode in the conversation layout on
 a small ``n_ctx``; what was done before it stands and is judged). Correction modes, the rules beyond the paper's (grounding
@@ -99,6 +100,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
     moved: set[str] = set()  # objects the agent has held: no longer described by where they stood
     reminded = False  # remind_open: a done() has been sent back for what the LM left open
     switch_reminded = False  # remind_switch: a done() has been sent back for a device left as it was
+    was_reminder = False  # the last answer was a done() sent back by a reminder: not an unresolved answer
     termination = "max_actions"
 
     checked = cfg.grounding_check and cfg.correction != "none"
@@ -107,13 +109,14 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
         """Check, correct and carry out ``action``, one action of ``reply`` (``None``: an
         unreadable reply), into ``rec``, keeping the loop's memory of states, refusals and moved
         objects (``reason``: the one the reply gave it, for the history); the feedback, or None."""
-        nonlocal state, refused, last_accepted, reminded, switch_reminded
+        nonlocal state, refused, last_accepted, reminded, switch_reminded, was_reminder
         key = action_key(action) if action is not None else None
         done = action is not None and action.function_name == "done"
         remind = (cfg.remind_open and cfg.correction != "none" and not reminded and done
                   and opened_by_lm(log.records, memory.graph))
         switch = (cfg.remind_switch and cfg.correction != "none" and not switch_reminded and done and not remind
                   and switch_reminder(task.instruction, memory.graph, acted_on(log.records)))
+        was_reminder = bool(remind or switch)
         if remind:  # once an episode; done() stays decodable (the instruction may want it open)
             feedback = rec.feedback = open_reminder(remind)
             reminded = True
@@ -210,7 +213,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             break
         if rec.failure is not None:  # the robot's hands, not the LM's answer: not counted as unresolved,
             failed_in_row += 1  # but a robot that keeps failing ends the episode too
-        else:
+        elif not was_reminder:  # a done() a reminder sent back was not the LM's mistake: the count stands
             failed_in_row = 0
             unresolved = 0 if feedback is None and rec.infeasible is None else unresolved + 1
         if unresolved >= cfg.max_unresolved or failed_in_row >= MAX_FAILURES_IN_ROW:
