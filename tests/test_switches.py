@@ -158,14 +158,14 @@ LOADED = [J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("rearrang
 
 
 def test_remind_switch_sends_done_back_and_the_device_is_started(decisions):
-    result = run(dishwasher_task(), [*LOADED, J("turn_on", "dishwasher-1"), J("done")], remind_switch=True)
+    result = run(dishwasher_task(), [*LOADED, J("turn_on", "dishwasher-1"), J("done")])  # on by default
     assert ("dishwasher-1 is off and the instruction asks for it on: turn_on(dishwasher-1) before done()"
             in decisions[5].dynamic)
     assert ("done", None, None, None) in decisions[5].excluded  # refused in that memory state
     assert result.success and result.termination == "done" and result.lm_calls == 7
     assert result.executed[-1] == "turn_on(dishwasher-1)"
-    # without the setting (the default) the first done() ends the episode with the dishwasher off
-    off = run(dishwasher_task(), LOADED)
+    # without the setting the first done() ends the episode with the dishwasher off
+    off = run(dishwasher_task(), LOADED, remind_switch=False)
     assert off.termination == "done" and not off.success and off.lm_calls == 5
 
 

@@ -182,7 +182,7 @@ class PlannerConfig:
     remind_open: bool = setting(False, "a done() while a container the LM opened itself is still open is sent back "
                                        "once, naming it (close it unless the instruction wants it open); not with "
                                        "correction none")
-    remind_switch: bool = setting(False, "a done() while a device the instruction asks on or off (\"start the "
+    remind_switch: bool = setting(True, "a done() while a device the instruction asks on or off (\"start the "
                                          "dishwasher\", \"leave the night light on\") is remembered the other way is "
                                          "sent back once, naming it, and refused until the memory changes "
                                          "(lookplangraph.agent.switches); not with correction none")
