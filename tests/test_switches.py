@@ -33,12 +33,13 @@ def J(fn, node=None, relation=None, destination=None):
 
 
 def devices():
-    """The kitchen of conftest with a dishwasher and a TV in the kitchen, the lamp in the bedroom."""
+    """The kitchen of conftest with a dishwasher, a TV and its stand in the kitchen, the lamp in the bedroom."""
     d = copy.deepcopy(kitchen_dict())
     d["nodes"]["asset"] += [
         {"name": "dishwasher-1", "room": "kitchen-1", "states": ["closed", "off"],
          "affordances": ["put_inside", "open", "close", "turn_on", "turn_off"]},
         {"name": "tv-1", "room": "kitchen-1", "states": ["on"], "affordances": ["turn_on", "turn_off"]},
+        {"name": "tv_stand-1", "room": "kitchen-1", "states": [], "affordances": ["put_on"]},
     ]
     return d
 
@@ -74,6 +75,9 @@ def test_requests_read_the_state_asked_of_each_device(g, instruction, asked):
     "Turn on the tap.",  # not a device
     "Walk to the kitchen, run to the lamp.",  # "run to": a place
     "Shut the dishwasher.",  # shut closes
+    "Take the cup from the TV and leave it on the table.",  # "on the table": a place, not a state
+    "Put the cup on the TV stand, then switch it off.",  # a TV stand is no TV: "it" is the cup
+    "Leave the TV on top of the fridge.",
 ])
 def test_phrases_that_ask_no_device_anything(g, instruction):
     assert requests(instruction, g) == []

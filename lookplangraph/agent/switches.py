@@ -3,10 +3,12 @@ one otherwise (the planner's ``remind_switch``).
 
 A *device* is a node of the memory graph with an on/off state. A *switch request* is a device
 class the instruction names and the state it asks of it: "switch on the lamp", "turn the TV off",
-"start the dishwasher", "leave his night light on", "the lamp should be switched on". A phrase without a device of its own ("switch
-it on", "start a cycle", "run it") asks it of the device named last before it. A clause (the text
-between ``.``, ``!``, ``?``, ``;``, ``,`` and "but") with a negation ("don't switch on the fan")
-asks nothing; "left ... on" describes, it does not ask. A class with several devices is narrowed
+"start the dishwasher", "leave his night light on", "the lamp should be switched on". A phrase
+without a device of its own ("switch it on", "start a cycle", "run it") asks it of the device
+named last before it. A clause (the text between ``.``, ``!``, ``?``, ``;``, ``,`` and "but")
+with a negation ("don't switch on the fan") asks nothing; "left ... on" describes, it does not
+ask, and an "on" followed by a place ("leave it on the sofa") is where, not a state. Words of
+another class of the graph are not a device's ("the TV stand" is not a TV). A class with several devices is narrowed
 to those the instruction's descriptors pick out (:func:`lookplangraph.agent.grounding.attached`),
 then to those the LM acted on; a request still naming several, or none, is left alone.
 
@@ -42,6 +44,16 @@ _RUN_OBJECTS = frozenset({"it", "them", "cycle", "program", "programme", "wash",
 #: Words that may stand between a particle verb and its particle ("turn the big TV in the hall off").
 _MAX_BETWEEN = 6
 _CLAUSE = re.compile(r"[.!?;,]+|\bbut\b", re.IGNORECASE)
+#: Words that may come between a verb and its device ("switch on *his* night light").
+_DETERMINERS = frozenset({"the", "a", "an", "his", "her", "their", "my", "our", "your", "its", "this", "that",
+                          "both", "all", "every"})
+#: Words after which what follows is a place, not the verb's object ("run *to* the toilet").
+_PREPOSITIONS = frozenset({"to", "into", "in", "at", "from", "by", "over", "around", "for", "with", "toward",
+                           "towards", "through", "on", "off", "up", "down", "out", "of"})
+#: Words that may follow an "on" or "off" that ends a request ("leave it on for Leo"); any other
+#: word makes it a place ("leave it on the sofa", "leave the TV on top of the cabinet").
+_AFTER_PARTICLE = frozenset({"and", "then", "again", "too", "please", "now", "for", "while", "when", "until", "as",
+                             "so", "before", "after", "tonight", "overnight", "afterwards", "all", "it", "them"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +73,13 @@ def device_classes(graph: SceneGraph) -> frozenset[str]:
 def requests(instruction: str, graph: SceneGraph) -> list[SwitchRequest]:
     """The switch requests of ``instruction`` over the device classes of ``graph`` (module doc),
     in the order said; a class asked both ways keeps the last."""
-    classes = device_classes(graph)
+    devices = device_classes(graph)
+    classes = frozenset(normalise(node_class(n)) for n in graph.nodes) | devices
     asked: dict[str, str] = {}
     last: str | None = None  # the device class named last, for "switch it on"
     for clause in _CLAUSE.split(instruction):
         words = spoken(clause).split()
-        mentions = _mentions(words, classes)
+        mentions = _mentions(words, classes, devices)
         if not NEGATIONS.intersection(words):
             for at, state, objects in _phrases(words, mentions):
                 before = [m[2] for m in mentions if m[0] < at]
@@ -79,24 +92,25 @@ def requests(instruction: str, graph: SceneGraph) -> list[SwitchRequest]:
     return [SwitchRequest(cls, state) for cls, state in asked.items()]
 
 
-def _mentions(words: list[str], classes: Collection[str]) -> list[tuple[int, int, str]]:
-    """``(start, end, class)`` of each device class said in ``words`` (up to three words that
-    :func:`grasif.priors.normalise` makes the class: "TV" is a television), the longest first
-    ("desk lamp" is a desk lamp, not a lamp), in order."""
+def _mentions(words: list[str], classes: Collection[str], devices: Collection[str]) -> list[tuple[int, int, str]]:
+    """``(start, end, class)`` of each device class said in ``words``, in order: up to three words
+    that :func:`grasif.priors.normalise` makes a class of the graph ("TV" is a television), the
+    longest first, so that "desk lamp" is a desk lamp, not a lamp, and "TV stand" no TV."""
     out = []
     i = 0
     while i < len(words):
         n = next((n for n in (3, 2, 1) if i + n <= len(words) and normalise("_".join(words[i:i + n])) in classes), 0)
-        if n:
+        if n and normalise("_".join(words[i:i + n])) in devices:
             out.append((i, i + n, normalise("_".join(words[i:i + n]))))
         i += n or 1
     return out
 
 
 def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tuple[int, str, list[str]]]:
-    """``(position, state, classes)`` of each phrase in ``words`` that asks a device on or off: the device
-    classes it is said of, or none for a pronoun ("switch it on", "start a cycle": the device
-    named last). A phrase whose object is something else ("turn on the tap") is left out."""
+    """``(position, state, classes)`` of each phrase in ``words`` that asks a device on or off:
+    the device classes it is said of, or none for a pronoun ("switch it on", "start a cycle": the
+    device named last). A phrase whose object is something else ("turn on the tap") or whose "on"
+    is followed by a place ("leave it on the sofa") is left out."""
     out = []
     for i, w in enumerate(words):
         if w in _PARTICLE_VERBS:
@@ -104,16 +118,16 @@ def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tup
                       if words[j] in ("on", "off")), None)
             if j is None or (w == "shut" and words[j] == "on"):  # "shut" closes; "shut off" switches
                 continue
-            between = [m for m in mentions if i < m[0] < j]
-            if between:
-                out.append((i, words[j], [m[2] for m in between]))
-            elif words[i + 1:j] in (["it"], ["them"]):
-                out.append((i, words[j], []))
-            elif j == i + 1:  # "switch on the lamp", or "switch on" alone after the device
+            if j == i + 1:  # "switch on the lamp", or "switch on" alone after the device
                 after = _objects(j + 1, words, mentions)
-                if after or j + 1 == len(words) or words[j + 1] in ("it", "them"):
+                if after or _ends(words, j):
                     out.append((i, words[j], after))
-        elif w in _PARTICIPLES and words[i + 1:i + 2] in (["on"], ["off"]) and _WANTING.intersection(words[:i]):
+            elif _ends(words, j):
+                between = [m[2] for m in mentions if i < m[0] < j]
+                if between or words[i + 1:j] in (["it"], ["them"]):
+                    out.append((i, words[j], between))
+        elif w in _PARTICIPLES and words[i + 1:i + 2] in (["on"], ["off"]) and _ends(words, i + 1) \
+                and _WANTING.intersection(words[:i]):
             before = [m[2] for m in mentions if m[0] < i]  # "the lamp should be switched on"
             out.append((i, words[i + 1], before[-1:]))
         elif w in _START_VERBS:
@@ -126,14 +140,9 @@ def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tup
     return out
 
 
-#: Words that may come between a verb and its device ("switch on *his* night light").
-_DETERMINERS = frozenset({"the", "a", "an", "his", "her", "their", "my", "our", "your", "its", "this", "that",
-                          "both", "all", "every"})
-
-
-#: Words after which what follows is a place, not the verb's object ("run *to* the toilet").
-_PREPOSITIONS = frozenset({"to", "into", "in", "at", "from", "by", "over", "around", "for", "with", "toward",
-                           "towards", "through", "on", "off", "up", "down", "out", "of"})
+def _ends(words: list[str], j: int) -> bool:
+    """Whether the "on" or "off" at ``words[j]`` ends its phrase (:data:`_AFTER_PARTICLE`)."""
+    return j + 1 == len(words) or words[j + 1] in _AFTER_PARTICLE
 
 
 def _objects(at: int, words: list[str], mentions: list[tuple[int, int, str]]) -> list[str]:
