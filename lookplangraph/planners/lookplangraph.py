@@ -144,8 +144,7 @@ def run_episode(task: Task, env, lm, config: PlannerConfig | None = None,
             journal.answered(rec.proposed, reason, feedback, _as_done(rec) if rec.accepted else "")
         if new_state != state:
             state, refused = new_state, {}
-        elif (key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None
-              and not remind):
+        elif key is not None and (not rec.accepted or rec.infeasible) and rec.failure is None and not remind:
             # (a low-level failure is not the action's fault: it may be tried again as it was)
             refused.setdefault(key, rec.feedback or rec.infeasible or "refused")
         log.emit(rec)
