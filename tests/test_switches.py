@@ -101,6 +101,19 @@ def test_a_class_of_several_devices_is_narrowed_to_what_the_lm_acted_on(g):
     assert "lamp-1 is off" in reminder("Switch on the bedroom lamp.", two, acted_on=())  # a descriptor picks it
 
 
+def after_plan(task):
+    """The memory graph (priors unseen) after ``task``'s ground-truth script up to ``done()``, and
+    the nodes its steps named."""
+    graph = MemoryGraph(task.graph).graph
+    touched = set()
+    for step in script_for(task):
+        if step.function_name == "done":
+            break
+        graph = check(graph, step, correct=False).graph
+        touched.update(n for n in (step.node, step.destination) if n)
+    return graph, touched
+
+
 @pytest.mark.parametrize("split", ["virtualhome", "behavior", "office", "dev"])
 def test_no_ground_truth_plan_of_grasif_ends_with_a_reminder(grasif_build, split):
     # the reminder must never ask what the benchmark's own plans do not leave; VirtualHome's
@@ -108,13 +121,7 @@ def test_no_ground_truth_plan_of_grasif_ends_with_a_reminder(grasif_build, split
     # as running the toilet.
     asked = 0
     for task in load_split(grasif_build, split):
-        graph = MemoryGraph(task.graph).graph
-        touched = set()
-        for step in script_for(task):
-            if step.function_name == "done":
-                break
-            graph = check(graph, step, correct=False).graph
-            touched.update(n for n in (step.node, step.destination) if n)
+        graph, touched = after_plan(task)
         asked += bool(requests(task.instruction, graph))
         assert reminder(task.instruction, graph, touched) is None, task.id
     assert asked >= {"virtualhome": 100, "behavior": 3, "office": 3, "dev": 7}[split]
@@ -134,12 +141,7 @@ def test_generated_device_tasks_are_read_and_their_plans_end_with_no_reminder(ki
         asked = {(r.cls, r.state) for r in requests(task.instruction, graph)}
         wanted += bool(goals)
         read += bool(goals) and goals <= asked
-        touched = set()
-        for step in script_for(task):
-            if step.function_name == "done":
-                break
-            graph = check(graph, step, correct=False).graph
-            touched.update(n for n in (step.node, step.destination) if n)
+        graph, touched = after_plan(task)
         assert reminder(task.instruction, graph, touched) is None, (task.id, task.instruction)
     assert wanted >= 15 and read >= 0.9 * wanted, (read, wanted)
 
