@@ -8,9 +8,10 @@ without a device of its own ("switch it on", "start a cycle", "run it") asks it 
 named last before it. A clause (the text between ``.``, ``!``, ``?``, ``;``, ``,`` and "but")
 with a negation ("don't switch on the fan") asks nothing; "left ... on" describes, it does not
 ask, and an "on" followed by a place ("leave it on the sofa") is where, not a state. Words of
-another class of the graph are not a device's ("the TV stand" is not a TV). A class with several devices is narrowed
-to those the instruction's descriptors pick out (:func:`lookplangraph.agent.grounding.attached`),
-then to those the LM acted on; a request still naming several, or none, is left alone.
+another class of the graph are not a device's ("the TV stand" is not a TV). A class with several
+devices is narrowed to those the instruction's descriptors pick out
+(:func:`lookplangraph.agent.grounding.attached`), then to those the LM acted on; a request still
+naming several, or none, is left alone.
 
 Invariants: reads the instruction, the memory graph and the LM's own steps only, never the
 goal; names only a device whose remembered state is the opposite of the one asked. Docs:
@@ -23,7 +24,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sgs.graph import SceneGraph, node_class
+from sgs.graph import Node, SceneGraph, node_class
 
 from grasif.priors import normalise
 from lookplangraph.agent.grounding import attached, descriptors
@@ -65,9 +66,14 @@ class SwitchRequest:
     state: str
 
 
+def _is_device(node: Node) -> bool:
+    """Whether ``node`` has an on/off state (module doc)."""
+    return node.has("on") or node.has("off")
+
+
 def device_classes(graph: SceneGraph) -> frozenset[str]:
     """The classes (:func:`grasif.priors.normalise`) of ``graph``'s devices."""
-    return frozenset(normalise(node_class(n)) for n, node in graph.nodes.items() if node.has("on") or node.has("off"))
+    return frozenset(normalise(node_class(n)) for n, node in graph.nodes.items() if _is_device(node))
 
 
 def requests(instruction: str, graph: SceneGraph) -> list[SwitchRequest]:
@@ -99,10 +105,11 @@ def _mentions(words: list[str], classes: Collection[str], devices: Collection[st
     out = []
     i = 0
     while i < len(words):
-        n = next((n for n in (3, 2, 1) if i + n <= len(words) and normalise("_".join(words[i:i + n])) in classes), 0)
-        if n and normalise("_".join(words[i:i + n])) in devices:
-            out.append((i, i + n, normalise("_".join(words[i:i + n]))))
-        i += n or 1
+        said = ((n, normalise("_".join(words[i:i + n]))) for n in (3, 2, 1) if i + n <= len(words))
+        n, cls = next(((n, cls) for n, cls in said if cls in classes), (1, None))
+        if cls in devices:
+            out.append((i, i + n, cls))
+        i += n
     return out
 
 
@@ -128,8 +135,7 @@ def _phrases(words: list[str], mentions: list[tuple[int, int, str]]) -> list[tup
                     out.append((i, words[j], between))
         elif w in _PARTICIPLES and words[i + 1:i + 2] in (["on"], ["off"]) and _ends(words, i + 1) \
                 and _WANTING.intersection(words[:i]):
-            before = [m[2] for m in mentions if m[0] < i]  # "the lamp should be switched on"
-            out.append((i, words[i + 1], before[-1:]))
+            out.append((i, words[i + 1], []))  # "the lamp should be switched on": the device named last
         elif w in _START_VERBS:
             after = _objects(i + 1, words, mentions)
             skip = 1 if words[i + 1:i + 2] in (["a"], ["the"], ["another"]) else 0
@@ -171,8 +177,7 @@ def reminder(instruction: str, graph: SceneGraph, acted_on: Collection[str]) -> 
     wanted = attached(instruction, graph)
     wrong = []
     for req in requests(instruction, graph):
-        nodes = [n for n, node in graph.nodes.items()
-                 if normalise(node_class(n)) == req.cls and (node.has("on") or node.has("off"))]
+        nodes = [n for n, node in graph.nodes.items() if normalise(node_class(n)) == req.cls and _is_device(node)]
         if req.cls in wanted:
             nodes = [n for n in nodes if wanted[req.cls] <= set(descriptors(graph, n))] or nodes
         if len(nodes) > 1:
