@@ -32,9 +32,9 @@ def gift_task():
     return load_task(EXAMPLES / "gift_basket" / "task.json")
 
 
-def kitchen_task(goal=None):
+def kitchen_task(goal=None, instruction="Put the apple from the box on the bed."):
     goal = goal or GoalSpec(node_goals=[NodeGoal(node="apple-1", relation="ontop", destination="bed-1")])
-    return Task(id="kitchen", split="test", instruction="Put the apple from the box on the bed.",
+    return Task(id="kitchen", split="test", instruction=instruction,
                 initial_graph=kitchen_dict(), goal=goal)
 
 
@@ -72,6 +72,46 @@ def test_unseen_prior_must_be_discovered_first(decisions):
     # closed what the corrections had opened (close_opened)
     assert result.executed[-8:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "go_to(bedroom-1)",
                                     "put_on(bed-1)", "go_to(kitchen-1)", "close(box-1)", "close(fridge-1)"]
+
+
+def test_close_at_once_closes_what_a_correction_opened_right_after_the_pick_up():
+    task, steps = kitchen_task(), []
+    replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
+               J("done")]
+    result = run_episode(task, GraphEnvironment(task.graph, task.goal), ScriptedBackend(replies),  # SCRIPTED
+                         PlannerConfig(close_at_once=True), on_step=steps.append)
+    assert result.success and result.termination == "done"
+    # innermost first, before the walk; done() has nothing left to close
+    assert result.executed[-7:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "close(box-1)",
+                                    "close(fridge-1)", "go_to(bedroom-1)", "put_on(bed-1)"]
+    assert steps[2].corrections[-2:] == ["closed box-1 after pick_up(apple-1): a correction had opened it",
+                                         "closed fridge-1 after pick_up(apple-1): a correction had opened it"]
+    assert steps[3].executed == []
+
+
+def test_close_at_once_closes_after_a_put_inside_but_not_what_the_lm_opened():
+    goal = GoalSpec(node_goals=[NodeGoal(node="apple-2", relation="inside", destination="fridge-1")])
+    task = kitchen_task(goal, "Put the apple on the table in the fridge.")
+    look = [J("go_to", "kitchen-1"), J("discover_objects", "table-1")]
+    result, _ = episode(task, [*look, J("rearrange", "apple-2", "inside", "fridge-1"), J("done")],
+                        close_at_once=True)
+    assert result.executed[2:] == ["pick_up(apple-2)", "open(fridge-1)", "put_inside(fridge-1)", "close(fridge-1)"]
+    assert result.success
+    own, _ = episode(task, [*look, J("open", "fridge-1"), J("rearrange", "apple-2", "inside", "fridge-1"), J("done")],
+                     close_at_once=True)
+    assert own.executed[2:] == ["open(fridge-1)", "pick_up(apple-2)", "put_inside(fridge-1)"]  # stays open
+
+
+def test_close_at_once_leaves_an_action_as_it_was_where_a_later_step_needs_the_container_open():
+    # the apple goes from the box in the fridge into the fridge: closing the fridge after the
+    # pick-up would stop the put, so nothing is added and done() closes what is left (close_opened)
+    goal = GoalSpec(node_goals=[NodeGoal(node="apple-1", relation="inside", destination="fridge-1")])
+    result, _ = episode(kitchen_task(goal), [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"),
+                                             J("rearrange", "apple-1", "inside", "fridge-1"), J("done")],
+                        close_at_once=True)
+    assert result.executed[-6:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "put_inside(fridge-1)",
+                                    "close(box-1)", "close(fridge-1)"]
+    assert result.success
 
 
 def test_without_correction_the_closed_box_is_feedback(decisions):

@@ -179,6 +179,9 @@ class PlannerConfig:
                                            "be decoded (with exclude_inapplicable)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
+    close_at_once: bool = setting(False, "correction rules: a container that a correction opened for an action's "
+                                         "put_inside, or for a pick_up of what is in it, is closed again right "
+                                         "after that step, in the same action")
     remind_open: bool = setting(False, "a done() while a container the LM opened itself is still open is sent back "
                                        "once, naming it (close it unless the instruction wants it open); not with "
                                        "correction none")

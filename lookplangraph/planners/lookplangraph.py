@@ -18,7 +18,7 @@ infeasible actions) in a row (a ``done()`` that a reminder sends back is not one
 ``max_actions`` accepted actions, or when a decision's prompt does not fit the LM's context
 (``context_overflow``, also the result's ``failure``: a long episode in the conversation layout on
 a small ``n_ctx``; what was done before it stands and is judged). Correction modes, the rules beyond the paper's (grounding
-check, close_opened, remind_open, remind_switch, search hint), exclusions, cycles, reasons on demand, answers of several
+check, close_opened, close_at_once, remind_open, remind_switch, search hint), exclusions, cycles, reasons on demand, answers of several
 actions and the ablations:
 ``docs/concepts/loop.md``; low-level failures: ``docs/guides/failures.md``; retrieved
 demonstrations: ``docs/guides/expert.md``.
@@ -35,8 +35,8 @@ from typing import Callable, Sequence
 from grasif.heldout import in_train_pool
 from grasif.task import Task
 from sgs.actions import Action, make, parse_action
-from sgs.graph import SceneGraph, node_class
-from sgs.simulator import TARGET_STATE, Infeasible, corrected, run_plan
+from sgs.graph import Layer, SceneGraph, node_class
+from sgs.simulator import TARGET_STATE, Infeasible, Outcome, apply, corrected, run_plan
 
 from lookplangraph.agent.decide import LMReply, decide, explain
 from lookplangraph.agent.demonstrations import DemonstrationIndex, demonstration_block, read_demonstrations
@@ -328,6 +328,8 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
             else:  # not read so, or no better read so: the feedback is on what the LM wrote
                 outcome = memory.check(action, correct=cfg.correction == "rules")
             fb = outcome.feedback
+            if fb is None and cfg.correction == "rules" and cfg.close_at_once:
+                outcome = closed_after_use(outcome, memory.graph)
     if fb is not None and cfg.refusal_situation:
         fb += f" ({situation(memory.graph, memory.unseen)})"
     if fb is None and outcome.graph == memory.graph:
@@ -436,6 +438,50 @@ def _close_before_done(left_open: Sequence[str], memory: MemoryGraph, env, rec: 
     for node, o in closed:
         rec.corrections += [*o.corrections, f"closed {node} before done(): a correction had opened it"]
     _execute([step for _, o in closed for step in o.actions], memory, env, rec, perceive)
+
+
+def closed_after_use(outcome: Outcome, graph: SceneGraph) -> Outcome:
+    """Rule ``close_at_once``: ``outcome`` (a checked action's steps from ``graph``) with each
+    container that one of its corrections opened closed again right after the step that needed it
+    open: the ``put_inside`` into it, or the ``pick_up`` of something inside it (innermost first).
+    A close that a later step of the action would undo or that the SGS refuses is not added (the
+    whole outcome stays as it was); ``close_opened`` closes the rest at ``done()``. An ``open``
+    the LM asked for is the last step of its action, so nothing it opened itself is closed."""
+    opened: set[str] = set()
+    steps, notes, g = [], [], graph
+    try:
+        for step in outcome.actions:
+            before, g = g, apply(g, step)
+            steps.append(step)
+            if step.function_name == "open":
+                opened.add(step.node)
+                continue
+            if step.function_name == "put_inside":
+                used = [step.destination or step.node]
+            elif step.function_name == "pick_up":
+                used = _holders(before, step.node)
+            else:
+                continue
+            for c in [c for c in used if c in opened]:
+                g = apply(g, make("close", c))
+                steps.append(make("close", c))
+                notes.append(f"closed {c} after {step}: a correction had opened it")
+                opened.discard(c)
+    except Infeasible:
+        return outcome
+    if not notes:
+        return outcome
+    return replace(outcome, actions=tuple(steps), graph=g, corrections=(*outcome.corrections, *notes))
+
+
+def _holders(graph: SceneGraph, name: str) -> list[str]:
+    """What ``name`` rests on or in, directly or through its parents, innermost first (up to its room)."""
+    holders = []
+    edge = graph.parent.get(name)
+    while edge is not None and graph.nodes[edge[0]].layer is not Layer.PLACE:
+        holders.append(edge[0])
+        edge = graph.parent.get(edge[0])
+    return holders
 
 
 def _perceive(perceive: Perception, observation, memory: MemoryGraph, env, rec: StepRecord):
