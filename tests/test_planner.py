@@ -12,7 +12,8 @@ from grasif.goals import GoalSpec, NodeGoal
 from grasif.task import Task, load_task
 from lookplangraph.lm import ContextOverflow, ScriptedBackend
 from lookplangraph.agent.memory import MemoryGraph
-from lookplangraph.planners.config import PlannerConfig
+from lookplangraph.evaluation.settings import load_settings
+from lookplangraph.planners.config import BEYOND_THE_PAPER, PlannerConfig
 from lookplangraph.planners.lookplangraph import run_episode
 from lookplangraph.agent.view import render, visible_names
 from sgs.io import graph_to_dict
@@ -112,6 +113,17 @@ def test_close_at_once_leaves_an_action_as_it_was_where_a_later_step_needs_the_c
     assert result.executed[-6:] == ["open(fridge-1)", "open(box-1)", "pick_up(apple-1)", "put_inside(fridge-1)",
                                     "close(box-1)", "close(fridge-1)"]
     assert result.success
+
+
+def test_the_papers_tables_run_lookplangraph_without_the_rules_beyond_the_paper():
+    defaults = PlannerConfig()
+    assert all(isinstance(getattr(defaults, name), bool) for name in BEYOND_THE_PAPER)
+    tables = [load_settings(str(p), {}) for p in sorted((EXAMPLES.parent / "configs").glob("table*.toml"))]
+    loop = [s for s in tables if s.planner == "lookplangraph"]
+    assert len(loop) == 8  # Table II dynamic, Table IV planning and Table V's six rows
+    for settings in loop:
+        config = settings.planner_config()
+        assert [name for name in BEYOND_THE_PAPER if getattr(config, name)] == [], settings.out
 
 
 def test_without_correction_the_closed_box_is_feedback(decisions):

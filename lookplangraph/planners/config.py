@@ -39,6 +39,11 @@ RECALL_MODES = ("here", "named", "named-assets")
 #: the most actions one LookPlanGraph answer may hold (``PlannerConfig.actions_per_answer``)
 MAX_ACTIONS_PER_ANSWER = 3
 
+#: The loop's rules beyond the paper's Algorithm 1 (``docs/concepts/loop.md#two-rules``): the
+#: paper's tables (``configs/table*.toml``) run LookPlanGraph with each of them off.
+BEYOND_THE_PAPER = ("grounding_check", "place_descriptors", "refusal_situation", "held_slot", "search_hint",
+                    "discover_holders", "close_opened", "close_at_once", "remind_open", "remind_switch")
+
 #: ``PlannerConfig.correction`` values (:mod:`lookplangraph.planners.lookplangraph`)
 CORRECTION_MODES = ("rules", "feedback", "none")
 #: ``SGRwRConfig.mode`` values (:mod:`lookplangraph.planners.sgrwr`)
@@ -179,7 +184,7 @@ class PlannerConfig:
                                            "be decoded (with exclude_inapplicable)")
     close_opened: bool = setting(True, "correction rules: done() first closes the containers that a correction "
                                        "opened and nothing closed since (what the LM opened itself stays open)")
-    close_at_once: bool = setting(False, "correction rules: a container that a correction opened for an action's "
+    close_at_once: bool = setting(True, "correction rules: a container that a correction opened for an action's "
                                          "put_inside, or for a pick_up of what is in it, is closed again right "
                                          "after that step, in the same action")
     remind_open: bool = setting(False, "a done() while a container the LM opened itself is still open is sent back "
