@@ -229,11 +229,11 @@ def test_done_closes_what_the_rules_opened_walking_back_to_it():
     # the bedroom; done() goes back and closes both, so nothing else in the scene has changed
     replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
                J("done")]
-    result = run(kitchen_task(), replies)
+    result = run(kitchen_task(), replies, close_at_once=False)  # (close_at_once would close both after the pick-up)
     assert result.success and result.termination == "done"
     tail = result.executed[result.executed.index("put_on(bed-1)") + 1:]
     assert tail == ["go_to(kitchen-1)", "close(box-1)", "close(fridge-1)"]
-    off = run(kitchen_task(), replies, close_opened=False)
+    off = run(kitchen_task(), replies, close_opened=False, close_at_once=False)
     assert not off.success and off.executed[-1] == "put_on(bed-1)"
     assert any("fridge-1" in g and "open" in g for g in off.goal_not_met)
 
@@ -273,7 +273,7 @@ def test_remind_open_leaves_what_the_rules_opened_to_close_opened(decisions):
     # the rules opened the fridge and the box: done() closes them without a reminder
     replies = [J("go_to", "kitchen-1"), J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
                J("done")]
-    result = run(kitchen_task(), replies, remind_open=True)
+    result = run(kitchen_task(), replies, remind_open=True, close_at_once=False)
     assert result.success and result.lm_calls == 4
     assert result.executed[-2:] == ["close(box-1)", "close(fridge-1)"]
     # and not with correction none, which has no reminders: done() ends the episode

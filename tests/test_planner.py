@@ -66,7 +66,8 @@ def test_scripted_gift_basket_episode_succeeds_with_trace_and_tokens(gift_task, 
 def test_unseen_prior_must_be_discovered_first(decisions):
     task = kitchen_task()
     result, lm = episode(task, [J("go_to", "kitchen-1"), J("rearrange", "apple-1", "ontop", "bed-1"),
-                                J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")])
+                                J("discover_objects", "fridge-1"), J("rearrange", "apple-1", "ontop", "bed-1"), J("done")],
+                          close_at_once=False)
     assert "confirm where it is with discover_objects(fridge-1)" in decisions[2].dynamic
     assert result.success and result.termination == "done"
     # correction opened the fridge and the box, walked back to the bedroom; done() went back and

@@ -192,8 +192,9 @@ def test_an_episode_records_both_verdicts_and_names_the_side_effect(kitchen):
     lm = ScriptedBackend([json.dumps({"function_name": "go_to", "node": "kitchen-1"}),
                           json.dumps({"function_name": "discover_objects", "node": "table-1"}), reply,
                           json.dumps({"function_name": "done"})])  # SCRIPTED replies, not an LM
-    # close_opened off: done() would otherwise close the fridge the correction opened
-    result = run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(close_opened=False))
+    # close_opened and close_at_once off: either would close the fridge the correction opened
+    result = run_episode(task, GraphEnvironment(task.graph, task.goal), lm,
+                         PlannerConfig(close_opened=False, close_at_once=False))
     assert result.termination == "done" and result.precision == 1.0
     assert result.success_changed_only and not result.success
     assert result.goal_not_met == ["side effect: fridge-1: expected closed; found open"]

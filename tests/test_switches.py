@@ -159,36 +159,37 @@ def run(task, replies, **cfg):
     return run_episode(task, GraphEnvironment(task.graph, task.goal), lm, PlannerConfig(**cfg))
 
 
+# the loop closes the dishwasher its correction opened for the put (close_at_once)
 LOADED = [J("go_to", "kitchen-1"), J("discover_objects", "table-1"), J("rearrange", "cup-1", "inside", "dishwasher-1"),
-          J("close", "dishwasher-1"), J("done")]
+          J("done")]
 
 
 def test_remind_switch_sends_done_back_and_the_device_is_started(decisions):
     result = run(dishwasher_task(), [*LOADED, J("turn_on", "dishwasher-1"), J("done")])  # on by default
     assert ("dishwasher-1 is off and the instruction asks for it on: turn_on(dishwasher-1) before done()"
-            in decisions[5].dynamic)
-    assert ("done", None, None, None) in decisions[5].excluded  # refused in that memory state
-    assert result.success and result.termination == "done" and result.lm_calls == 7
+            in decisions[4].dynamic)
+    assert ("done", None, None, None) in decisions[4].excluded  # refused in that memory state
+    assert result.success and result.termination == "done" and result.lm_calls == 6
     assert result.executed[-1] == "turn_on(dishwasher-1)"
     # without the setting the first done() ends the episode with the dishwasher off
     off = run(dishwasher_task(), LOADED, remind_switch=False)
-    assert off.termination == "done" and not off.success and off.lm_calls == 5
+    assert off.termination == "done" and not off.success and off.lm_calls == 4
 
 
 def test_remind_switch_is_given_once_and_done_is_decodable_once_the_memory_changes(decisions):
     result = run(dishwasher_task(), [*LOADED, J("open", "dishwasher-1"), J("done")], remind_switch=True)
-    assert ("done", None, None, None) not in decisions[6].excluded
-    assert result.termination == "done" and result.lm_calls == 7 and not result.success
+    assert ("done", None, None, None) not in decisions[5].excluded
+    assert result.termination == "done" and result.lm_calls == 6 and not result.success
     # and not with correction none, which has no reminders
     none = run(dishwasher_task(), LOADED, remind_switch=True, correction="none")
-    assert none.termination == "done" and none.lm_calls == 5
+    assert none.termination == "done" and none.lm_calls == 4
 
 
 def test_a_reminder_is_not_an_unresolved_answer(decisions):
     # two unresolved answers, then a done() sent back: the episode goes on (three in a row would end it)
-    replies = [*LOADED[:4], J("pick_up", "spoon-9"), J("pick_up", "spoon-9"), J("done"), J("turn_on", "dishwasher-1"),
+    replies = [*LOADED[:3], J("pick_up", "spoon-9"), J("pick_up", "spoon-9"), J("done"), J("turn_on", "dishwasher-1"),
                J("done")]
     result = run(dishwasher_task(), replies, remind_switch=True)
-    assert "dishwasher-1 is off" in decisions[7].dynamic
-    assert result.termination == "done" and result.success and result.lm_calls == 9
+    assert "dishwasher-1 is off" in decisions[6].dynamic
+    assert result.termination == "done" and result.success and result.lm_calls == 8
 

@@ -49,8 +49,9 @@ class ScriptedOperator:
     observe = perform
 
 
+# the loop closes the cupboard its correction opened right after the pick-up (close_at_once)
 PLAN = [J("discover_objects", "cupboard-1"), J("rearrange", "cup-2", "inside", "coffee_machine-1"),
-        J("close", "cupboard-1"), J("turn_on", "coffee_machine-1"), J("done")]
+        J("turn_on", "coffee_machine-1"), J("done")]
 CUP = parsed(("cup", "inside", "cupboard-1"))
 
 
@@ -74,10 +75,10 @@ def test_a_whole_trial_typed_description_to_the_parser_and_a_successful_checklis
     assert session.state == "checklist" and episode.termination == "done"
     # the operator saw each step with its LM action and the SGS expansion
     assert [str(r.step) for r in op.requests] == ["discover_objects(cupboard-1)", "open(cupboard-1)", "pick_up(cup-2)",
-                                                   "put_inside(coffee_machine-1)", "close(cupboard-1)",
+                                                   "close(cupboard-1)", "put_inside(coffee_machine-1)",
                                                    "turn_on(coffee_machine-1)"]
-    put = op.requests[3]
-    assert put.action == "rearrange(cup-2, inside, coffee_machine-1)" and put.index == 2 and len(put.expansion) == 3
+    put = op.requests[4]
+    assert put.action == "rearrange(cup-2, inside, coffee_machine-1)" and put.index == 3 and len(put.expansion) == 4
     assert put.holding == "cup-2" and put.text == "Put cup-2 inside coffee_machine-1"
     # the typed text went to the parser alone
     assert "one white cup inside the cupboard" in parser.requests[0]["messages"][1]["content"]
@@ -103,9 +104,8 @@ def test_a_whole_trial_typed_description_to_the_parser_and_a_successful_checklis
 
 def test_a_failed_step_reaches_the_planner_as_feedback_with_the_operators_reason(tmp_path):
     trial = new_trial(tmp_path)
-    op = ScriptedOperator([seen(description="a cup"), done(), done(), failed("the machine's door is jammed"),
-                           done(), done()])
-    session, lm, _ = session_for(trial, op, plan=PLAN[:2] + [J("close", "cupboard-1"), J("done")])
+    op = ScriptedOperator([seen(description="a cup"), done(), done(), done(), failed("the machine's door is jammed")])
+    session, lm, _ = session_for(trial, op, plan=PLAN[:2] + [J("done")])
     episode = session.run()
     rec = session.records[1]
     assert not rec.accepted or rec.feedback
@@ -113,7 +113,7 @@ def test_a_failed_step_reaches_the_planner_as_feedback_with_the_operators_reason
     assert "the machine's door is jammed" in lm.inner.requests[2]["messages"][1]["content"]  # the next prompt tells the LM
     assert episode.termination == "done"
     result = session.finish([False, False, True])
-    assert result["failed_steps"] == [{"request": 4, "step": "put_inside(coffee_machine-1)",
+    assert result["failed_steps"] == [{"request": 5, "step": "put_inside(coffee_machine-1)",
                                        "action": "rearrange(cup-2, inside, coffee_machine-1)",
                                        "reason": "the machine's door is jammed"}]
     assert not result["success"] and result["precision"] == 0.0
@@ -153,8 +153,8 @@ def _fingerprint(trial):
 
 
 def test_resume_replays_recorded_answers_and_lm_replies_then_goes_on_live(tmp_path):
-    answers = [seen(description="a white cup"), done(), done(), failed("jammed"), done(), done()]
-    plan = PLAN[:2] + [J("close", "cupboard-1"), J("turn_on", "coffee_machine-1"), J("done")]
+    answers = [seen(description="a white cup"), done(), done(), done(), failed("jammed"), done()]
+    plan = PLAN[:2] + [J("turn_on", "coffee_machine-1"), J("done")]
     # the reference: one uninterrupted session
     ref = new_trial(tmp_path, "ref")
     session_for(ref, ScriptedOperator(answers))[0].run()
@@ -359,7 +359,7 @@ class TypedOperator(TerminalOperator):
 
 
 COFFEE_ACTIONS = [("discover_objects", "cupboard-1"), ("rearrange", "cup-2", "inside", "coffee_machine-1"),
-                  ("close", "cupboard-1"), ("turn_on", "coffee_machine-1"), ("done",)]
+                  ("turn_on", "coffee_machine-1"), ("done",)]
 
 
 def test_with_explain_the_operator_sees_the_asked_reason_before_approving_and_the_trace_records_it(tmp_path):
@@ -383,13 +383,13 @@ def test_with_explain_the_operator_sees_the_asked_reason_before_approving_and_th
         assert session.run() is not None and session.state == "checklist"
         trace = [json.loads(line) for line in trial.path("trace.jsonl").read_text().splitlines()]
         if on:
-            assert [r.reason for r in op.requests] == ["why 0"] + ["why 1"] * 3 + ["why 2", "why 3"]
-            assert "Action: rearrange(cup-2, inside, coffee_machine-1) (step 1 of 3) — why 1" in shown
-            assert [t["reason"] for t in trace] == [f"why {i}" for i in range(5)]
-            assert len(planner.requests) == 10
+            assert [r.reason for r in op.requests] == ["why 0"] + ["why 1"] * 4 + ["why 2"]
+            assert "Action: rearrange(cup-2, inside, coffee_machine-1) (step 1 of 4) — why 1" in shown
+            assert [t["reason"] for t in trace] == [f"why {i}" for i in range(4)]
+            assert len(planner.requests) == 8
         else:
-            assert [r.reason for r in op.requests] == [None] * 6 and [t["reason"] for t in trace] == [None] * 5
-            assert len(planner.requests) == 5  # no explain call
+            assert [r.reason for r in op.requests] == [None] * 6 and [t["reason"] for t in trace] == [None] * 4
+            assert len(planner.requests) == 4  # no explain call
             assert not any("—" in line for line in shown)
 
 

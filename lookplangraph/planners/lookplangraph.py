@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 from grasif.heldout import in_train_pool
 from grasif.task import Task
 from sgs.actions import Action, make, parse_action
-from sgs.graph import Layer, SceneGraph, node_class
+from sgs.graph import Relation, SceneGraph, node_class
 from sgs.simulator import TARGET_STATE, Infeasible, Outcome, apply, corrected, run_plan
 
 from lookplangraph.agent.decide import LMReply, decide, explain
@@ -444,9 +444,10 @@ def closed_after_use(outcome: Outcome, graph: SceneGraph) -> Outcome:
     """Rule ``close_at_once``: ``outcome`` (a checked action's steps from ``graph``) with each
     container that one of its corrections opened closed again right after the step that needed it
     open: the ``put_inside`` into it, or the ``pick_up`` of something inside it (innermost first).
-    A close that a later step of the action would undo or that the SGS refuses is not added (the
-    whole outcome stays as it was); ``close_opened`` closes the rest at ``done()``. An ``open``
-    the LM asked for is the last step of its action, so nothing it opened itself is closed."""
+    Where a close would stop a later step of the action (the apple taken out of a box in the
+    fridge and put into the fridge) or the SGS refuses it, the outcome stays as it was and
+    ``close_opened`` closes what is left at ``done()``. An ``open`` the LM asked for is the last
+    step of its action, so nothing it opened itself is closed."""
     opened: set[str] = set()
     steps, notes, g = [], [], graph
     try:
@@ -475,10 +476,11 @@ def closed_after_use(outcome: Outcome, graph: SceneGraph) -> Outcome:
 
 
 def _holders(graph: SceneGraph, name: str) -> list[str]:
-    """What ``name`` rests on or in, directly or through its parents, innermost first (up to its room)."""
+    """What ``name`` rests on or in, directly or through its parents, innermost first (not its
+    room, nor the agent that holds it)."""
     holders = []
     edge = graph.parent.get(name)
-    while edge is not None and graph.nodes[edge[0]].layer is not Layer.PLACE:
+    while edge is not None and edge[1] not in (Relation.IN_ROOM, Relation.HELD):
         holders.append(edge[0])
         edge = graph.parent.get(edge[0])
     return holders

@@ -18,7 +18,7 @@ from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, Tria
 from vlm.gam import GraphAugmentation
 
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
-from lookplangraph.planners.lookplangraph import run_episode
+from lookplangraph.planners.lookplangraph import closed_after_use, run_episode
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.apps.trial.scoring import ChecklistItem, checklist, score
 from lookplangraph.evaluation.runner import format_step
@@ -78,6 +78,8 @@ class TrialSession:
             mode = self.cfg.correction
             outcome = memory.check(action, correct=mode == "rules")
             if outcome.ok:
+                if mode == "rules" and self.cfg.close_at_once:
+                    outcome = closed_after_use(outcome, memory.graph)
                 expansion = [str(a) for a in outcome.actions]
             elif mode == "none" and memory.hallucination(action) is None:
                 expansion = [str(a) for a in memory.expand_unchecked(action)]

@@ -14,7 +14,7 @@ evaluation task or a sibling raises :class:`grasif.heldout.LeakError`. Augmented
 seed that moves nothing, is left out and counted.
 
 :func:`validate_data` replays every episode through the SGS (each accepted action feasible, the goal
-holds at the end) and reads every answer back as an action whose names, and whose reason's names,
+holds at the end; with the loop's ``close_at_once`` where the episode was made with it) and reads every answer back as an action whose names, and whose reason's names,
 stand in its prompt (:func:`lookplangraph.distill.teacher.expert.ungrounded`). The format and the
 checks: ``docs/guides/expert.md`` and ``docs/guides/distillation.md``.
 """
@@ -46,7 +46,7 @@ from lookplangraph.evaluation.runner import dynamic_moves, make_env
 from lookplangraph.lm import Completion, Usage, structured
 from lookplangraph.lm.embedded import DEFAULT_MODEL, is_available, model_path
 from lookplangraph.planners.config import ANSWER_FORMATS, PlannerConfig
-from lookplangraph.planners.lookplangraph import goes_on, run_episode
+from lookplangraph.planners.lookplangraph import closed_after_use, goes_on, run_episode
 
 #: augmentation kinds besides the task as it is (None)
 AUGMENTATIONS = ("rename", "shuffle", "distract")
@@ -313,7 +313,7 @@ def build_data(tasks: list[Task], out: Path, *, seeds: list[int | None], augment
                     result, examples, demo = expert_episode(copy, seed, cfg, teacher, trace)
                     meta = {"split": task.split, "task_id": task.id, "seed": seed,
                             "augmentation": None if kind is None else {"kind": kind, "seed": seed or 0},
-                            "correction": correction}
+                            "correction": correction, "close_at_once": cfg.close_at_once and correction == "rules"}
                     counts.episodes += 1
                     counts.by_kind[kind or "none"] = counts.by_kind.get(kind or "none", 0) + 1
                     eps.write(json.dumps({**meta, "success": result.success, "actions": result.actions,
@@ -456,6 +456,8 @@ def validate_data(out: Path, tasks_by_key: dict[tuple[str, str], Task],
             if a.function_name == "done":
                 continue
             outcome = check(g, a, correct=ep["correction"] == "rules")
+            if outcome.ok and ep.get("close_at_once"):  # the loop's rule (episodes written before it: off)
+                outcome = closed_after_use(outcome, g)
             if not outcome.ok:
                 report.problems.append(f"{where}: {action} is infeasible on replay: {outcome.feedback}")
                 break
