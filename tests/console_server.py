@@ -37,7 +37,8 @@ def parsed(*rows):
 
 
 #: the planner's SCRIPTED replies for the coffee task: look, fetch the cup, a close that the
-#: operator reports failed, switch on, done
+#: operator reports failed (with the loop's close_at_once off, as the browser test runs it; with it
+#: on the loop has closed the cupboard after the pick-up and the close is sent back), switch on, done
 COFFEE_PLAN = [
     J("discover_objects", "cupboard-1", reason="the clean cups are in the cupboard"),
     J("rearrange", "cup-2", "inside", "coffee_machine-1", reason="the cup goes into the machine"),

@@ -14,9 +14,10 @@ evaluation task or a sibling raises :class:`grasif.heldout.LeakError`. Augmented
 seed that moves nothing, is left out and counted.
 
 :func:`validate_data` replays every episode through the SGS (each accepted action feasible, the goal
-holds at the end; with the loop's ``close_at_once`` where the episode was made with it) and reads every answer back as an action whose names, and whose reason's names,
-stand in its prompt (:func:`lookplangraph.distill.teacher.expert.ungrounded`). The format and the
-checks: ``docs/guides/expert.md`` and ``docs/guides/distillation.md``.
+holds at the end; with the loop's ``close_at_once`` where the episode was made with it) and reads
+every answer back as an action whose names, and whose reason's names, stand in its prompt
+(:func:`lookplangraph.distill.teacher.expert.ungrounded`). The format and the checks:
+``docs/guides/expert.md`` and ``docs/guides/distillation.md``.
 """
 
 from __future__ import annotations
