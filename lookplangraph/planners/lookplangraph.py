@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 from grasif.heldout import in_train_pool
 from grasif.task import Task
 from sgs.actions import Action, make, parse_action
-from sgs.graph import Relation, SceneGraph, node_class
+from sgs.graph import SceneGraph, node_class
 from sgs.simulator import TARGET_STATE, Infeasible, Outcome, apply, corrected, run_plan
 
 from lookplangraph.agent.decide import LMReply, decide, explain
@@ -320,16 +320,8 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
     else:
         fb = memory.unseen_feedback(action)
         if fb is None:
-            read_as = held_put(action, memory.graph) if cfg.correction == "rules" and cfg.held_slot else None
-            outcome = memory.check(read_as, correct=True) if read_as is not None else None
-            if outcome is not None and outcome.ok:
-                note = f"read {action} as {read_as}: you hold {memory.graph.agent.holding}"
-                outcome = replace(outcome, corrections=(note, *outcome.corrections))
-            else:  # not read so, or no better read so: the feedback is on what the LM wrote
-                outcome = memory.check(action, correct=cfg.correction == "rules")
+            outcome = checked(action, memory, cfg)
             fb = outcome.feedback
-            if fb is None and cfg.correction == "rules" and cfg.close_at_once:
-                outcome = closed_after_use(outcome, memory.graph)
     if fb is not None and cfg.refusal_situation:
         fb += f" ({situation(memory.graph, memory.unseen)})"
     if fb is None and outcome.graph == memory.graph:
@@ -349,6 +341,24 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
     _execute(outcome.actions, memory, env, rec, perceive)
     rec.accepted = bool(rec.executed)
     return rec.feedback
+
+
+def checked(action: Action, memory: MemoryGraph, cfg: PlannerConfig) -> Outcome:
+    """The SGS's check of ``action`` on the memory graph under ``cfg``'s correction mode (``rules``
+    or ``feedback``) and the rules that change its steps: ``held_slot`` (a put naming a place in
+    the object slot read as the put of what the agent holds) and ``close_at_once``
+    (:func:`closed_after_use`). What the loop carries out, and what the trial console shows."""
+    rules = cfg.correction == "rules"
+    read_as = held_put(action, memory.graph) if rules and cfg.held_slot else None
+    outcome = memory.check(read_as, correct=True) if read_as is not None else None
+    if outcome is not None and outcome.ok:
+        note = f"read {action} as {read_as}: you hold {memory.graph.agent.holding}"
+        outcome = replace(outcome, corrections=(note, *outcome.corrections))
+    else:  # not read so, or no better read so: the feedback is on what the LM wrote
+        outcome = memory.check(action, correct=rules)
+    if outcome.ok and rules and cfg.close_at_once:
+        outcome = closed_after_use(outcome, memory.graph)
+    return outcome
 
 
 def _execute(steps, memory: MemoryGraph, env, rec: StepRecord, perceive: Perception) -> None:
@@ -447,43 +457,35 @@ def closed_after_use(outcome: Outcome, graph: SceneGraph) -> Outcome:
     Where a close would stop a later step of the action (the apple taken out of a box in the
     fridge and put into the fridge) or the SGS refuses it, the outcome stays as it was and
     ``close_opened`` closes what is left at ``done()``. An ``open`` the LM asked for is the last
-    step of its action, so nothing it opened itself is closed."""
-    opened: set[str] = set()
+    step of its action, so nothing it opened itself is closed. An outcome without an ``open``
+    (most are) is returned as it is, without replaying its steps."""
+    if not any(step.function_name == "open" for step in outcome.actions):
+        return outcome
+    opened: list[str] = []  # in the order opened: outermost first
     steps, notes, g = [], [], graph
     try:
         for step in outcome.actions:
             before, g = g, apply(g, step)
             steps.append(step)
             if step.function_name == "open":
-                opened.add(step.node)
+                opened.append(step.node)
                 continue
             if step.function_name == "put_inside":
-                used = [step.destination or step.node]
+                used = [c for c in opened if c == (step.destination or step.node)]
             elif step.function_name == "pick_up":
-                used = _holders(before, step.node)
+                used = [c for c in reversed(opened) if before.is_ancestor(c, step.node)]
             else:
                 continue
-            for c in [c for c in used if c in opened]:
+            for c in used:
                 g = apply(g, make("close", c))
                 steps.append(make("close", c))
                 notes.append(f"closed {c} after {step}: a correction had opened it")
-                opened.discard(c)
+                opened.remove(c)
     except Infeasible:
         return outcome
     if not notes:
         return outcome
     return replace(outcome, actions=tuple(steps), graph=g, corrections=(*outcome.corrections, *notes))
-
-
-def _holders(graph: SceneGraph, name: str) -> list[str]:
-    """What ``name`` rests on or in, directly or through its parents, innermost first (not its
-    room, nor the agent that holds it)."""
-    holders = []
-    edge = graph.parent.get(name)
-    while edge is not None and edge[1] not in (Relation.IN_ROOM, Relation.HELD):
-        holders.append(edge[0])
-        edge = graph.parent.get(edge[0])
-    return holders
 
 
 def _perceive(perceive: Perception, observation, memory: MemoryGraph, env, rec: StepRecord):

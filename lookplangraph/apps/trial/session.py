@@ -18,7 +18,7 @@ from sim_adapters.human import Answer, HumanEnvironment, Operator, Request, Tria
 from vlm.gam import GraphAugmentation
 
 from lookplangraph.planners.episode import EpisodeResult, StepRecord
-from lookplangraph.planners.lookplangraph import closed_after_use, run_episode
+from lookplangraph.planners.lookplangraph import checked, run_episode
 from lookplangraph.agent.memory import MemoryGraph
 from lookplangraph.apps.trial.scoring import ChecklistItem, checklist, score
 from lookplangraph.evaluation.runner import format_step
@@ -76,10 +76,8 @@ class TrialSession:
         action, expansion = reply.action, []
         if action is not None and action.function_name != "done":
             mode = self.cfg.correction
-            outcome = memory.check(action, correct=mode == "rules")
+            outcome = checked(action, memory, self.cfg) if mode != "none" else memory.check(action, correct=False)
             if outcome.ok:
-                if mode == "rules" and self.cfg.close_at_once:
-                    outcome = closed_after_use(outcome, memory.graph)
                 expansion = [str(a) for a in outcome.actions]
             elif mode == "none" and memory.hallucination(action) is None:
                 expansion = [str(a) for a in memory.expand_unchecked(action)]
