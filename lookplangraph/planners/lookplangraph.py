@@ -345,9 +345,10 @@ def attempt_action(reply, memory: MemoryGraph, env, cfg: PlannerConfig, rec: Ste
 
 def checked(action: Action, memory: MemoryGraph, cfg: PlannerConfig) -> Outcome:
     """The SGS's check of ``action`` on the memory graph under ``cfg``'s correction mode (``rules``
-    or ``feedback``) and the rules that change its steps: ``held_slot`` (a put naming a place in
-    the object slot read as the put of what the agent holds) and ``close_at_once``
-    (:func:`closed_after_use`). What the loop carries out, and what the trial console shows."""
+    corrects; ``feedback`` and ``none`` check as written) and the rules that change its steps:
+    ``held_slot`` (a put naming a place in the object slot read as the put of what the agent
+    holds) and ``close_at_once`` (:func:`closed_after_use`). What the loop carries out, and what
+    the trial console shows."""
     rules = cfg.correction == "rules"
     read_as = held_put(action, memory.graph) if rules and cfg.held_slot else None
     outcome = memory.check(read_as, correct=True) if read_as is not None else None

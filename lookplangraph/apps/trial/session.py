@@ -75,11 +75,10 @@ class TrialSession:
         the planner's memory (what the console shows)."""
         action, expansion = reply.action, []
         if action is not None and action.function_name != "done":
-            mode = self.cfg.correction
-            outcome = checked(action, memory, self.cfg) if mode != "none" else memory.check(action, correct=False)
+            outcome = checked(action, memory, self.cfg)
             if outcome.ok:
                 expansion = [str(a) for a in outcome.actions]
-            elif mode == "none" and memory.hallucination(action) is None:
+            elif self.cfg.correction == "none" and memory.hallucination(action) is None:
                 expansion = [str(a) for a in memory.expand_unchecked(action)]
         self.env.set_action(str(action) if action is not None else None, reply.reason, expansion)
 
