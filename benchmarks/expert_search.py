@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grasif import dataset, heldout  # noqa: E402
 from lookplangraph.distill.teacher.expert import Expert  # noqa: E402
-from lookplangraph.distill.teacher.search import SEARCHES  # noqa: E402
+from lookplangraph.distill.teacher.policy import TEACHERS  # noqa: E402
 from lookplangraph.evaluation.runner import evaluate  # noqa: E402
 from lookplangraph.planners.config import RECALL_MODES, PlannerConfig  # noqa: E402
 
@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=None, help="a GraSIF build (default: the default build)")
     ap.add_argument("--limits", default="12,20,30", help="action limits (default 12,20,30)")
     ap.add_argument("--seed", type=int, default=0, help="the dynamic-mode seed (default 0)")
-    ap.add_argument("--experts", default=",".join(SEARCHES), help=f"default {','.join(SEARCHES)}")
+    ap.add_argument("--experts", default="expert,expert-oracle,expert-view",
+                    help=f"of {', '.join(TEACHERS)}; default expert,expert-oracle,expert-view")
     ap.add_argument("--modes", default=",".join(MODES), help=f"default {','.join(MODES)}")
     ap.add_argument("--recall", default="here", choices=RECALL_MODES,
                     help="the planner's recall setting the expert plays under (default here; named: the view also "
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, tasks in sets.items():
                     label = spec if args.recall == "here" else f"{spec}+recall-{args.recall}"
                     out = args.out / f"{label}_{mode}_a{limit}_{name.replace('+', '')}"
-                    results = evaluate(tasks, partial(Expert, search=SEARCHES[spec]),
+                    results = evaluate(tasks, partial(Expert, **TEACHERS[spec]),
                                        PlannerConfig(max_actions=limit, recall=args.recall),
                                        out, dynamic_seed=None if mode == "static" else args.seed,
                                        dynamic_mode="paper" if mode == "static" else mode)

@@ -232,3 +232,52 @@ def test_the_cli_offers_the_branches_the_round_knows(tmp_path, capsys):
     assert main(["distill", "dagger", "--student", "scripted:done()", "--out", str(tmp_path), "--branches", "continuation",
                  "--prompt-layout", "history-scene", "--episodes", "1"]) == 2
     assert "needs the conversation layout" in capsys.readouterr().err
+
+
+def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_path):
+    """SCRIPTED student (a test double, not an LM): a round, then ``replay:DIR`` with another
+    teacher. The replayed episodes are the recorded ones (same states, same answers in the chats),
+    now labelled by the new teacher; a round recorded before episodes kept their answers is read
+    back from its examples; a replay the loop asks more of is counted and writes nothing."""
+    from lookplangraph.distill.planning.replay import RecordedStudent, ReplayError
+
+    task = pool[0]
+    g = task.graph
+    target = g.place_of(task.goal.node_goals[0].node)
+    wrong = next(p for p in g.places if p not in (target, g.agent.location))
+    said = [J("go_to", target), J("go_to", wrong), J("done")]
+    cfg = data_config("action", "conversation", max_actions=12)
+    first = run_round([task], ScriptedBackend(said), tmp_path / "a", cfg=cfg, seeds=[None], branches="continuation")
+    recorded = json.loads((tmp_path / "a" / "dagger_episodes.jsonl").read_text())
+    assert recorded["answers"] == said
+
+    again = run_round([task], RecordedStudent(tmp_path / "a"), tmp_path / "b", cfg=cfg, seeds=[None],
+                      branches="continuation", expert=Expert(search="view"))
+    assert (again.episodes, again.states, again.replays_diverged) == (1, first.states, 0)
+    counts = json.loads((tmp_path / "b" / "counts.json").read_text())
+    assert counts["expert"] == "expert (privileged), view-limited search"
+    lines = [json.loads(x) for x in (tmp_path / "b" / "sft.jsonl").read_text().splitlines()]
+    for ex in lines:
+        answers = [m["content"] for m in ex["messages"] if m["role"] == "assistant"]
+        n = len(answers) if ex["meta"]["kind"] == "student" else ex["meta"]["step"] - 1
+        assert answers[:n] == said[:n]  # the student's answers, as recorded
+        assert ex["meta"]["student"].startswith("scripted, replayed from")
+
+    # an older round: no answers on its episode lines, read back from its examples
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "sft.jsonl").write_text((tmp_path / "a" / "sft.jsonl").read_text())
+    (old / "dagger_episodes.jsonl").write_text(json.dumps({k: v for k, v in recorded.items() if k != "answers"}) + "\n")
+    assert RecordedStudent(old).answers == {recorded["key"]: said}
+
+    # answers that end before the loop does: the replay diverged, and no example is written
+    (old / "dagger_episodes.jsonl").write_text(json.dumps({**recorded, "answers": said[:2]}) + "\n")
+    short = run_round([task], RecordedStudent(old), tmp_path / "c", cfg=cfg, seeds=[None])
+    assert (short.replays_diverged, short.examples, short.episodes) == (1, 0, 0)
+    assert not (tmp_path / "c" / "sft.jsonl").exists() or not (tmp_path / "c" / "sft.jsonl").read_text().strip()
+    assert json.loads((tmp_path / "c" / "dagger_episodes.jsonl").read_text())["replay"] == "diverged"
+
+    with pytest.raises(ReplayError, match="no DAgger round to replay"):
+        RecordedStudent(tmp_path / "nothing")
+    assert main(["distill", "dagger", "--student", f"replay:{tmp_path / 'nothing'}", "--out", str(tmp_path / "d"),
+                 "--episodes", "1"]) == 2

@@ -177,3 +177,51 @@ def test_the_older_search_is_selected_by_name_and_labelled(tmp_path, capsys):
     assert main(["run", "--split", "office", "--task", "office-01", "--lm", "expert-oracle", "--out", str(out)]) == 0
     assert "room-by-room search" in capsys.readouterr().out
     assert json.loads((out / "result.json").read_text())["success"]
+
+
+def test_the_walking_teacher_puts_only_in_the_room_it_stands_in(office):
+    """office-27 with ``recall = named-assets``: where ``expert-view`` answers the rearrange from the
+    supply room, ``expert-walk`` takes the marker, walks to meeting room 2 and puts it there; from
+    that room on, the other things come by rearranges (the destination is where it stands)."""
+    from lookplangraph.distill.teacher.expert import expert_for
+
+    task = next(t for t in office if t.id == "office-27")
+    cfg = PlannerConfig(max_actions=60, recall="named-assets")
+    walk, examples, _ = expert_episode(task, None, cfg, expert_for("expert-walk"))
+    assert walk.success
+    assert walk.actions[2:6] == ["pick_up(marker-2)", "go_to(meeting_room-2)", "put_on(whiteboard-2)",
+                                 "rearrange(marker-3, ontop, whiteboard-2)"]
+    assert expert_for("expert-walk").name == "expert (privileged), view-limited search, puts from the destination's room"
+
+
+def test_a_rearrange_the_teacher_began_is_passed_over_once_the_student_did_it(office, tmp_path):
+    """SCRIPTED student (a test double, not an LM) on office-27: where ``expert-walk`` would take
+    the marker first, the student answers the rearrange itself; the teacher's next label goes on to
+    the next marker instead of taking the placed one back into hand."""
+    from lookplangraph.distill.planning.dagger import run_round
+    from lookplangraph.distill.planning.trajectories import data_config
+    from lookplangraph.distill.teacher.expert import expert_for
+    from lookplangraph.lm.scripted import ScriptedBackend
+
+    task = next(t for t in office if t.id == "office-27")
+    said = [{"function_name": "go_to", "node": "supply_room-1"}, {"function_name": "discover_objects", "node": "cabinet-4"},
+            {"function_name": "rearrange", "node": "marker-2", "relation": "ontop", "destination": "whiteboard-2"},
+            {"function_name": "done"}]
+    said = [json.dumps({"node": None, "relation": None, "destination": None, **a}) for a in said]
+    cfg = data_config("action", "history-scene", max_actions=12, recall="named-assets")
+    run_round([task], ScriptedBackend(said), tmp_path, cfg=cfg, seeds=[None], expert=expert_for("expert-walk"))
+    labels = {ex["meta"]["step"]: json.loads(ex["messages"][-1]["content"])
+              for ex in map(json.loads, (tmp_path / "sft.jsonl").read_text().splitlines())}
+    assert (labels[3]["function_name"], labels[3]["node"]) == ("pick_up", "marker-2")  # the teacher's own way
+    assert (labels[4]["function_name"], labels[4]["node"]) != ("pick_up", "marker-2")
+    assert labels[4]["node"] in ("marker-3", "eraser-1")
+
+
+def test_the_teacher_specs_are_the_clis():
+    from lookplangraph.cli.conventions import EXPERT_SPECS
+    from lookplangraph.distill.teacher.expert import expert_for
+    from lookplangraph.distill.teacher.policy import TEACHERS
+
+    assert EXPERT_SPECS == tuple(TEACHERS)
+    with pytest.raises(ExpertError, match="the teacher is one of expert, expert-oracle, expert-view, expert-walk"):
+        expert_for("expert-run")

@@ -31,10 +31,11 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 )
 
 PROG = "lookplangraph"
-#: ``--lm expert``, ``--lm expert-oracle`` and ``--lm expert-view``: the privileged expert
-#: (:mod:`lookplangraph.distill.teacher.expert`; its belief-space search, the older room-by-room
-#: search, or the belief-space search limited to what the planner's view shows), a harness tool
-EXPERT_SPECS = ("expert", "expert-oracle", "expert-view")
+#: ``--lm expert``, ``--lm expert-oracle``, ``--lm expert-view`` and ``--lm expert-walk``: the
+#: privileged expert (:mod:`lookplangraph.distill.teacher.expert`; its belief-space search, the older
+#: room-by-room search, the belief-space search limited to what the planner's view shows, or that
+#: search putting only in the room it stands in), a harness tool
+EXPERT_SPECS = ("expert", "expert-oracle", "expert-view", "expert-walk")
 WIDTH = 92
 
 

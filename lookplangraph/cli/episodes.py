@@ -289,11 +289,11 @@ def _lm_factory(s, out: Path, args=None):
         from functools import partial
 
         from lookplangraph.distill.teacher.expert import Expert
-        from lookplangraph.distill.teacher.search import SEARCHES
+        from lookplangraph.distill.teacher.policy import TEACHERS
 
         if s.cache or getattr(args, "endpoints", None):
             raise UsageError(f"--lm {s.lm} answers from the episode itself: it takes no --cache and no --endpoints")
-        return partial(Expert, search=SEARCHES[s.lm])
+        return partial(Expert, **TEACHERS[s.lm])
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
         return lm_factory(s.lm, with_native_log(s.lm, s.lm_options, out / NATIVE_LOG, getattr(args, "verbose", False)),

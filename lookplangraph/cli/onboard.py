@@ -102,8 +102,12 @@ def add_parsers(sub) -> None:
                      examples=[f"lookplangraph distill dagger --student {default_lm()} "
                                "--tasks train-pool --episodes 40 --out runs/dagger1",
                                "lookplangraph distill dagger --student openai:local@http://127.0.0.1:8080/v1 "
-                               "--tasks generated:runs/gen/office --episodes 500 --out runs/dagger --round 1"])
-    dg.add_argument("--student", required=True, metavar="SPEC", help="the student's LM backend spec")
+                               "--tasks generated:runs/gen/office --episodes 500 --out runs/dagger --round 1",
+                               "lookplangraph distill dagger --student replay:runs/dagger --tasks generated:runs/gen/office "
+                               "--expert expert-walk --out runs/dagger_walk"])
+    dg.add_argument("--student", required=True, metavar="SPEC",
+                    help="the student's LM backend spec, or replay:DIR: the answers DIR's round recorded, episode by "
+                         "episode, labelled again by this round's teacher (no LM runs; --seeds unused)")
     dg.add_argument("--tasks", default="train-pool", metavar="WHICH",
                     help="train-pool (default) or generated:DIR (a `grasif generate` directory)")
     dg.add_argument("--episodes", type=int, metavar="N", help="at most N episodes this run (default: every task and seed)")
@@ -265,8 +269,9 @@ def _teacher_flags(p) -> None:
                         "named-assets (named, and the assets of the classes the instruction names, in other rooms)")
     p.add_argument("--expert", choices=EXPERT_SPECS, default="expert",
                    help="the teacher: expert (belief-space search, default), expert-view (the same search limited "
-                        "to what the planner's view shows: its choices are learnable from the prompt) or "
-                        "expert-oracle (the older room-by-room search)")
+                        "to what the planner's view shows: its choices are learnable from the prompt), expert-walk "
+                        "(expert-view that puts only into what is in the room it stands in: it takes the object and "
+                        "walks to another room's destination itself) or expert-oracle (the older room-by-room search)")
 
 
 def cmd_expert_proof(args) -> int:
@@ -392,11 +397,10 @@ def cmd_distill(args) -> int:
 
 
 def _expert(spec: str):
-    """The privileged expert an ``--expert`` spec names (:data:`~lookplangraph.distill.teacher.search.SEARCHES`)."""
-    from lookplangraph.distill.teacher.expert import Expert
-    from lookplangraph.distill.teacher.search import SEARCHES
+    """The privileged expert an ``--expert`` spec names (:data:`~lookplangraph.distill.teacher.policy.TEACHERS`)."""
+    from lookplangraph.distill.teacher.expert import expert_for
 
-    return Expert(search=SEARCHES[spec])
+    return expert_for(spec)
 
 
 def _dagger(args, root: Path, tasks: list) -> int:
@@ -404,7 +408,7 @@ def _dagger(args, root: Path, tasks: list) -> int:
     from grasif.generate.leaks import GeneratedLeak, check_training
     from grasif.heldout import in_train_pool, kept_out_tasks
 
-    from lookplangraph.distill.planning import dagger, trajectories
+    from lookplangraph.distill.planning import dagger, replay, trajectories
     from lookplangraph.lm import LMError, make_backend
 
     if args.tasks == "train-pool":
@@ -421,10 +425,18 @@ def _dagger(args, root: Path, tasks: list) -> int:
         raise UsageError(f"--episodes must be at least 1, not {args.episodes}")
     cfg = trajectories.data_config(args.answer_format, args.prompt_layout, max_actions=args.max_actions,
                                    recall=args.recall)
-    try:
-        student = make_backend(args.student)
-    except LMError as exc:
-        raise lm_failure(exc) from None
+    if args.student.startswith(replay.PREFIX):  # another round's answers, labelled by this round's teacher
+        try:
+            student = replay.RecordedStudent(Path(args.student[len(replay.PREFIX):]))
+        except replay.ReplayError as exc:
+            raise UsageError(str(exc)) from None
+        if student.unrecoverable:
+            print(f"{len(student.unrecoverable)} recorded episodes left out: their answers could not be read back")
+    else:
+        try:
+            student = make_backend(args.student)
+        except LMError as exc:
+            raise lm_failure(exc) from None
     try:
         counts = dagger.run_round(chosen, student, Path(args.out), cfg=cfg, seeds=seed_list(args.seeds),
                                   round_=args.round, episodes=args.episodes, expert=_expert(args.expert),
@@ -437,6 +449,8 @@ def _dagger(args, root: Path, tasks: list) -> int:
           f"{counts.states} states labelled, {counts.examples} examples kept ({counts.left_out_done} give-ups and "
           f"{counts.left_out_ungrounded} ungrounded labels left out); the student agreed with the expert on "
           f"{counts.agreed}; {counts.states_per_hour:.0f} states per hour")
+    if counts.replays_diverged:
+        print(f"{counts.replays_diverged} replayed episodes diverged from the recorded ones (no examples written)")
     if counts.continuations or counts.continuations_diverged:
         print(f"{counts.continuations} expert continuations written; {counts.continuations_diverged} states got the "
               f"one-answer branch instead (the replay did not reach the student's state)")

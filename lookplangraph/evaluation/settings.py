@@ -71,7 +71,8 @@ class RunSettings:
                                   "LookPlanGraph's decisions only), llamacpp:PATH.gguf[+ADAPTER.gguf], "
                                   "openai:MODEL[@BASE_URL]; harness tools, not models: expert (the privileged expert, "
                                   "belief-space search), expert-oracle (its older room-by-room search), expert-view "
-                                  "(its search limited to what the planner's view shows)")
+                                  "(its search limited to what the planner's view shows), expert-walk (expert-view "
+                                  "putting only in the room it stands in)")
     lm_options: dict = field(default_factory=dict, metadata={"help": "passed to the backend, e.g. { n_ctx = 4096 }"})
     split: str | None = setting(None, "the split: virtualhome, behavior, office, dev")
     tasks: list | None = setting(None, "task ids in the split")

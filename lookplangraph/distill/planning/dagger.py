@@ -12,7 +12,8 @@ may share a directory with ``distill data``): ``sft.jsonl`` (one example per lab
 the goal, so a mix can take ``@student_success=False``), ``dagger_episodes.jsonl``,
 ``dagger_counts.json`` (with ``by_kind``: episodes and successes by the task's
 ``provenance["kind"]`` and by static or dynamic, recounted from the episodes file), and
-``counts.json`` brought up to date. In the conversation layout
+``counts.json`` brought up to date; an episode's line keeps the student's answers, so that another
+teacher can label the same episodes again without the student (:mod:`.replay`). In the conversation layout
 (:mod:`.conversations`) an episode gives its chat (the student's answers trained where the expert
 agrees) and one branch per other state: with ``branches="answer"`` the chat up to it and the
 expert's answer, the one trained turn; with ``branches="continuation"`` the expert takes over
@@ -38,6 +39,7 @@ from grasif.task import Task
 
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.distill.planning.conversations import episode_conversation
+from lookplangraph.distill.planning.replay import RecordedStudent
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env, trim_torn_line
 from lookplangraph.lm import Completion
@@ -120,6 +122,7 @@ class DaggerCounts:
     left_out_ungrounded: int = 0
     continuations: int = 0
     continuations_diverged: int = 0
+    replays_diverged: int = 0
     seconds: float = 0.0
 
     @property
@@ -139,8 +142,10 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     most (those already in ``out/dagger_episodes.jsonl`` are skipped: the round resumes; so is a
     dynamic seed that moves nothing in a task, the static episode again). ``branches`` (one of
     :data:`BRANCHES`, conversation layout only) says what a state the expert answers otherwise
-    gives. Returns the counts of the whole directory's rounds so far, also written to
-    ``out/dagger_counts.json``."""
+    gives. A :class:`~lookplangraph.distill.planning.replay.RecordedStudent` replays its round's
+    episodes instead, in its order, among ``tasks`` (``seeds`` unused); an episode whose replay
+    diverged writes no example. Returns the counts of the whole directory's rounds so far, also
+    written to ``out/dagger_counts.json``."""
     if branches not in BRANCHES:
         raise DaggerError(f"branches is one of {', '.join(BRANCHES)}, not {branches!r}")
     if branches != "answer" and cfg.prompt_layout != "conversation":
@@ -165,7 +170,14 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         trim_torn_line(path)
     done = {json.loads(line)["key"] for line in eps.read_text().splitlines() if line.strip()} if eps.exists() else set()
     counts = _read_counts(out)
-    todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done and (s is None or dynamic_moves(t, s))]
+    replay = student if isinstance(student, RecordedStudent) else None
+    if replay is not None:
+        by_key = {f"{t.split}/{t.id}": t for t in tasks}
+        recorded = [(by_key.get(k.rpartition("@")[0]), k.rpartition("@")[2]) for k in replay.keys]
+        todo = [(t, None if s == "static" else int(s)) for t, s in recorded if t is not None]
+        todo = [(t, s) for t, s in todo if _key(t, s) not in done]
+    else:
+        todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done and (s is None or dynamic_moves(t, s))]
     if episodes is not None:
         todo = todo[: max(0, episodes)]
     labeller = Labeller(student, expert or Expert())
@@ -173,8 +185,19 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     for n, (task, seed) in enumerate(todo, 1):
         start = time.perf_counter()
         env = make_env(task, seed)
+        if replay is not None:
+            replay.begin(_key(task, seed))
         labeller.begin_episode(task, env, "lookplangraph", cfg)
         result = run_episode(task, env, labeller, cfg)
+        if replay is not None and replay.diverged:  # not the recorded episode: nothing learnt from it
+            counts.replays_diverged += 1
+            counts.seconds += time.perf_counter() - start
+            with open(eps, "a") as f:
+                f.write(json.dumps({"key": _key(task, seed), "split": task.split, "task_id": task.id, "seed": seed,
+                                    "kind": task_kind(task), "round": round_, "student": student_name,
+                                    "replay": "diverged", "examples": 0}) + "\n")
+            _write_counts(out, counts)
+            continue
         for lab in labeller.labels:
             lab["agreed"] = lab["student"] is not None and lab["student"] == lab["expert"]
             counts.states += 1
@@ -197,7 +220,8 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
             f.write(json.dumps({"key": _key(task, seed), "split": task.split, "task_id": task.id, "seed": seed,
                                 "kind": task_kind(task), "round": round_, "student": student_name,
                                 "success": result.success, "termination": result.termination,
-                                "actions": result.actions, "states": len(labeller.labels), "examples": kept}) + "\n")
+                                "actions": result.actions, "states": len(labeller.labels), "examples": kept,
+                                "answers": [lab["text"] for lab in labeller.labels]}) + "\n")
         _write_counts(out, counts)
         data_counts["examples"] = data_counts.get("examples", 0) + kept
         data_counts.setdefault("by_source", {})["dagger"] = data_counts.get("by_source", {}).get("dagger", 0) + kept
@@ -319,6 +343,8 @@ def success_by_kind(episodes: Path) -> dict[str, dict[str, dict[str, int]]]:
             if not line.strip():
                 continue
             ep = json.loads(line)
+            if ep.get("replay") == "diverged":
+                continue  # not an episode of the student's (run_round)
             mode = "static" if ep.get("seed") is None else "dynamic"
             cell = table.setdefault(ep.get("kind", UNRECORDED), {}).setdefault(mode, {"episodes": 0, "successes": 0})
             cell["episodes"] += 1

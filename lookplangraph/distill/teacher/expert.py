@@ -26,7 +26,7 @@ from sgs.graph import SceneGraph, node_class
 from sgs.simulator import run_plan
 
 from lookplangraph.agent.prompts import FEEDBACK
-from lookplangraph.distill.teacher.policy import ExpertError, Policy
+from lookplangraph.distill.teacher.policy import TEACHERS, ExpertError, Policy
 from lookplangraph.lm import Completion, Usage
 
 #: how ReAct's text world answers a command it did not carry out (lookplangraph.planners.react)
@@ -37,6 +37,13 @@ FEEDBACK_MARK = FEEDBACK
 
 #: a node's name in text (``shelf-2``, ``toms_office-1``)
 NODE_NAME = re.compile(r"\b[a-z][a-z0-9_]*-\d+\b")
+
+
+def expert_for(spec: str) -> "Expert":
+    """The expert an ``--expert``/``--lm`` spec names (:data:`~lookplangraph.distill.teacher.policy.TEACHERS`)."""
+    if spec not in TEACHERS:
+        raise ExpertError(f"the teacher is one of {', '.join(TEACHERS)}, not {spec!r}")
+    return Expert(**TEACHERS[spec])
 
 
 class Expert(Policy):

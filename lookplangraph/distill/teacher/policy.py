@@ -5,6 +5,9 @@ plan, read from the environment's true graph, which no planner may read.
   every step is behind it and the goal holds, else another pass (moved objects back to where the
   plan leaves them, then the plan again), at most :data:`MAX_PASSES`.
 * Before a step acts on an object the planner's memory has not seen, it searches (:mod:`.search`).
+* With ``walk`` (``expert-walk``: :data:`TEACHERS`) it puts only into what is in the room it stands
+  in: a ``rearrange`` to another room is a ``pick_up``, a ``go_to`` of its own and the put, even
+  where the view lists the destination from afar (``recall = named-assets``).
 * Where nothing corrects (correction ``feedback``/``none``, ReAct) it writes the ``go_to``/``open``
   steps itself; it closes what it opened on the way; a refused answer is not given again in the
   same state, while a low-level failure (:mod:`sim_adapters.failures`) is tried again.
@@ -42,6 +45,11 @@ MAX_PASSES = 3
 #: what the expert calls itself in results: never to be mistaken for a model
 NAME = "expert (privileged)"
 
+#: the ``--expert``/``--lm`` specs of the teacher and the :class:`Policy` each builds (module doc;
+#: the searches: :data:`~lookplangraph.distill.teacher.search.SEARCHES`)
+TEACHERS = {spec: {"search": search} for spec, search in SEARCHES.items()}
+TEACHERS["expert-walk"] = {"search": "view", "walk": True}
+
 
 class ExpertError(RuntimeError):
     """The expert cannot answer: no episode begun, or a planner it does not serve."""
@@ -52,12 +60,15 @@ class Policy(Search):
 
     name = NAME
 
-    def __init__(self, search: str = "belief", priors: Priors | None = None) -> None:
+    def __init__(self, search: str = "belief", priors: Priors | None = None, walk: bool = False) -> None:
         if search not in SEARCHES.values():
             raise ExpertError(f"the expert searches by {' or '.join(SEARCHES.values())}, not {search!r}")
         self.search = search
         self.priors = priors
+        self.walk = walk
         self.name = {"belief": NAME, "rooms": f"{NAME}, room-by-room search", "view": f"{NAME}, view-limited search"}[search]
+        if walk:
+            self.name += ", puts from the destination's room"
         self.task: Task | None = None
         self.env = None
         self.planner = "lookplangraph"
@@ -158,6 +169,10 @@ class Policy(Search):
                 or (layer is Layer.OBJECT and self.seen(g, name))
                 or (layer is Layer.ASSET and recalled(name, self.asset_recall)))
 
+    def _afar(self, g: SceneGraph, name: str | None) -> bool:
+        """Walking (``walk``): ``name`` is a destination in another room than the agent's."""
+        return self.walk and name in g.nodes and g.place_of(name) != g.agent.location
+
     def _ok(self, g: SceneGraph, key, action: Action) -> bool:
         """``action`` is feasible as written, changes the graph and was not refused here."""
         if (key, str(action)) in self.refused:
@@ -189,9 +204,18 @@ class Policy(Search):
                     found = self._search(g, key, obj)
                     if found is not None:
                         return found
-            if step.function_name == "rearrange" and not self._visible(g, step.destination):
-                # the destination is not in the view from here: take the object, then go and put it
-                self.steps[self.cursor:self.cursor + 1] = _lowered(step)
+            if step.function_name == "rearrange" and (
+                    not self._visible(g, step.destination) or self._afar(g, step.destination)
+                    or (self.walk and g.agent.holding == step.node)):
+                # the destination is not in the view from here (walking: not in this room, or the
+                # object is in hand): take the object, then go and put it; the step stays, so that
+                # once its effect holds (however it came about) it is passed over
+                take, put = _lowered(step)
+                part = put if g.agent.holding == step.node else take
+                answer = self._write(g, key, part, check(g, part, correct=True))
+                if answer is not None:
+                    return answer
+                self.cursor += 1
                 continue
             answer = self._write(g, key, step, corrected)
             if answer is not None:
@@ -219,6 +243,8 @@ class Policy(Search):
     def _write(self, g: SceneGraph, key, step: Action, corrected) -> tuple[Action, str] | None:
         """The step itself, or (explicit modes, or after a refusal) the first step it needs."""
         hidden = [n for n in (step.node, step.destination) if n and not self._visible(g, n)]
+        if not hidden and step.function_name in ("put_on", "put_inside") and self._afar(g, step.destination):
+            hidden = [step.destination]  # walking: put only in the room it stands in
         if hidden:  # a name the prompt does not show (an asset of another room): go and see it first
             go = make("go_to", g.place_of(hidden[0]))
             if self._ok(g, key, go):
