@@ -277,6 +277,10 @@ def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_p
     assert not (tmp_path / "c" / "sft.jsonl").exists() or not (tmp_path / "c" / "sft.jsonl").read_text().strip()
     assert json.loads((tmp_path / "c" / "dagger_episodes.jsonl").read_text())["replay"] == "diverged"
 
+    from lookplangraph.distill.planning.dagger import DaggerError
+
+    with pytest.raises(DaggerError, match="1 recorded episodes are of tasks not among those given"):
+        run_round(pool[1:], RecordedStudent(tmp_path / "a"), tmp_path / "e", cfg=cfg, seeds=[None])
     with pytest.raises(ReplayError, match="no DAgger round to replay"):
         RecordedStudent(tmp_path / "nothing")
     assert main(["distill", "dagger", "--student", f"replay:{tmp_path / 'nothing'}", "--out", str(tmp_path / "d"),

@@ -143,8 +143,8 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     dynamic seed that moves nothing in a task, the static episode again). ``branches`` (one of
     :data:`BRANCHES`, conversation layout only) says what a state the expert answers otherwise
     gives. A :class:`~lookplangraph.distill.planning.replay.RecordedStudent` replays its round's
-    episodes instead, in its order, among ``tasks`` (``seeds`` unused); an episode whose replay
-    diverged writes no example. Returns the counts of the whole directory's rounds so far, also
+    episodes instead, in its order (``seeds`` unused; ``tasks`` must hold every one's task, else
+    :class:`DaggerError`); an episode whose replay diverged writes no example. Returns the counts of the whole directory's rounds so far, also
     written to ``out/dagger_counts.json``."""
     if branches not in BRANCHES:
         raise DaggerError(f"branches is one of {', '.join(BRANCHES)}, not {branches!r}")
@@ -173,8 +173,12 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     replay = student if isinstance(student, RecordedStudent) else None
     if replay is not None:
         by_key = {f"{t.split}/{t.id}": t for t in tasks}
-        recorded = [(by_key.get(k.rpartition("@")[0]), k.rpartition("@")[2]) for k in replay.keys]
-        todo = [(t, None if s == "static" else int(s)) for t, s in recorded if t is not None]
+        missing = [k for k in replay.keys if k.rpartition("@")[0] not in by_key]
+        if missing:
+            raise DaggerError(f"{len(missing)} recorded episodes are of tasks not among those given (the first: "
+                              f"{missing[0]}): replay with the round's own tasks")
+        recorded = [(by_key[k.rpartition("@")[0]], k.rpartition("@")[2]) for k in replay.keys]
+        todo = [(t, None if s == "static" else int(s)) for t, s in recorded]
         todo = [(t, s) for t, s in todo if _key(t, s) not in done]
     else:
         todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done and (s is None or dynamic_moves(t, s))]
