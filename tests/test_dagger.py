@@ -25,6 +25,14 @@ def J(fn, node=None, relation=None, destination=None):
     return json.dumps({"function_name": fn, "node": node, "relation": relation, "destination": destination})
 
 
+def _right_then_wrong(task):
+    """A wrong room of ``task``, and the scripted answers: the goal's room, the wrong one, ``done()``."""
+    g = task.graph
+    target = g.place_of(task.goal.node_goals[0].node)
+    wrong = next(p for p in g.places if p not in (target, g.agent.location))
+    return wrong, [J("go_to", target), J("go_to", wrong), J("done")]
+
+
 def test_the_students_answers_are_executed_and_every_state_is_labelled(pool, tmp_path):
     """SCRIPTED student (a test double, not an LM): it walks to the wrong room, then stops."""
     task = pool[0]
@@ -141,10 +149,7 @@ def test_a_conversation_round_trains_the_agreed_answers_and_branches_the_rest(po
     from lookplangraph.distill.planning.conversations import trained
 
     task = pool[0]
-    g = task.graph
-    target = g.place_of(task.goal.node_goals[0].node)
-    wrong = next(p for p in g.places if p not in (target, g.agent.location))
-    said = [J("go_to", target), J("go_to", wrong), J("done")]
+    wrong, said = _right_then_wrong(task)
     counts = run_round([task], ScriptedBackend(said), tmp_path, cfg=data_config("action", "conversation", max_actions=6),
                        seeds=[None])
     lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
@@ -172,10 +177,7 @@ def test_a_continuation_is_the_expert_taking_over_from_the_state_on(pool, tmp_pa
     from lookplangraph.distill.planning.conversations import trained
 
     task = pool[0]
-    g = task.graph
-    target = g.place_of(task.goal.node_goals[0].node)
-    wrong = next(p for p in g.places if p not in (target, g.agent.location))
-    said = [J("go_to", target), J("go_to", wrong), J("done")]
+    wrong, said = _right_then_wrong(task)
     cfg = data_config("action", "conversation", max_actions=12)
     run_round([task], ScriptedBackend(said), tmp_path / "answer", cfg=cfg, seeds=[None])
     counts = run_round([task], ScriptedBackend(said), tmp_path / "cont", cfg=cfg, seeds=[None],
@@ -242,10 +244,7 @@ def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_p
     from lookplangraph.distill.planning.replay import RecordedStudent, ReplayError
 
     task = pool[0]
-    g = task.graph
-    target = g.place_of(task.goal.node_goals[0].node)
-    wrong = next(p for p in g.places if p not in (target, g.agent.location))
-    said = [J("go_to", target), J("go_to", wrong), J("done")]
+    wrong, said = _right_then_wrong(task)
     cfg = data_config("action", "conversation", max_actions=12)
     first = run_round([task], ScriptedBackend(said), tmp_path / "a", cfg=cfg, seeds=[None], branches="continuation")
     recorded = json.loads((tmp_path / "a" / "dagger_episodes.jsonl").read_text())
