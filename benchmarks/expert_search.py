@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grasif import dataset, heldout  # noqa: E402
-from lookplangraph.distill.teacher.expert import Expert  # noqa: E402
+from lookplangraph.distill.teacher.expert import expert_for  # noqa: E402
 from lookplangraph.distill.teacher.policy import TEACHERS  # noqa: E402
 from lookplangraph.evaluation.runner import evaluate  # noqa: E402
 from lookplangraph.planners.config import RECALL_MODES, PlannerConfig  # noqa: E402
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, tasks in sets.items():
                     label = spec if args.recall == "here" else f"{spec}+recall-{args.recall}"
                     out = args.out / f"{label}_{mode}_a{limit}_{name.replace('+', '')}"
-                    results = evaluate(tasks, partial(Expert, **TEACHERS[spec]),
+                    results = evaluate(tasks, partial(expert_for, spec),
                                        PlannerConfig(max_actions=limit, recall=args.recall),
                                        out, dynamic_seed=None if mode == "static" else args.seed,
                                        dynamic_mode="paper" if mode == "static" else mode)

@@ -288,12 +288,11 @@ def _lm_factory(s, out: Path, args=None):
     if s.lm in EXPERT_SPECS:  # the privileged harness tool, never a default (distill.teacher.expert)
         from functools import partial
 
-        from lookplangraph.distill.teacher.expert import Expert
-        from lookplangraph.distill.teacher.policy import TEACHERS
+        from lookplangraph.distill.teacher.expert import expert_for
 
         if s.cache or getattr(args, "endpoints", None):
             raise UsageError(f"--lm {s.lm} answers from the episode itself: it takes no --cache and no --endpoints")
-        return partial(Expert, **TEACHERS[s.lm])
+        return partial(expert_for, s.lm)
     cache = None if not s.cache else (out / "lm_cache.jsonl" if s.cache is True else Path(s.cache))
     try:
         return lm_factory(s.lm, with_native_log(s.lm, s.lm_options, out / NATIVE_LOG, getattr(args, "verbose", False)),

@@ -39,7 +39,7 @@ from grasif.task import Task
 
 from lookplangraph.agent.replies import parse_reply
 from lookplangraph.distill.planning.conversations import episode_conversation
-from lookplangraph.distill.planning.replay import RecordedStudent
+from lookplangraph.distill.planning.replay import RecordedStudent, round_key
 from lookplangraph.distill.teacher.expert import Expert, ungrounded
 from lookplangraph.evaluation.runner import dynamic_moves, make_env, trim_torn_line
 from lookplangraph.lm import Completion
@@ -131,7 +131,7 @@ class DaggerCounts:
 
 
 def _key(task: Task, seed: int | None) -> str:
-    return f"{task.split}/{task.id}@{'static' if seed is None else seed}"
+    return round_key(task.split, task.id, seed)
 
 
 def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seeds: list[int | None],
@@ -172,14 +172,13 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
     counts = _read_counts(out)
     replay = student if isinstance(student, RecordedStudent) else None
     if replay is not None:
-        by_key = {f"{t.split}/{t.id}": t for t in tasks}
-        missing = [k for k in replay.keys if k.rpartition("@")[0] not in by_key]
+        by_id = {(t.split, t.id): t for t in tasks}
+        missing = [round_key(*ep) for ep in replay.episodes if ep[:2] not in by_id]
         if missing:
             raise DaggerError(f"{len(missing)} recorded episodes are of tasks not among those given (the first: "
                               f"{missing[0]}): replay with the round's own tasks")
-        recorded = [(by_key[k.rpartition("@")[0]], k.rpartition("@")[2]) for k in replay.keys]
-        todo = [(t, None if s == "static" else int(s)) for t, s in recorded]
-        todo = [(t, s) for t, s in todo if _key(t, s) not in done]
+        todo = [(by_id[split, task_id], seed) for split, task_id, seed in replay.episodes
+                if round_key(split, task_id, seed) not in done]
     else:
         todo = [(t, s) for t in tasks for s in seeds if _key(t, s) not in done and (s is None or dynamic_moves(t, s))]
     if episodes is not None:
@@ -193,13 +192,13 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
             replay.begin(_key(task, seed))
         labeller.begin_episode(task, env, "lookplangraph", cfg)
         result = run_episode(task, env, labeller, cfg)
+        line = {"key": _key(task, seed), "split": task.split, "task_id": task.id, "seed": seed, "kind": task_kind(task),
+                "round": round_, "student": student_name}
         if replay is not None and replay.diverged:  # not the recorded episode: nothing learnt from it
             counts.replays_diverged += 1
             counts.seconds += time.perf_counter() - start
             with open(eps, "a") as f:
-                f.write(json.dumps({"key": _key(task, seed), "split": task.split, "task_id": task.id, "seed": seed,
-                                    "kind": task_kind(task), "round": round_, "student": student_name,
-                                    "replay": "diverged", "examples": 0}) + "\n")
+                f.write(json.dumps({**line, "replay": "diverged", "examples": 0}) + "\n")
             _write_counts(out, counts)
             continue
         for lab in labeller.labels:
@@ -221,9 +220,7 @@ def run_round(tasks: list[Task], student, out: Path, *, cfg: PlannerConfig, seed
         with open(sft, "a") as f:  # the episode's examples, then its line: a rerun skips only what is whole
             f.writelines(lines)
         with open(eps, "a") as f:
-            f.write(json.dumps({"key": _key(task, seed), "split": task.split, "task_id": task.id, "seed": seed,
-                                "kind": task_kind(task), "round": round_, "student": student_name,
-                                "success": result.success, "termination": result.termination,
+            f.write(json.dumps({**line, "success": result.success, "termination": result.termination,
                                 "actions": result.actions, "states": len(labeller.labels), "examples": kept,
                                 "answers": [lab["text"] for lab in labeller.labels]}) + "\n")
         _write_counts(out, counts)

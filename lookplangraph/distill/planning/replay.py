@@ -28,6 +28,11 @@ from lookplangraph.lm import Completion
 PREFIX = "replay:"
 
 
+def round_key(split: str, task_id: str, seed: int | None) -> str:
+    """An episode's key in a DAgger round's files: ``split/task_id@static|seed``."""
+    return f"{split}/{task_id}@{'static' if seed is None else seed}"
+
+
 class ReplayError(ValueError):
     """A directory that holds no DAgger round to replay."""
 
@@ -45,6 +50,7 @@ class RecordedStudent:
         lines = [ep for ep in lines if ep.get("replay") != "diverged"]
         chats = _chats(source / "sft.jsonl") if any("answers" not in ep for ep in lines) else {}
         self.answers: dict[str, list[str]] = {}
+        self.episodes: list[tuple[str, str, int | None]] = []  # (split, task id, seed) of each, in order
         self.unrecoverable: list[str] = []  # episodes whose answers could not be read back
         for ep in lines:
             texts = ep.get("answers") or _read_back(ep, chats.get(ep["key"], []))
@@ -52,9 +58,9 @@ class RecordedStudent:
                 self.unrecoverable.append(ep["key"])
             else:
                 self.answers[ep["key"]] = texts
+                self.episodes.append((ep["split"], ep["task_id"], ep["seed"]))
         students = sorted({ep.get("student", "?") for ep in lines})
         self.name = f"{' + '.join(students) or 'no student'}, replayed from {source}"
-        self.keys = list(self.answers)
         self._queue: list[str] = []
         self._overrun = False
 
@@ -89,8 +95,7 @@ def _chats(sft: Path) -> dict[str, list[dict[str, Any]]]:
                 x = json.loads(line)
                 m = x.get("meta", {})
                 if m.get("source") == "dagger":
-                    key = f"{m['split']}/{m['task_id']}@{'static' if m.get('seed') is None else m['seed']}"
-                    out.setdefault(key, []).append(x)
+                    out.setdefault(round_key(m["split"], m["task_id"], m.get("seed")), []).append(x)
     return out
 
 
