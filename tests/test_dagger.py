@@ -262,6 +262,18 @@ def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_p
         assert answers[:n] == said[:n]  # the student's answers, as recorded
         assert ex["meta"]["student"].startswith("scripted, replayed from")
 
+    # the same round as one-answer branches: the student's recorded answers, then the one trained label
+    run_round([task], RecordedStudent(tmp_path / "a"), tmp_path / "br", cfg=cfg, seeds=[None],
+              branches="answer", expert=Expert(search="view"))
+    branches = [json.loads(x) for x in (tmp_path / "br" / "sft.jsonl").read_text().splitlines()
+                if json.loads(x)["meta"]["kind"] == "branch"]
+    assert branches
+    for ex in branches:
+        turns = [m for m in ex["messages"] if m["role"] == "assistant"]
+        assert [m["content"] for m in turns[:-1]] == said[:len(turns) - 1]
+        assert [m.get("train", True) is not False for m in turns] == [False] * (len(turns) - 1) + [True]
+        assert turns[-1]["content"] != said[len(turns) - 1]  # the teacher's label where the student differed
+
     # an older round: no answers on its episode lines, read back from its examples
     old = tmp_path / "old"
     old.mkdir()
