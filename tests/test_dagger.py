@@ -239,8 +239,9 @@ def test_the_cli_offers_the_branches_the_round_knows(tmp_path, capsys):
 def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_path):
     """SCRIPTED student (a test double, not an LM): a round, then ``replay:DIR`` with another
     teacher. The replayed episodes are the recorded ones (same states, same answers in the chats),
-    now labelled by the new teacher; a round recorded before episodes kept their answers is read
-    back from its examples; a replay the loop asks more of is counted and writes nothing."""
+    now labelled by the new teacher, as continuations or as one-answer branches; a round recorded
+    before episodes kept their answers is read back from its examples; a replay the loop asks more
+    of is counted and writes nothing."""
     from lookplangraph.distill.planning.replay import RecordedStudent, ReplayError
 
     task = pool[0]
@@ -265,8 +266,8 @@ def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_p
     # the same round as one-answer branches: the student's recorded answers, then the one trained label
     run_round([task], RecordedStudent(tmp_path / "a"), tmp_path / "br", cfg=cfg, seeds=[None],
               branches="answer", expert=Expert(search="view"))
-    branches = [json.loads(x) for x in (tmp_path / "br" / "sft.jsonl").read_text().splitlines()
-                if json.loads(x)["meta"]["kind"] == "branch"]
+    rows = [json.loads(x) for x in (tmp_path / "br" / "sft.jsonl").read_text().splitlines()]
+    branches = [ex for ex in rows if ex["meta"]["kind"] == "branch"]
     assert branches
     for ex in branches:
         turns = [m for m in ex["messages"] if m["role"] == "assistant"]
