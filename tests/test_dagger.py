@@ -242,6 +242,7 @@ def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_p
     now labelled by the new teacher, as continuations or as one-answer branches; a round recorded
     before episodes kept their answers is read back from its examples; a replay the loop asks more
     of is counted and writes nothing."""
+    from lookplangraph.distill.planning.conversations import trained
     from lookplangraph.distill.planning.replay import RecordedStudent, ReplayError
 
     task = pool[0]
@@ -272,7 +273,7 @@ def test_a_round_is_labelled_again_by_replaying_its_recorded_answers(pool, tmp_p
     for ex in branches:
         turns = [m for m in ex["messages"] if m["role"] == "assistant"]
         assert [m["content"] for m in turns[:-1]] == said[:len(turns) - 1]
-        assert [m.get("train", True) is not False for m in turns] == [False] * (len(turns) - 1) + [True]
+        assert [trained(m) for m in turns] == [False] * (len(turns) - 1) + [True]
         assert turns[-1]["content"] != said[len(turns) - 1]  # the teacher's label where the student differed
 
     # an older round: no answers on its episode lines, read back from its examples
